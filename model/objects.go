@@ -1,0 +1,34 @@
+// Package model holds the allocation problem in plain Go: the Kubernetes
+// objects a run reads, and the devices, counter sets, nodes and claims derived
+// from them.
+package model
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+)
+
+// DeviceID names a device the way allocation results do.
+type DeviceID struct {
+	Driver, Pool, Device string
+}
+
+func (id DeviceID) String() string { return id.Driver + "/" + id.Pool + "/" + id.Device }
+
+// Objects is everything an allocation run reads, in input order.
+type Objects struct {
+	Slices  []*resourceapi.ResourceSlice
+	Classes []*resourceapi.DeviceClass
+	Claims  []*resourceapi.ResourceClaim
+	Nodes   []*corev1.Node
+	Pods    []*corev1.Pod
+
+	// CompatibleOnlyWith holds the research extension
+	// `compatibleOnlyWith: {expression: ...}` found on devices in files. The API
+	// server drops unknown fields, so it only exists in files.
+	CompatibleOnlyWith map[DeviceID]string
+
+	// Origin tells where each object came from ("file.yaml#3"), keyed by
+	// "Kind namespace/name", for error messages.
+	Origin map[string]string
+}
