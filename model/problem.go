@@ -1,0 +1,167 @@
+package model
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+)
+
+// Problem is the allocation problem derived from Objects: usable devices and
+// counter sets, nodes, and the pending claims with their candidate devices.
+// Everything is indexed by position so encoders can use dense slices.
+type Problem struct {
+	Devices     []*Device
+	CounterSets []*CounterSet
+	Nodes       []Node
+	// AnyNode is true when no node is known at all; then only devices
+	// available on all nodes can be allocated and results carry no node.
+	Claims []*Claim // pending claims, input order
+	// Allocated are the claims that already have an allocation; their devices
+	// and counters are subtracted from what is free.
+	Allocated []*resourceapi.ResourceClaim
+	// Issues lists pools left out and why.
+	Issues []PoolIssue
+	// Warnings are non-fatal remarks (existing allocations naming unknown
+	// devices, ...).
+	Warnings []string
+	Options  Options
+}
+
+// Options selects semantic variants.
+type Options struct {
+	// Compat is "kep5963" (default) or "wildcard".
+	Compat string
+}
+
+const (
+	CompatKEP5963  = "kep5963"
+	CompatWildcard = "wildcard"
+)
+
+// PoolIssue explains why a pool is not used.
+type PoolIssue struct {
+	Driver, Pool string
+	Reason       string
+}
+
+func (p PoolIssue) String() string { return "pool " + p.Driver + "/" + p.Pool + ": " + p.Reason }
+
+// Node is one node that claims can be allocated for.
+type Node struct {
+	Name string
+	Obj  *corev1.Node // nil when only named by a slice
+}
+
+// Device is one allocatable device of a usable pool.
+type Device struct {
+	Index int
+	ID    DeviceID
+	Slice *resourceapi.ResourceSlice
+	Spec  *resourceapi.Device
+
+	Consumes []Consumption
+	// Reach lists the node indices from which the device is reachable; All
+	// means every node (allNodes).
+	Reach []int
+	All   bool
+	// NodeLocal: the device is published for one node by name; results
+	// then pin the claim to the node (upstream createNodeSelector).
+	NodeLocal   bool
+	BindsToNode bool
+	// Selector is the device's or slice's node selector, when that is how
+	// its nodes are given (multi-host devices).
+	Selector *corev1.NodeSelector
+
+	InUse      bool // allocated to an existing claim (non-admin)
+	MultiAlloc bool // allowMultipleAllocations: not supported by drasat yet
+
+	// CompatibleOnlyWith is the research extension's CEL expression, "" if none.
+	CompatibleOnlyWith string
+	// Incompatible lists devices of the same pool that compatibleOnlyWith
+	// forbids together with this one (either direction), sorted.
+	Incompatible []int
+}
+
+// Consumption is what a device takes from one counter set.
+type Consumption struct {
+	Set     int
+	Amounts []int64 // per counter of the set, in the set's scaled units
+	Groups  []string
+}
+
+// CounterSet is a pool's shared counter set with exact, scaled capacities.
+type CounterSet struct {
+	Index              int
+	Driver, Pool, Name string
+	Counters           []string // sorted counter names
+	Capacity           []int64  // scaled
+	Free               []int64  // capacity minus what existing allocations use
+	Unit               []string // the quantity one scaled unit stands for, per counter
+	// ExistingGroups are the compatibility group lists of devices already
+	// allocated from this set (nil entry = no groups).
+	ExistingGroups [][]string
+	Devices        []int // devices consuming from this set
+}
+
+// Claim is a pending claim.
+type Claim struct {
+	Index  int
+	Key    string // namespace/name
+	Obj    *resourceapi.ResourceClaim
+	Weight int64
+
+	Requests    []*Request
+	Constraints []*Constraint
+	// FixedNode >= 0 when a pod bound to a node has reserved the claim.
+	FixedNode int
+	// Err makes the claim unallocatable (CEL runtime error, unsupported field).
+	Err error
+}
+
+// Request is one entry of spec.devices.requests: either one exact request
+// (one alternative) or a firstAvailable list.
+type Request struct {
+	Name         string
+	Alternatives []*Alternative
+	FirstAvail   bool
+}
+
+// Alternative is an exact request or one subrequest of firstAvailable.
+type Alternative struct {
+	Name        string // result name: "req" or "req/sub"
+	SubName     string
+	Class       *resourceapi.DeviceClass
+	All         bool  // allocationMode All
+	Count       int   // ExactCount
+	AdminAccess bool
+	Candidates  []int // devices that match selectors and tolerate taints
+}
+
+// ConstraintKind is matchAttribute or distinctAttribute.
+type ConstraintKind int
+
+const (
+	MatchAttribute ConstraintKind = iota
+	DistinctAttribute
+)
+
+// Constraint is a claim's device constraint with attribute values resolved.
+type Constraint struct {
+	Kind      ConstraintKind
+	Attribute string
+	Requests  []string // nil: all requests
+	// Value per device index: canonical value, "" when the device lacks it.
+	Value map[int]string
+}
+
+// Applies tells whether the constraint covers alternative alt of request req.
+func (c *Constraint) Applies(req *Request, alt *Alternative) bool {
+	if c.Requests == nil {
+		return true
+	}
+	for _, r := range c.Requests {
+		if r == req.Name || r == alt.Name {
+			return true
+		}
+	}
+	return false
+}
