@@ -134,6 +134,10 @@ type Alternative struct {
 	Count       int   // ExactCount
 	AdminAccess bool
 	Candidates  []int // devices that match selectors and tolerate taints
+	// AllMatch (allocationMode All only) lists every device matching the
+	// selectors, usable or not: on a node where one of them cannot be
+	// taken, the request cannot be satisfied.
+	AllMatch []int
 }
 
 // ConstraintKind is matchAttribute or distinctAttribute.

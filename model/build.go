@@ -1,0 +1,548 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/dynamic-resource-allocation/resourceclaim"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+)
+
+// WeightAnnotation sets a claim's weight for the max-claims objective.
+const WeightAnnotation = "drasat.dev/weight"
+
+// MaxWeight bounds claim weights so objective sums stay small.
+const MaxWeight = 1000
+
+// Build derives the allocation problem from the objects. It fails only on
+// input that cannot mean anything (bad weights, unknown compat mode); claims
+// that cannot be served carry their reason in Claim.Err.
+func Build(objs *Objects, opts Options) (*Problem, error) {
+	switch opts.Compat {
+	case "":
+		opts.Compat = CompatKEP5963
+	case CompatKEP5963, CompatWildcard:
+	default:
+		return nil, fmt.Errorf("compat mode %q: want %s or %s", opts.Compat, CompatKEP5963, CompatWildcard)
+	}
+	b := &builder{objs: objs, p: &Problem{Options: opts}, cel: newCELEnv(),
+		deviceByID: map[DeviceID]int{}, setByName: map[[3]string]int{}, nodeByName: map[string]int{}}
+	pools, issues := usablePools(objs.Slices)
+	b.p.Issues = issues
+	b.buildNodes()
+	if err := b.buildPools(pools); err != nil {
+		return nil, err
+	}
+	b.applyExisting()
+	if err := b.buildCompatibleOnlyWith(); err != nil {
+		return nil, err
+	}
+	if err := b.buildClaims(); err != nil {
+		return nil, err
+	}
+	return b.p, nil
+}
+
+type builder struct {
+	objs       *Objects
+	p          *Problem
+	cel        *celEnv
+	deviceByID map[DeviceID]int
+	setByName  map[[3]string]int
+	nodeByName map[string]int
+	classes    map[string]*resourceapi.DeviceClass
+}
+
+func (b *builder) origin(kind, ns, name string) string {
+	id := kind + " " + name
+	if ns != "" {
+		id = kind + " " + ns + "/" + name
+	}
+	if o := b.objs.Origin[id]; o != "" {
+		return o + ": " + id
+	}
+	return id
+}
+
+// buildNodes fixes the node universe: the Node objects when given, else the
+// nodes that slices and devices name. Nodes are in name order, as the
+// scheduler tries them.
+func (b *builder) buildNodes() {
+	if len(b.objs.Nodes) > 0 {
+		for _, n := range b.objs.Nodes {
+			b.p.Nodes = append(b.p.Nodes, Node{Name: n.Name, Obj: n})
+		}
+	} else {
+		seen := map[string]bool{}
+		add := func(name *string) {
+			if name != nil && *name != "" && !seen[*name] {
+				seen[*name] = true
+				b.p.Nodes = append(b.p.Nodes, Node{Name: *name, Obj: &corev1.Node{ObjectMeta: metaName(*name)}})
+			}
+		}
+		for _, s := range b.objs.Slices {
+			add(s.Spec.NodeName)
+			for i := range s.Spec.Devices {
+				add(s.Spec.Devices[i].NodeName)
+			}
+		}
+	}
+	sort.SliceStable(b.p.Nodes, func(i, j int) bool { return b.p.Nodes[i].Name < b.p.Nodes[j].Name })
+	for i, n := range b.p.Nodes {
+		b.nodeByName[n.Name] = i
+	}
+}
+
+func (b *builder) buildPools(pools [][]*resourceapi.ResourceSlice) error {
+	for _, slices := range pools {
+		driver, pool := slices[0].Spec.Driver, slices[0].Spec.Pool.Name
+		// Counter sets first, so devices can refer to them.
+		type setInfo struct {
+			set   *CounterSet
+			cs    *resourceapi.CounterSet
+			quant map[string][]resource.Quantity // counter -> capacity, then consumptions
+		}
+		infos := map[string]*setInfo{}
+		var setNames []string
+		for _, s := range slices {
+			for i := range s.Spec.SharedCounters {
+				cs := &s.Spec.SharedCounters[i]
+				infos[cs.Name] = &setInfo{cs: cs, quant: map[string][]resource.Quantity{}}
+				setNames = append(setNames, cs.Name)
+			}
+		}
+		sort.Strings(setNames)
+		for _, name := range setNames {
+			info := infos[name]
+			set := &CounterSet{Index: len(b.p.CounterSets), Driver: driver, Pool: pool, Name: name}
+			for c := range info.cs.Counters {
+				set.Counters = append(set.Counters, c)
+			}
+			sort.Strings(set.Counters)
+			for _, c := range set.Counters {
+				info.quant[c] = []resource.Quantity{info.cs.Counters[c].Value}
+			}
+			info.set = set
+			b.setByName[[3]string{driver, pool, name}] = set.Index
+			b.p.CounterSets = append(b.p.CounterSets, set)
+		}
+		// Devices, collecting consumption quantities per counter.
+		type pending struct {
+			dev  *Device
+			cons []resourceapi.DeviceCounterConsumption
+		}
+		var devs []pending
+		for _, s := range slices {
+			for i := range s.Spec.Devices {
+				spec := &s.Spec.Devices[i]
+				d := &Device{Index: len(b.p.Devices), ID: DeviceID{driver, pool, spec.Name}, Slice: s, Spec: spec}
+				d.MultiAlloc = spec.AllowMultipleAllocations != nil && *spec.AllowMultipleAllocations
+				d.BindsToNode = spec.BindsToNode != nil && *spec.BindsToNode
+				if err := b.reach(d); err != nil {
+					return fmt.Errorf("%s: device %s: %w", b.origin("ResourceSlice", "", s.Name), spec.Name, err)
+				}
+				for _, cc := range spec.ConsumesCounters {
+					info := infos[cc.CounterSet]
+					for c, v := range cc.Counters {
+						info.quant[c] = append(info.quant[c], v.Value)
+					}
+				}
+				b.deviceByID[d.ID] = d.Index
+				b.p.Devices = append(b.p.Devices, d)
+				devs = append(devs, pending{d, spec.ConsumesCounters})
+			}
+		}
+		// Scale every counter to exact integers and fill consumptions.
+		scaled := map[[2]string]map[string]int64{} // (set, counter) -> quantity string -> units
+		for _, name := range setNames {
+			info := infos[name]
+			set := info.set
+			for _, c := range set.Counters {
+				qs := info.quant[c]
+				units, unit, err := scaleQuantities(qs)
+				if err != nil {
+					return fmt.Errorf("pool %s/%s: counter set %s, counter %s: %w", driver, pool, name, c, err)
+				}
+				set.Capacity = append(set.Capacity, units[0])
+				set.Unit = append(set.Unit, unit)
+				m := map[string]int64{}
+				for i, q := range qs {
+					m[q.String()] = units[i]
+				}
+				scaled[[2]string{name, c}] = m
+			}
+			set.Free = append([]int64(nil), set.Capacity...)
+		}
+		for _, pd := range devs {
+			for _, cc := range pd.cons {
+				set := infos[cc.CounterSet].set
+				cons := Consumption{Set: set.Index, Amounts: make([]int64, len(set.Counters)), Groups: cc.CompatibilityGroups}
+				for j, c := range set.Counters {
+					if v, ok := cc.Counters[c]; ok {
+						cons.Amounts[j] = scaled[[2]string{cc.CounterSet, c}][v.Value.String()]
+					}
+				}
+				pd.dev.Consumes = append(pd.dev.Consumes, cons)
+				set.Devices = append(set.Devices, pd.dev.Index)
+			}
+		}
+	}
+	return nil
+}
+
+func metaName(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: name} }
+
+// reach computes from which nodes a device can be used, as the scheduler's
+// NodeMatches does for the slice or, with perDeviceNodeSelection, the device.
+func (b *builder) reach(d *Device) error {
+	spec, slice := d.Spec, d.Slice.Spec
+	var nodeName *string
+	var sel *corev1.NodeSelector
+	var all bool
+	if slice.PerDeviceNodeSelection != nil && *slice.PerDeviceNodeSelection {
+		nodeName, sel, all = spec.NodeName, spec.NodeSelector, spec.AllNodes != nil && *spec.AllNodes
+	} else {
+		nodeName, sel, all = slice.NodeName, slice.NodeSelector, slice.AllNodes != nil && *slice.AllNodes
+	}
+	switch {
+	case nodeName != nil && *nodeName != "":
+		d.NodeLocal = true
+		if i, ok := b.nodeByName[*nodeName]; ok {
+			d.Reach = []int{i}
+		}
+	case all:
+		d.All = true
+	case sel != nil:
+		d.Selector = sel
+		ns, err := nodeaffinity.NewNodeSelector(sel)
+		if err != nil {
+			return fmt.Errorf("field nodeSelector: %w", err)
+		}
+		for i, n := range b.p.Nodes {
+			if ns.Match(n.Obj) {
+				d.Reach = append(d.Reach, i)
+			}
+		}
+	}
+	return nil
+}
+
+// applyExisting marks devices of allocated claims as in use and takes their
+// counters, as the scheduler's allocated state does. Admin-access results
+// neither occupy devices nor consume counters.
+func (b *builder) applyExisting() {
+	for _, c := range b.objs.Claims {
+		if c.Status.Allocation == nil {
+			continue
+		}
+		b.p.Allocated = append(b.p.Allocated, c)
+		for _, r := range c.Status.Allocation.Devices.Results {
+			if r.AdminAccess != nil && *r.AdminAccess {
+				continue
+			}
+			idx, ok := b.deviceByID[DeviceID{r.Driver, r.Pool, r.Device}]
+			if !ok {
+				b.p.Warnings = append(b.p.Warnings, fmt.Sprintf("%s: allocated device %s/%s/%s is not in any usable pool; its counters are unknown",
+					b.origin("ResourceClaim", c.Namespace, c.Name), r.Driver, r.Pool, r.Device))
+				continue
+			}
+			d := b.p.Devices[idx]
+			if d.InUse && !d.MultiAlloc {
+				b.p.Warnings = append(b.p.Warnings, fmt.Sprintf("%s: device %s is allocated more than once", b.origin("ResourceClaim", c.Namespace, c.Name), d.ID))
+			}
+			d.InUse = true
+			for _, cons := range d.Consumes {
+				set := b.p.CounterSets[cons.Set]
+				for j, a := range cons.Amounts {
+					set.Free[j] -= a
+				}
+				set.ExistingGroups = append(set.ExistingGroups, cons.Groups)
+			}
+		}
+	}
+}
+
+// buildCompatibleOnlyWith evaluates the research extension: a device with
+// expression E may only be allocated together with devices of its pool for
+// which E holds, and the relation is made symmetric.
+func (b *builder) buildCompatibleOnlyWith() error {
+	if len(b.objs.CompatibleOnlyWith) == 0 {
+		return nil
+	}
+	byPool := map[poolKey][]int{}
+	for _, d := range b.p.Devices {
+		k := poolKey{d.ID.Driver, d.ID.Pool}
+		byPool[k] = append(byPool[k], d.Index)
+	}
+	pairs := map[[2]int]bool{}
+	for _, d := range b.p.Devices {
+		expr, ok := b.objs.CompatibleOnlyWith[d.ID]
+		if !ok {
+			continue
+		}
+		d.CompatibleOnlyWith = expr
+		if err := b.cel.compile(expr); err != nil {
+			return fmt.Errorf("device %s: field compatibleOnlyWith.expression: %w", d.ID, err)
+		}
+		for _, o := range byPool[poolKey{d.ID.Driver, d.ID.Pool}] {
+			if o == d.Index {
+				continue
+			}
+			other := b.p.Devices[o]
+			ok, err := b.cel.eval(expr, other.ID.Driver, other.Spec)
+			if err != nil {
+				return fmt.Errorf("device %s: field compatibleOnlyWith.expression: %w", d.ID, err)
+			}
+			if !ok {
+				pairs[[2]int{min(d.Index, o), max(d.Index, o)}] = true
+			}
+		}
+	}
+	for pr := range pairs {
+		b.p.Devices[pr[0]].Incompatible = append(b.p.Devices[pr[0]].Incompatible, pr[1])
+		b.p.Devices[pr[1]].Incompatible = append(b.p.Devices[pr[1]].Incompatible, pr[0])
+	}
+	for _, d := range b.p.Devices {
+		sort.Ints(d.Incompatible)
+	}
+	return nil
+}
+
+func (b *builder) buildClaims() error {
+	b.classes = map[string]*resourceapi.DeviceClass{}
+	for _, c := range b.objs.Classes {
+		b.classes[c.Name] = c
+	}
+	fixed := b.podNodes()
+	for _, obj := range b.objs.Claims {
+		if obj.Status.Allocation != nil {
+			continue
+		}
+		c := &Claim{Index: len(b.p.Claims), Key: obj.Namespace + "/" + obj.Name, Obj: obj, Weight: 1, FixedNode: -1}
+		if w, ok := obj.Annotations[WeightAnnotation]; ok {
+			n, err := strconv.ParseInt(w, 10, 64)
+			if err != nil || n < 0 || n > MaxWeight {
+				return fmt.Errorf("%s: field metadata.annotations[%s]: %q is not an integer in [0, %d]", b.origin("ResourceClaim", obj.Namespace, obj.Name), WeightAnnotation, w, MaxWeight)
+			}
+			c.Weight = n
+		}
+		if node, ok := fixed[c.Key]; ok {
+			if i, known := b.nodeByName[node]; known {
+				c.FixedNode = i
+			} else {
+				c.Err = fmt.Errorf("reserved for a pod on node %s, which is not known", node)
+			}
+		}
+		if c.Err == nil {
+			c.Err = b.buildRequests(c)
+		}
+		b.p.Claims = append(b.p.Claims, c)
+	}
+	return nil
+}
+
+// podNodes maps claims to the node of a bound pod that uses them.
+func (b *builder) podNodes() map[string]string {
+	out := map[string]string{}
+	for _, c := range b.objs.Claims {
+		for _, ref := range c.Status.ReservedFor {
+			if ref.Resource != "pods" {
+				continue
+			}
+			for _, p := range b.objs.Pods {
+				if p.Namespace == c.Namespace && p.Name == ref.Name && p.Spec.NodeName != "" {
+					out[c.Namespace+"/"+c.Name] = p.Spec.NodeName
+				}
+			}
+		}
+	}
+	for _, p := range b.objs.Pods {
+		if p.Spec.NodeName == "" {
+			continue
+		}
+		for _, rc := range p.Spec.ResourceClaims {
+			if rc.ResourceClaimName != nil {
+				out[p.Namespace+"/"+*rc.ResourceClaimName] = p.Spec.NodeName
+			}
+		}
+		for _, st := range p.Status.ResourceClaimStatuses {
+			if st.ResourceClaimName != nil {
+				out[p.Namespace+"/"+*st.ResourceClaimName] = p.Spec.NodeName
+			}
+		}
+	}
+	return out
+}
+
+var errUnsupported = errors.New("not supported by drasat yet")
+
+func (b *builder) buildRequests(c *Claim) error {
+	spec := c.Obj.Spec.Devices
+	for i, r := range spec.Requests {
+		req := &Request{Name: r.Name}
+		switch {
+		case r.Exactly != nil:
+			alt, err := b.alternative(c, r.Name, "", r.Exactly.DeviceClassName, r.Exactly.Selectors, r.Exactly.AllocationMode,
+				r.Exactly.Count, r.Exactly.AdminAccess, r.Exactly.Tolerations, r.Exactly.Capacity != nil, len(r.Exactly.DerivedAttributes) > 0)
+			if err != nil {
+				return fmt.Errorf("request %s: %w", r.Name, err)
+			}
+			req.Alternatives = []*Alternative{alt}
+		case len(r.FirstAvailable) > 0:
+			req.FirstAvail = true
+			for _, s := range r.FirstAvailable {
+				alt, err := b.alternative(c, r.Name, s.Name, s.DeviceClassName, s.Selectors, s.AllocationMode,
+					s.Count, nil, s.Tolerations, s.Capacity != nil, len(s.DerivedAttributes) > 0)
+				if err != nil {
+					return fmt.Errorf("request %s/%s: %w", r.Name, s.Name, err)
+				}
+				req.Alternatives = append(req.Alternatives, alt)
+			}
+		default:
+			return fmt.Errorf("field spec.devices.requests[%d]: neither exactly nor firstAvailable is set", i)
+		}
+		c.Requests = append(c.Requests, req)
+	}
+	for i, con := range spec.Constraints {
+		k := &Constraint{Requests: con.Requests, Value: map[int]string{}}
+		switch {
+		case con.MatchAttribute != nil:
+			k.Kind, k.Attribute = MatchAttribute, string(*con.MatchAttribute)
+		case con.DistinctAttribute != nil:
+			k.Kind, k.Attribute = DistinctAttribute, string(*con.DistinctAttribute)
+		default:
+			return fmt.Errorf("field spec.devices.constraints[%d]: %w (only matchAttribute and distinctAttribute are)", i, errUnsupported)
+		}
+		for _, req := range c.Requests {
+			for _, alt := range req.Alternatives {
+				if !k.Applies(req, alt) {
+					continue
+				}
+				for _, d := range alt.Candidates {
+					dev := b.p.Devices[d]
+					k.Value[d] = attributeValue(dev.ID.Driver, dev.Spec, k.Attribute)
+				}
+			}
+		}
+		c.Constraints = append(c.Constraints, k)
+	}
+	return nil
+}
+
+func (b *builder) alternative(c *Claim, reqName, subName, className string, sels []resourceapi.DeviceSelector,
+	mode resourceapi.DeviceAllocationMode, count int64, admin *bool, tols []resourceapi.DeviceToleration,
+	hasCapacity, hasDerived bool) (*Alternative, error) {
+	alt := &Alternative{Name: reqName, SubName: subName, AdminAccess: admin != nil && *admin}
+	if subName != "" {
+		alt.Name = reqName + "/" + subName
+	}
+	if hasCapacity {
+		return nil, fmt.Errorf("field capacity: consumable capacity requests are %w", errUnsupported)
+	}
+	if hasDerived {
+		return nil, fmt.Errorf("field derivedAttributes: %w", errUnsupported)
+	}
+	class := b.classes[className]
+	if class == nil {
+		return nil, fmt.Errorf("device class %q not found", className)
+	}
+	alt.Class = class
+	switch mode {
+	case resourceapi.DeviceAllocationModeExactCount, "":
+		if count == 0 {
+			count = 1
+		}
+		if count < 1 || count > resourceapi.AllocationResultsMaxSize {
+			return nil, fmt.Errorf("field count: %d is outside [1, %d]", count, resourceapi.AllocationResultsMaxSize)
+		}
+		alt.Count = int(count)
+	case resourceapi.DeviceAllocationModeAll:
+		alt.All = true
+		if len(b.p.Issues) > 0 {
+			return nil, fmt.Errorf("allocationMode All needs every pool usable, but %s", b.p.Issues[0])
+		}
+	default:
+		return nil, fmt.Errorf("field allocationMode: unknown mode %q", mode)
+	}
+	var exprs []string
+	for _, s := range class.Spec.Selectors {
+		if s.CEL != nil {
+			exprs = append(exprs, s.CEL.Expression)
+		}
+	}
+	for _, s := range sels {
+		if s.CEL != nil {
+			exprs = append(exprs, s.CEL.Expression)
+		}
+	}
+	for _, e := range exprs {
+		if err := b.cel.compile(e); err != nil {
+			return nil, err
+		}
+	}
+	for _, d := range b.p.Devices {
+		match := true
+		for _, e := range exprs {
+			ok, err := b.cel.matches(e, d, len(b.p.Devices))
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				match = false
+				break
+			}
+		}
+		if !match {
+			continue
+		}
+		if alt.All {
+			// "All" needs every matching device, so one that cannot be
+			// taken makes its nodes unusable; the encoder sees it in AllMatch.
+			alt.AllMatch = append(alt.AllMatch, d.Index)
+		}
+		if d.MultiAlloc || (d.InUse && !alt.AdminAccess) || taintPrevents(d.Spec, tols) || !fitsAlone(b.p, d) {
+			continue
+		}
+		alt.Candidates = append(alt.Candidates, d.Index)
+	}
+	return alt, nil
+}
+
+// fitsAlone: a device whose consumption exceeds what is free can never be
+// allocated in this run.
+func fitsAlone(p *Problem, d *Device) bool {
+	for _, cons := range d.Consumes {
+		set := p.CounterSets[cons.Set]
+		for j, a := range cons.Amounts {
+			if a > set.Free[j] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func taintPrevents(dev *resourceapi.Device, tols []resourceapi.DeviceToleration) bool {
+	for _, t := range dev.Taints {
+		if t.Effect != resourceapi.DeviceTaintEffectNoSchedule && t.Effect != resourceapi.DeviceTaintEffectNoExecute {
+			continue
+		}
+		tolerated := false
+		for _, tol := range tols {
+			if resourceclaim.ToleratesTaint(tol, t) {
+				tolerated = true
+				break
+			}
+		}
+		if !tolerated {
+			return true
+		}
+	}
+	return false
+}
