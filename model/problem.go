@@ -130,8 +130,8 @@ type Alternative struct {
 	Name        string // result name: "req" or "req/sub"
 	SubName     string
 	Class       *resourceapi.DeviceClass
-	All         bool  // allocationMode All
-	Count       int   // ExactCount
+	All         bool // allocationMode All
+	Count       int  // ExactCount
 	AdminAccess bool
 	Candidates  []int // devices that match selectors and tolerate taints
 	// AllMatch (allocationMode All only) lists every device matching the

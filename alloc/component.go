@@ -1,0 +1,312 @@
+package alloc
+
+import (
+	"context"
+	"sort"
+	"time"
+
+	"github.com/go-air/gini/logic"
+	"github.com/go-air/gini/z"
+
+	"github.com/drasat/drasat/encode"
+	"github.com/drasat/drasat/model"
+	"github.com/drasat/drasat/solver"
+)
+
+type componentResult struct {
+	assignments           []*Assignment
+	objective, bound      int64
+	greedy                int64
+	optimal, noSAT        bool
+	vars, clauses, calls  int
+	implied               int
+	encodeTime, solveTime time.Duration
+	penalty               int64
+	touched               int
+}
+
+// solveComponent allocates one independent group of claims.
+func solveComponent(ctx context.Context, p *model.Problem, claims []*model.Claim, opts Options, deadline time.Time) *componentResult {
+	r := &componentResult{}
+	ordered := opts.Objective == Ordered
+	weight := func(c *model.Claim) int64 {
+		if ordered {
+			return 1
+		}
+		return c.Weight
+	}
+	value := func(as []*Assignment) (v int64) {
+		for _, a := range as {
+			v += weight(a.Claim)
+		}
+		return v
+	}
+	// Upper bound: claims that fit at all, alone.
+	for _, c := range claims {
+		if _, ok := place(newState(p), c); ok {
+			r.bound += weight(c)
+		}
+	}
+	best := greedy(p, claims)
+	if !ordered {
+		bySize := append([]*model.Claim(nil), claims...)
+		size := map[int]float64{}
+		for _, c := range bySize {
+			size[c.Index] = claimSize(p, c)
+		}
+		sort.SliceStable(bySize, func(i, j int) bool { return size[bySize[i].Index] < size[bySize[j].Index] })
+		if alt := greedy(p, bySize); value(alt) > value(best) {
+			best = alt
+		}
+	}
+	r.greedy = value(best)
+	finish := func(as []*Assignment) *componentResult {
+		sort.Slice(as, func(i, j int) bool { return as[i].Claim.Index < as[j].Claim.Index })
+		r.assignments = as
+		r.objective = value(as)
+		r.penalty, r.touched = secondary(p, as)
+		if r.optimal {
+			r.bound = r.objective
+		}
+		return r
+	}
+	if r.bound == 0 {
+		r.optimal = true
+		return finish(nil)
+	}
+	if estimateVariables(claims) > opts.MaxVariables {
+		r.noSAT = true
+		r.optimal = !ordered && value(best) == r.bound
+		return finish(best)
+	}
+	start := time.Now()
+	m, err := encode.Encode(p, claims, encode.Options{Symmetry: !ordered})
+	if err != nil {
+		r.noSAT = true
+		r.optimal = !ordered && value(best) == r.bound
+		return finish(best)
+	}
+	obj := objectiveSorter(m, weight)
+	pen := penaltySorter(m)
+	touch := logic.NewCardSort(m.Touched, m.C)
+	s := solver.New(m.C, m.Clauses)
+	r.vars, r.clauses, r.implied = s.Vars, s.Clauses, m.ImpliedCounters
+	r.encodeTime = time.Since(start)
+	start = time.Now()
+	defer func() { r.solveTime = time.Since(start); r.calls = s.Calls }()
+
+	var base []z.Lit // assumptions that fix the levels optimised so far
+	cur := best
+	haveModel := false
+	if ordered {
+		admitted := map[*encode.Unit]int{}
+		unitOf := unitsByClaim(m)
+		decided := true
+		for i, c := range claims {
+			u := unitOf[c.Index]
+			lit := u.AtLeast(m.C, admitted[u]+1)
+			left := time.Until(deadline)
+			callEnd := time.Now().Add(2 * left / time.Duration(len(claims)-i))
+			if callEnd.After(deadline) {
+				callEnd = deadline
+			}
+			switch s.Solve(ctx, callEnd, append(base, lit)...) {
+			case solver.Sat:
+				base = append(base, lit)
+				admitted[u]++
+				cur, haveModel = decode(p, m, s), true
+			case solver.Unknown:
+				decided = false
+			}
+		}
+		if !haveModel {
+			cur = nil
+		}
+		r.optimal = decided
+	} else {
+		val := value(cur)
+		r.optimal = val >= r.bound
+		for !r.optimal {
+			res := s.Solve(ctx, deadline, obj.Geq(int(val)+1))
+			if res == solver.Unknown {
+				break
+			}
+			if res == solver.Unsat {
+				r.optimal = true
+				break
+			}
+			cur, haveModel = decode(p, m, s), true
+			val = value(cur)
+			r.optimal = val >= r.bound
+		}
+		base = append(base, obj.Geq(int(val)))
+		if !haveModel && s.Solve(ctx, deadline, base...) == solver.Sat {
+			cur, haveModel = decode(p, m, s), true
+		}
+	}
+	if !haveModel {
+		return finish(cur)
+	}
+	// Secondary levels: earlier firstAvailable subrequests, then packing.
+	pv, _ := secondary(p, cur)
+	for pv > 0 {
+		if s.Solve(ctx, deadline, append(base, pen.Leq(int(pv)-1))...) != solver.Sat {
+			break
+		}
+		cur = decode(p, m, s)
+		pv, _ = secondary(p, cur)
+	}
+	base = append(base, pen.Leq(int(pv)))
+	_, tv := secondary(p, cur)
+	for {
+		goal := touch.Leq(tv - 1)
+		if opts.Policy == Spread {
+			goal = touch.Geq(tv + 1)
+		}
+		if (opts.Policy == Binpack && tv == 0) || s.Solve(ctx, deadline, append(base, goal)...) != solver.Sat {
+			break
+		}
+		cur = decode(p, m, s)
+		_, tv = secondary(p, cur)
+	}
+	return finish(cur)
+}
+
+func estimateVariables(claims []*model.Claim) int {
+	n := 0
+	for _, c := range claims {
+		for _, r := range c.Requests {
+			for _, a := range r.Alternatives {
+				n += len(a.Candidates)
+			}
+		}
+	}
+	return n
+}
+
+func unitsByClaim(m *encode.Model) map[int]*encode.Unit {
+	out := map[int]*encode.Unit{}
+	for _, u := range m.Units {
+		for _, c := range u.Claims {
+			out[c.Index] = u
+		}
+	}
+	return out
+}
+
+// objectiveSorter counts admitted weight in unary: each unit contributes
+// "at least j of its claims" literals, repeated by weight.
+func objectiveSorter(m *encode.Model, weight func(*model.Claim) int64) *logic.CardSort {
+	var lits []z.Lit
+	for _, u := range m.Units {
+		w := weight(u.Claims[0])
+		n := len(u.Claims)
+		if u.Simple {
+			n = min(n, len(u.X))
+		}
+		for j := 1; j <= n; j++ {
+			l := u.AtLeast(m.C, j)
+			for k := int64(0); k < w; k++ {
+				lits = append(lits, l)
+			}
+		}
+	}
+	return logic.NewCardSort(lits, m.C)
+}
+
+// penaltySorter counts, per firstAvailable request, the index of the chosen
+// subrequest.
+func penaltySorter(m *encode.Model) *logic.CardSort {
+	var lits []z.Lit
+	for _, u := range m.Units {
+		for _, sels := range u.Sel {
+			for i, l := range sels {
+				for k := 0; k < i; k++ {
+					lits = append(lits, l)
+				}
+			}
+		}
+	}
+	return logic.NewCardSort(lits, m.C)
+}
+
+// decode reads the assignments from the last satisfiable model.
+func decode(p *model.Problem, m *encode.Model, s *solver.S) []*Assignment {
+	var out []*Assignment
+	for _, u := range m.Units {
+		if u.Simple {
+			i := 0
+			for _, x := range u.X {
+				if i < len(u.Claims) && s.Value(x.Lit) {
+					out = append(out, &Assignment{Claim: u.Claims[i], Node: deviceNode(p, x.Dev), Picks: []Pick{{0, 0, x.Dev}}})
+					i++
+				}
+			}
+			continue
+		}
+		if !s.Value(u.Admit) {
+			continue
+		}
+		a := &Assignment{Claim: u.Claims[0], Node: -1}
+		for _, x := range u.X {
+			if s.Value(x.Lit) {
+				a.Picks = append(a.Picks, Pick{x.Req, x.Alt, x.Dev})
+			}
+		}
+		for i, l := range u.NodeLit {
+			if s.Value(l) {
+				a.Node = u.NodeIdx[i]
+			}
+		}
+		if u.NodeLit == nil && len(a.Picks) > 0 {
+			a.Node = deviceNode(p, a.Picks[0].Dev)
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// deviceNode is the node a lone device pins its claim to (-1: any).
+func deviceNode(p *model.Problem, d int) int {
+	dev := p.Devices[d]
+	if dev.All || len(dev.Reach) == 0 {
+		return -1
+	}
+	return dev.Reach[0]
+}
+
+// secondary measures the lower levels of the objective: the summed index of
+// chosen firstAvailable subrequests, and the untouched counter sets newly
+// touched.
+func secondary(p *model.Problem, as []*Assignment) (penalty int64, touched int) {
+	sets := map[int]bool{}
+	for _, a := range as {
+		seen := map[int]bool{}
+		for _, pk := range a.Picks {
+			if !seen[pk.Req] {
+				seen[pk.Req] = true
+				penalty += int64(pk.Alt)
+			}
+			alt := a.Claim.Requests[pk.Req].Alternatives[pk.Alt]
+			if alt.AdminAccess {
+				continue
+			}
+			for _, c := range p.Devices[pk.Dev].Consumes {
+				cs := p.CounterSets[c.Set]
+				if len(cs.ExistingGroups) == 0 && equalInts(cs.Free, cs.Capacity) {
+					sets[c.Set] = true
+				}
+			}
+		}
+	}
+	return penalty, len(sets)
+}
+
+func equalInts(a, b []int64) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

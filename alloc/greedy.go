@@ -1,0 +1,278 @@
+package alloc
+
+import (
+	"sort"
+
+	"github.com/drasat/drasat/model"
+)
+
+// Assignment is one claim's allocation: the node it is for (-1 when no node
+// matters) and the devices per request.
+type Assignment struct {
+	Claim *model.Claim
+	Node  int
+	Picks []Pick
+}
+
+// Pick is one device serving alternative Alt of request Req.
+type Pick struct{ Req, Alt, Dev int }
+
+// searchBudget bounds the depth-first search for one claim, so a greedy pass
+// stays fast even on claims the upstream allocator takes seconds to reject.
+const searchBudget = 20_000
+
+// place searches a first-fit allocation for c in the current state: nodes in
+// name order, requests in order, alternatives in preference order, devices
+// in publication order. On success the devices are taken.
+func place(s *state, c *model.Claim) (*Assignment, bool) {
+	if c.Err != nil {
+		return nil, false
+	}
+	for _, n := range claimNodes(s.p, c) {
+		g := &placer{s: s, c: c, node: n, budget: searchBudget, inClaim: map[int]bool{}}
+		if g.request(0) {
+			return &Assignment{Claim: c, Node: n, Picks: append([]Pick(nil), g.picks...)}, true
+		}
+	}
+	return nil, false
+}
+
+// claimNodes lists the nodes worth trying for c, or [-1] when no candidate
+// device is tied to nodes.
+func claimNodes(p *model.Problem, c *model.Claim) []int {
+	if c.FixedNode >= 0 {
+		return []int{c.FixedNode}
+	}
+	set := map[int]bool{}
+	needNode := false
+	for _, r := range c.Requests {
+		for _, a := range r.Alternatives {
+			for _, d := range a.Candidates {
+				dev := p.Devices[d]
+				if !dev.All {
+					needNode = true
+				}
+				for _, n := range dev.Reach {
+					set[n] = true
+				}
+			}
+		}
+	}
+	if !needNode {
+		return []int{-1}
+	}
+	out := make([]int, 0, len(set))
+	for n := range set {
+		out = append(out, n)
+	}
+	sort.Ints(out)
+	return out
+}
+
+type placer struct {
+	s       *state
+	c       *model.Claim
+	node    int
+	budget  int
+	picks   []Pick
+	inClaim map[int]bool
+}
+
+func (g *placer) usable(d int, admin bool) bool {
+	dev := g.s.p.Devices[d]
+	if g.node >= 0 && !dev.All && !contains(dev.Reach, g.node) {
+		return false
+	}
+	if g.node < 0 && !dev.All {
+		return false
+	}
+	if g.inClaim[d] {
+		return false
+	}
+	if admin {
+		return true
+	}
+	return g.s.fits(d)
+}
+
+func contains(xs []int, x int) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+func (g *placer) request(ri int) bool {
+	if ri == len(g.c.Requests) {
+		return true
+	}
+	for ai, a := range g.c.Requests[ri].Alternatives {
+		if a.All {
+			if g.all(ri, ai, a) {
+				return true
+			}
+			continue
+		}
+		if g.devices(ri, ai, a, 0, a.Count) {
+			return true
+		}
+		if g.budget <= 0 {
+			return false
+		}
+	}
+	return false
+}
+
+// devices picks need more devices for alternative a from position from on,
+// then continues with the next request.
+func (g *placer) devices(ri, ai int, a *model.Alternative, from, need int) bool {
+	if need == 0 {
+		return g.request(ri + 1)
+	}
+	for i := from; i <= len(a.Candidates)-need; i++ {
+		g.budget--
+		if g.budget <= 0 {
+			return false
+		}
+		d := a.Candidates[i]
+		if !g.usable(d, a.AdminAccess) || !g.constraintsAllow(ri, a, d) {
+			continue
+		}
+		g.add(ri, ai, a, d)
+		if g.devices(ri, ai, a, i+1, need-1) {
+			return true
+		}
+		g.remove(a, d)
+	}
+	return false
+}
+
+// all takes every matching device reachable from the node, or fails.
+func (g *placer) all(ri, ai int, a *model.Alternative) bool {
+	var take []int
+	cand := map[int]bool{}
+	for _, d := range a.Candidates {
+		cand[d] = true
+	}
+	for _, d := range a.AllMatch {
+		dev := g.s.p.Devices[d]
+		if g.node >= 0 && !dev.All && !contains(dev.Reach, g.node) {
+			continue
+		}
+		if !cand[d] {
+			return false
+		}
+		take = append(take, d)
+	}
+	if len(take) == 0 {
+		return false
+	}
+	n := 0
+	for _, d := range take {
+		if !g.usable(d, a.AdminAccess) || !g.constraintsAllow(ri, a, d) {
+			break
+		}
+		g.add(ri, ai, a, d)
+		n++
+	}
+	if n == len(take) && g.request(ri+1) {
+		return true
+	}
+	for i := n - 1; i >= 0; i-- {
+		g.remove(a, take[i])
+	}
+	return false
+}
+
+func (g *placer) add(ri, ai int, a *model.Alternative, d int) {
+	g.picks = append(g.picks, Pick{ri, ai, d})
+	g.inClaim[d] = true
+	if !a.AdminAccess {
+		g.s.take(d)
+	}
+}
+
+func (g *placer) remove(a *model.Alternative, d int) {
+	g.picks = g.picks[:len(g.picks)-1]
+	delete(g.inClaim, d)
+	if !a.AdminAccess {
+		g.s.release(d)
+	}
+}
+
+// constraintsAllow checks the claim's constraints against devices already
+// picked for it.
+func (g *placer) constraintsAllow(ri int, a *model.Alternative, d int) bool {
+	req := g.c.Requests[ri]
+	for _, k := range g.c.Constraints {
+		if !k.Applies(req, a) {
+			continue
+		}
+		v := k.Value[d]
+		if v == "" {
+			return false
+		}
+		for _, p := range g.picks {
+			pr := g.c.Requests[p.Req]
+			if !k.Applies(pr, pr.Alternatives[p.Alt]) {
+				continue
+			}
+			same := k.Value[p.Dev] == v
+			if (k.Kind == model.MatchAttribute) != same {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// greedy places claims in the given order and returns what fits.
+func greedy(p *model.Problem, claims []*model.Claim) []*Assignment {
+	s := newState(p)
+	var out []*Assignment
+	for _, c := range claims {
+		if a, ok := place(s, c); ok {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// claimSize estimates how much of the counters a claim takes at least, for
+// smallest-first ordering: per request its cheapest alternative, as the sum
+// of counter fractions of its smallest candidate device times the count.
+func claimSize(p *model.Problem, c *model.Claim) float64 {
+	total := 0.0
+	for _, r := range c.Requests {
+		best := -1.0
+		for _, a := range r.Alternatives {
+			per := -1.0
+			for _, d := range a.Candidates {
+				f := 0.0
+				for _, cons := range p.Devices[d].Consumes {
+					cs := p.CounterSets[cons.Set]
+					for j, amt := range cons.Amounts {
+						if cs.Capacity[j] > 0 {
+							f += float64(amt) / float64(cs.Capacity[j])
+						}
+					}
+				}
+				if per < 0 || f < per {
+					per = f
+				}
+			}
+			n := float64(a.Count)
+			if a.All {
+				n = float64(len(a.AllMatch))
+			}
+			v := (per + 1e-3) * n
+			if per >= 0 && (best < 0 || v < best) {
+				best = v
+			}
+		}
+		total += max(best, 0)
+	}
+	return total
+}

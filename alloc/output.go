@@ -1,0 +1,158 @@
+package alloc
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	resourceapi "k8s.io/api/resource/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/drasat/drasat/model"
+)
+
+// Allocated returns copies of the pending claims, each unchanged but for
+// status.allocation of the admitted ones, in input order.
+func Allocated(p *model.Problem, res *Result) ([]*resourceapi.ResourceClaim, error) {
+	byClaim := map[int]*Assignment{}
+	for _, a := range res.Assignments {
+		byClaim[a.Claim.Index] = a
+	}
+	var out []*resourceapi.ResourceClaim
+	for _, c := range p.Claims {
+		obj := c.Obj.DeepCopy()
+		obj.APIVersion, obj.Kind = resourceapi.SchemeGroupVersion.String(), "ResourceClaim"
+		if a, ok := byClaim[c.Index]; ok {
+			ar, err := AllocationResult(p, a)
+			if err != nil {
+				return nil, err
+			}
+			obj.Status.Allocation = ar
+		}
+		out = append(out, obj)
+	}
+	return out, nil
+}
+
+// WriteClaims writes claims as multi-document YAML or as a JSON List.
+func WriteClaims(w io.Writer, format string, claims []*resourceapi.ResourceClaim) error {
+	var buf bytes.Buffer
+	switch format {
+	case "yaml", "":
+		for i, c := range claims {
+			if i > 0 {
+				buf.WriteString("---\n")
+			}
+			b, err := yaml.Marshal(c)
+			if err != nil {
+				return err
+			}
+			buf.Write(b)
+		}
+	case "json":
+		list := map[string]any{"apiVersion": "v1", "kind": "List", "items": claims}
+		b, err := json.MarshalIndent(list, "", "  ")
+		if err != nil {
+			return err
+		}
+		buf.Write(b)
+		buf.WriteByte('\n')
+	default:
+		return fmt.Errorf("output format %q: want yaml, json or table", format)
+	}
+	_, err := w.Write(buf.Bytes())
+	return err
+}
+
+// WriteTable prints one row per allocated device: claim, request, device,
+// node.
+func WriteTable(w io.Writer, p *model.Problem, res *Result) error {
+	var buf bytes.Buffer
+	tw := tabwriter.NewWriter(&buf, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "CLAIM\tREQUEST\tDEVICE\tNODE")
+	for _, a := range res.Assignments {
+		node := "*"
+		if a.Node >= 0 {
+			node = p.Nodes[a.Node].Name
+		}
+		for _, pk := range a.Picks {
+			alt := a.Claim.Requests[pk.Req].Alternatives[pk.Alt]
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", a.Claim.Key, alt.Name, p.Devices[pk.Dev].ID, node)
+		}
+	}
+	for _, c := range p.Claims {
+		if reason, ok := res.Rejected[c.Index]; ok {
+			fmt.Fprintf(tw, "%s\t-\t-\t(%s)\n", c.Key, firstLine(reason))
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := w.Write(buf.Bytes())
+	return err
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// Report is the machine-readable summary written by --report.
+type Report struct {
+	Pending         int                `json:"pending"`
+	Allocated       int                `json:"allocated"`
+	Unallocated     int                `json:"unallocated"`
+	Objective       string             `json:"objective"`
+	Policy          string             `json:"policy"`
+	Values          map[string]int64   `json:"objectiveValues"`
+	Optimal         bool               `json:"optimal"`
+	Bound           int64              `json:"bound"`
+	Gap             float64            `json:"gap"`
+	EncodeSeconds   float64            `json:"encodeSeconds"`
+	SolveSeconds    float64            `json:"solveSeconds"`
+	Variables       int                `json:"variables"`
+	Clauses         int                `json:"clauses"`
+	SolverCalls     int                `json:"solverCalls"`
+	Components      int                `json:"components"`
+	ImpliedCounters int                `json:"impliedCountersDropped"`
+	UnprovenParts   int                `json:"componentsNotProven"`
+	GreedyOnlyParts int                `json:"componentsWithoutSAT"`
+	UnallocatedWhy  map[string]string  `json:"unallocatedReasons,omitempty"`
+	PoolsNotUsed    []string           `json:"poolsNotUsed,omitempty"`
+	Extra           map[string]float64 `json:"-"`
+}
+
+// NewReport summarises a run.
+func NewReport(p *model.Problem, res *Result, opts Options) *Report {
+	st := res.Stats
+	r := &Report{
+		Pending: st.Pending, Allocated: st.Admitted, Unallocated: st.Pending - st.Admitted,
+		Objective: opts.Objective, Policy: opts.Policy,
+		Values: map[string]int64{
+			"admitted":              st.Objective,
+			"greedy":                st.Greedy,
+			"firstAvailablePenalty": st.FirstAvailablePenalty,
+			"counterSetsTouched":    int64(st.CounterSetsTouched),
+		},
+		Optimal: st.Optimal, Bound: st.Bound, Gap: st.Gap(),
+		EncodeSeconds: st.EncodeTime.Seconds(), SolveSeconds: st.SolveTime.Seconds(),
+		Variables: st.Variables, Clauses: st.Clauses, SolverCalls: st.SolverCalls,
+		Components: st.Components, ImpliedCounters: st.ImpliedCounters,
+		UnprovenParts: st.ComponentsNotProven, GreedyOnlyParts: st.ComponentsWithoutSAT,
+		UnallocatedWhy: map[string]string{},
+	}
+	for _, c := range p.Claims {
+		if why, ok := res.Rejected[c.Index]; ok {
+			r.UnallocatedWhy[c.Key] = why
+		}
+	}
+	for _, is := range p.Issues {
+		r.PoolsNotUsed = append(r.PoolsNotUsed, is.String())
+	}
+	return r
+}

@@ -1,0 +1,116 @@
+package alloc
+
+import "github.com/drasat/drasat/model"
+
+// state tracks what is taken while the greedy places claims one by one:
+// devices, counters, and the compatibility-group lists of each counter set.
+type state struct {
+	p      *model.Problem
+	used   []bool
+	free   [][]int64
+	groups [][][]string // per counter set: group lists of allocated devices
+}
+
+func newState(p *model.Problem) *state {
+	s := &state{p: p, used: make([]bool, len(p.Devices)), free: make([][]int64, len(p.CounterSets)), groups: make([][][]string, len(p.CounterSets))}
+	for i, d := range p.Devices {
+		s.used[i] = d.InUse
+	}
+	for i, cs := range p.CounterSets {
+		s.free[i] = append([]int64(nil), cs.Free...)
+		s.groups[i] = append([][]string(nil), cs.ExistingGroups...)
+	}
+	return s
+}
+
+// fits tells whether device d can be newly allocated now.
+func (s *state) fits(d int) bool {
+	if s.used[d] {
+		return false
+	}
+	dev := s.p.Devices[d]
+	for _, c := range dev.Consumes {
+		for j, a := range c.Amounts {
+			if a > s.free[c.Set][j] {
+				return false
+			}
+		}
+		if !s.groupsAllow(c.Set, c.Groups) {
+			return false
+		}
+	}
+	for _, o := range dev.Incompatible {
+		if s.used[o] {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *state) groupsAllow(set int, g []string) bool {
+	lists := s.groups[set]
+	if s.p.Options.Compat == model.CompatWildcard {
+		for _, l := range lists {
+			if len(g) > 0 && len(l) > 0 && !intersects(g, l) {
+				return false
+			}
+		}
+		return true
+	}
+	// KEP-5963: the intersection over all lists, "no groups" being its own
+	// group, must stay non-empty.
+	cur := modes(g)
+	for _, l := range lists {
+		cur = intersect(cur, modes(l))
+		if len(cur) == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+const noGroups = "\x00none"
+
+func modes(g []string) []string {
+	if len(g) == 0 {
+		return []string{noGroups}
+	}
+	return g
+}
+
+func intersect(a, b []string) []string {
+	var out []string
+	for _, x := range a {
+		for _, y := range b {
+			if x == y {
+				out = append(out, x)
+				break
+			}
+		}
+	}
+	return out
+}
+
+func intersects(a, b []string) bool { return len(intersect(a, b)) > 0 }
+
+func (s *state) take(d int) {
+	s.used[d] = true
+	for _, c := range s.p.Devices[d].Consumes {
+		for j, a := range c.Amounts {
+			s.free[c.Set][j] -= a
+		}
+		s.groups[c.Set] = append(s.groups[c.Set], c.Groups)
+	}
+}
+
+// release undoes the most recent take of d (takes are undone in reverse).
+func (s *state) release(d int) {
+	s.used[d] = false
+	for _, c := range s.p.Devices[d].Consumes {
+		for j, a := range c.Amounts {
+			s.free[c.Set][j] += a
+		}
+		gs := s.groups[c.Set]
+		s.groups[c.Set] = gs[:len(gs)-1]
+	}
+}

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/signal"
+	"sort"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/drasat/drasat/alloc"
+	"github.com/drasat/drasat/model"
+)
+
+func allocateCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "allocate",
+		Usage:     "allocate all pending ResourceClaims in the given objects, optimally",
+		ArgsUsage: " ",
+		Flags: []cli.Flag{
+			&cli.StringSliceFlag{Name: "filename", Aliases: []string{"f"}, Usage: "file, directory or - (stdin) with ResourceSlices, DeviceClasses, ResourceClaims, Nodes, Pods", Required: true},
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "yaml", Usage: "yaml, json or table"},
+			&cli.StringFlag{Name: "objective", Value: alloc.MaxClaims, Usage: "max-claims or ordered"},
+			&cli.StringFlag{Name: "policy", Value: alloc.Binpack, Usage: "binpack or spread"},
+			&cli.StringFlag{Name: "compat", Value: model.CompatKEP5963, Usage: "compatibility-group semantics: kep5963 or wildcard"},
+			&cli.DurationFlag{Name: "timeout", Value: 30 * time.Second, Usage: "solve budget; the best allocation found so far is returned"},
+			&cli.BoolFlag{Name: "strict", Usage: "fail when a pool is incomplete or invalid instead of leaving it out"},
+			&cli.StringFlag{Name: "report", Usage: "write a JSON report to this file"},
+		},
+		Action: runAllocate,
+	}
+}
+
+func runAllocate(c *cli.Context) error {
+	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	format := c.String("output")
+	if format != "yaml" && format != "json" && format != "table" {
+		return fmt.Errorf("flag --output: %q is not yaml, json or table", format)
+	}
+	objs, warnings, err := model.Load(c.StringSlice("filename"), os.Stdin)
+	if err != nil {
+		return err
+	}
+	for _, w := range warnings {
+		fmt.Fprintln(os.Stderr, "warning:", w)
+	}
+	p, err := model.Build(objs, model.Options{Compat: c.String("compat")})
+	if err != nil {
+		return err
+	}
+	for _, is := range p.Issues {
+		if c.Bool("strict") {
+			return fmt.Errorf("%s", is)
+		}
+		fmt.Fprintln(os.Stderr, "warning:", is)
+	}
+	for _, w := range p.Warnings {
+		fmt.Fprintln(os.Stderr, "warning:", w)
+	}
+	opts := alloc.Options{
+		Objective: c.String("objective"),
+		Policy:    c.String("policy"),
+		Timeout:   c.Duration("timeout"),
+		Progress:  progress(),
+	}
+	res, err := alloc.Run(ctx, p, opts)
+	if err != nil {
+		return err
+	}
+	// Everything is rendered to memory first: no partial output on error.
+	var out bytes.Buffer
+	if format == "table" {
+		err = alloc.WriteTable(&out, p, res)
+	} else {
+		claims, aerr := alloc.Allocated(p, res)
+		if aerr != nil {
+			return aerr
+		}
+		err = alloc.WriteClaims(&out, format, claims)
+	}
+	if err != nil {
+		return err
+	}
+	if path := c.String("report"); path != "" {
+		if err := writeJSONFile(path, alloc.NewReport(p, res, opts)); err != nil {
+			return err
+		}
+	}
+	if _, err := os.Stdout.Write(out.Bytes()); err != nil {
+		return err
+	}
+	var keys []int
+	for i := range res.Rejected {
+		keys = append(keys, i)
+	}
+	sort.Ints(keys)
+	for _, i := range keys {
+		fmt.Fprintf(os.Stderr, "unallocated: %s: %s\n", p.Claims[i].Key, res.Rejected[i])
+	}
+	st := res.Stats
+	state := "optimal"
+	if !st.Optimal {
+		state = fmt.Sprintf("best found, bound %d, gap %.2f%%", st.Bound, 100*st.Gap())
+	}
+	fmt.Fprintf(os.Stderr, "allocated %d of %d pending claims (%s)\n", st.Admitted, st.Pending, state)
+	return nil
+}
+
+// writeJSONFile writes atomically: a temporary file renamed into place.
+func writeJSONFile(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// progress draws a one-line counter on a terminal; nothing otherwise.
+func progress() func(done, total int) {
+	st, err := os.Stderr.Stat()
+	if err != nil || st.Mode()&os.ModeCharDevice == 0 {
+		return nil
+	}
+	return func(done, total int) {
+		if total < 2 {
+			return
+		}
+		fmt.Fprintf(os.Stderr, "\rsolving components %d/%d", done, total)
+		if done == total {
+			fmt.Fprintln(os.Stderr)
+		}
+	}
+}

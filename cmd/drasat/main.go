@@ -1,0 +1,27 @@
+// Command drasat computes optimal allocations for Kubernetes DRA claims.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/urfave/cli/v2"
+)
+
+// errBadInput marks errors that should exit 1 with the message only.
+var errBadInput = errors.New("bad input")
+
+func main() {
+	app := &cli.App{
+		Name:  "drasat",
+		Usage: "optimal device allocation for Kubernetes Dynamic Resource Allocation",
+		Commands: []*cli.Command{
+			allocateCommand(),
+		},
+	}
+	if err := app.Run(os.Args); err != nil {
+		fmt.Fprintln(os.Stderr, "drasat:", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,490 @@
+// Package encode turns one component of an allocation problem into boolean
+// variables, clauses and cardinality networks over a gini logic circuit.
+//
+// The model (docs/encoding.md):
+//   - a unit is one pending claim, or a class of interchangeable "simple"
+//     claims (one request for one device, no constraints) that share one set
+//     of device variables and a count, which removes claim symmetry;
+//   - x(unit, alternative, device) says the device serves that alternative;
+//   - u(device) says the device is newly allocated; counters, compatibility
+//     groups and compatibleOnlyWith are constraints over u;
+//   - node variables pick the one node a claim's devices must be reachable
+//     from, when that is not already implied by a single device.
+package encode
+
+import (
+	"encoding/json"
+	"sort"
+
+	"github.com/go-air/gini/logic"
+	"github.com/go-air/gini/z"
+
+	"github.com/drasat/drasat/model"
+)
+
+// Model is the encoded component.
+type Model struct {
+	P       *model.Problem
+	C       *logic.C
+	Clauses [][]z.Lit
+	Units   []*Unit
+	// Used maps devices with at least one x variable to u(device).
+	Used map[int]z.Lit
+	// Touched has one literal per counter set that starts untouched and may
+	// be used: true when any of its devices is newly allocated.
+	Touched []z.Lit
+	// ImpliedCounters counts counters dropped because they cannot bind.
+	ImpliedCounters int
+
+	impliedCache map[string][]bool
+}
+
+// Unit is one claim, or a class of identical simple claims.
+type Unit struct {
+	Claims []*model.Claim // input order
+	Simple bool
+	// Admit is the admission literal of a non-simple claim.
+	Admit z.Lit
+	// Sel[r][a] selects alternative a of request r (non-simple).
+	Sel [][]z.Lit
+	// NodeIdx/NodeLit: candidate nodes, when a node must be chosen.
+	NodeIdx []int
+	NodeLit []z.Lit
+	X       []X
+	// Count counts the X of a simple unit.
+	Count *logic.CardSort
+}
+
+// X is one device variable.
+type X struct {
+	Req, Alt, Dev int
+	Lit           z.Lit
+}
+
+// AtLeast is a literal true iff at least j claims of the unit are admitted.
+func (u *Unit) AtLeast(c *logic.C, j int) z.Lit {
+	if j <= 0 {
+		return c.T
+	}
+	if u.Simple {
+		if j > len(u.Claims) {
+			return c.F
+		}
+		return u.Count.Geq(j)
+	}
+	if j > 1 {
+		return c.F
+	}
+	return u.Admit
+}
+
+func (m *Model) clause(ms ...z.Lit) {
+	m.Clauses = append(m.Clauses, append([]z.Lit(nil), ms...))
+}
+
+// Options for encoding.
+type Options struct {
+	// Symmetry adds "claim i+1 only if claim i" between identical non-simple
+	// claims; sound for maximising, not for ordered admission checks.
+	Symmetry bool
+}
+
+// Encode builds the model for the given claims of p.
+func Encode(p *model.Problem, claims []*model.Claim, opts Options) (*Model, error) {
+	m := &Model{P: p, C: logic.NewC(), Used: map[int]z.Lit{}, impliedCache: map[string][]bool{}}
+	m.buildUnits(claims, opts)
+	uses := map[int][]z.Lit{}
+	for _, u := range m.Units {
+		for _, x := range u.X {
+			alt := u.altOf(x)
+			if !alt.AdminAccess {
+				uses[x.Dev] = append(uses[x.Dev], x.Lit)
+			}
+		}
+	}
+	devs := make([]int, 0, len(uses))
+	for d := range uses {
+		devs = append(devs, d)
+	}
+	sort.Ints(devs)
+	// A device serves at most one claim; u(d) is the disjunction.
+	for _, d := range devs {
+		ls := uses[d]
+		m.atMostOne(ls)
+		if len(ls) == 1 {
+			m.Used[d] = ls[0]
+			continue
+		}
+		u := m.C.Lit()
+		or := []z.Lit{u.Not()}
+		for _, l := range ls {
+			m.clause(l.Not(), u)
+			or = append(or, l)
+		}
+		m.clause(or...)
+		m.Used[d] = u
+	}
+	if err := m.counters(devs); err != nil {
+		return nil, err
+	}
+	m.compatibility(devs)
+	return m, nil
+}
+
+func (u *Unit) altOf(x X) *model.Alternative {
+	return u.Claims[0].Requests[x.Req].Alternatives[x.Alt]
+}
+
+// simpleKey returns a key identical for interchangeable simple claims, or
+// "" when the claim is not simple.
+func simpleKey(c *model.Claim) string {
+	if c.FixedNode >= 0 || len(c.Requests) != 1 || len(c.Constraints) != 0 || len(c.Requests[0].Alternatives) != 1 {
+		return ""
+	}
+	a := c.Requests[0].Alternatives[0]
+	if a.All || a.AdminAccess || a.Count != 1 {
+		return ""
+	}
+	return specKey(c)
+}
+
+func specKey(c *model.Claim) string {
+	js, _ := json.Marshal(struct {
+		Spec   any
+		Weight int64
+		Node   int
+	}{c.Obj.Spec.Devices, c.Weight, c.FixedNode})
+	return string(js)
+}
+
+func (m *Model) buildUnits(claims []*model.Claim, opts Options) {
+	classes := map[string]*Unit{}
+	prevSame := map[string]z.Lit{}
+	for _, c := range claims {
+		if k := simpleKey(c); k != "" {
+			if u := classes[k]; u != nil {
+				u.Claims = append(u.Claims, c)
+				continue
+			}
+			u := &Unit{Claims: []*model.Claim{c}, Simple: true}
+			classes[k] = u
+			m.Units = append(m.Units, u)
+			continue
+		}
+		u := m.claimUnit(c)
+		m.Units = append(m.Units, u)
+		if opts.Symmetry {
+			k := specKey(c)
+			if prev, ok := prevSame[k]; ok {
+				m.clause(u.Admit.Not(), prev)
+			}
+			prevSame[k] = u.Admit
+		}
+	}
+	for _, u := range m.Units {
+		if !u.Simple {
+			continue
+		}
+		alt := u.Claims[0].Requests[0].Alternatives[0]
+		var lits []z.Lit
+		for _, d := range alt.Candidates {
+			if !reachable(m.P.Devices[d]) {
+				continue
+			}
+			l := m.C.Lit()
+			u.X = append(u.X, X{0, 0, d, l})
+			lits = append(lits, l)
+		}
+		u.Count = logic.NewCardSort(lits, m.C)
+		m.clause(u.Count.Leq(len(u.Claims)))
+	}
+}
+
+func reachable(d *model.Device) bool { return d.All || len(d.Reach) > 0 }
+
+func reachesNode(d *model.Device, n int) bool {
+	if d.All {
+		return true
+	}
+	for _, r := range d.Reach {
+		if r == n {
+			return true
+		}
+	}
+	return false
+}
+
+// claimUnit encodes one non-simple claim.
+func (m *Model) claimUnit(c *model.Claim) *Unit {
+	u := &Unit{Claims: []*model.Claim{c}, Admit: m.C.Lit()}
+	if c.Err != nil {
+		m.clause(u.Admit.Not())
+		return u
+	}
+	// Candidate nodes: every node some candidate reaches (or the fixed one).
+	needNode, nodeSet := false, map[int]bool{}
+	single := len(c.Requests) == 1 && len(c.Requests[0].Alternatives) == 1 &&
+		!c.Requests[0].Alternatives[0].All && c.Requests[0].Alternatives[0].Count == 1
+	for _, r := range c.Requests {
+		for _, a := range r.Alternatives {
+			for _, d := range a.Candidates {
+				dev := m.P.Devices[d]
+				if !dev.All {
+					needNode = true
+				}
+				for _, n := range dev.Reach {
+					nodeSet[n] = true
+				}
+			}
+			if a.All {
+				needNode = needNode || len(m.P.Nodes) > 0
+			}
+		}
+	}
+	if c.FixedNode >= 0 {
+		nodeSet = map[int]bool{c.FixedNode: true}
+		needNode = true
+	}
+	if needNode && !(single && c.FixedNode < 0) {
+		for n := range nodeSet {
+			u.NodeIdx = append(u.NodeIdx, n)
+		}
+		if len(nodeSet) == 0 && c.FixedNode < 0 {
+			// Only All-mode over allNodes devices: any node will do.
+			for n := range m.P.Nodes {
+				u.NodeIdx = append(u.NodeIdx, n)
+			}
+		}
+		sort.Ints(u.NodeIdx)
+		for range u.NodeIdx {
+			u.NodeLit = append(u.NodeLit, m.C.Lit())
+		}
+		m.exactlyOneIf(u.Admit, u.NodeLit)
+	}
+	nodeLit := func(n int) (z.Lit, bool) {
+		i := sort.SearchInts(u.NodeIdx, n)
+		if i < len(u.NodeIdx) && u.NodeIdx[i] == n {
+			return u.NodeLit[i], true
+		}
+		return 0, false
+	}
+	perDevice := map[int][]z.Lit{} // all x of this claim per device
+	for ri, r := range c.Requests {
+		sels := make([]z.Lit, len(r.Alternatives))
+		for ai := range r.Alternatives {
+			if len(r.Alternatives) == 1 {
+				sels[ai] = u.Admit
+			} else {
+				sels[ai] = m.C.Lit()
+			}
+		}
+		if len(sels) > 1 {
+			m.exactlyOneIf(u.Admit, sels)
+		}
+		u.Sel = append(u.Sel, sels)
+		for ai, a := range r.Alternatives {
+			var xs []z.Lit
+			for _, d := range a.Candidates {
+				dev := m.P.Devices[d]
+				if !reachable(dev) || (c.FixedNode >= 0 && !reachesNode(dev, c.FixedNode)) {
+					continue
+				}
+				l := m.C.Lit()
+				u.X = append(u.X, X{ri, ai, d, l})
+				xs = append(xs, l)
+				perDevice[d] = append(perDevice[d], l)
+				m.clause(l.Not(), sels[ai])
+				if u.NodeLit != nil && !dev.All {
+					or := []z.Lit{l.Not()}
+					for _, n := range dev.Reach {
+						if nl, ok := nodeLit(n); ok {
+							or = append(or, nl)
+						}
+					}
+					m.clause(or...)
+				}
+			}
+			if a.All {
+				m.allMode(u, sels[ai], a, xs, nodeLit)
+				continue
+			}
+			// Exactly Count devices when selected, never more.
+			if a.Count == 1 {
+				m.atMostOne(xs)
+				m.clause(append([]z.Lit{sels[ai].Not()}, xs...)...)
+			} else {
+				cs := logic.NewCardSort(xs, m.C)
+				m.clause(cs.Leq(a.Count))
+				m.clause(sels[ai].Not(), cs.Geq(a.Count))
+			}
+		}
+	}
+	for _, ls := range perDevice {
+		m.atMostOne(ls)
+	}
+	m.constraints(u)
+	return u
+}
+
+// exactlyOneIf: when g holds exactly one of ls holds; none holds otherwise.
+func (m *Model) exactlyOneIf(g z.Lit, ls []z.Lit) {
+	m.atMostOne(ls)
+	m.clause(append([]z.Lit{g.Not()}, ls...)...)
+	for _, l := range ls {
+		m.clause(l.Not(), g)
+	}
+}
+
+// allMode: on the chosen node every matching device must be taken, and a
+// node where some matching device cannot be taken is ruled out.
+func (m *Model) allMode(u *Unit, sel z.Lit, a *model.Alternative, xs []z.Lit, nodeLit func(int) (z.Lit, bool)) {
+	xOf := map[int]z.Lit{}
+	i := 0
+	for _, x := range u.X {
+		if u.altOf(x) == a {
+			xOf[x.Dev] = xs[i]
+			i++
+		}
+	}
+	if u.NodeLit == nil {
+		// No node matters: all matching devices, at least one.
+		if len(a.AllMatch) == 0 {
+			m.clause(sel.Not())
+		}
+		for _, d := range a.AllMatch {
+			if l, ok := xOf[d]; ok {
+				m.clause(sel.Not(), l)
+			} else {
+				m.clause(sel.Not())
+			}
+		}
+		return
+	}
+	for k, n := range u.NodeIdx {
+		nl := u.NodeLit[k]
+		var here []z.Lit
+		blocked := false
+		for _, d := range a.AllMatch {
+			if !reachesNode(m.P.Devices[d], n) {
+				continue
+			}
+			l, ok := xOf[d]
+			if !ok {
+				blocked = true
+				break
+			}
+			here = append(here, l)
+		}
+		if blocked || len(here) == 0 {
+			m.clause(sel.Not(), nl.Not())
+			continue
+		}
+		for _, l := range here {
+			m.clause(sel.Not(), nl.Not(), l)
+		}
+	}
+}
+
+// constraints encodes matchAttribute and distinctAttribute of u's claim.
+func (m *Model) constraints(u *Unit) {
+	c := u.Claims[0]
+	for _, k := range c.Constraints {
+		byValue := map[string][]z.Lit{}
+		var values []string
+		for _, x := range u.X {
+			if !k.Applies(c.Requests[x.Req], u.altOf(x)) {
+				continue
+			}
+			v := k.Value[x.Dev]
+			if v == "" {
+				m.clause(x.Lit.Not()) // the device lacks the attribute
+				continue
+			}
+			if byValue[v] == nil {
+				values = append(values, v)
+			}
+			byValue[v] = append(byValue[v], x.Lit)
+		}
+		switch k.Kind {
+		case model.MatchAttribute:
+			if len(values) <= 1 {
+				continue
+			}
+			var vs []z.Lit
+			for _, v := range values {
+				vl := m.C.Lit()
+				vs = append(vs, vl)
+				for _, l := range byValue[v] {
+					m.clause(l.Not(), vl)
+				}
+			}
+			m.atMostOne(vs)
+		case model.DistinctAttribute:
+			for _, v := range values {
+				m.atMostOne(byValue[v])
+			}
+		}
+	}
+}
+
+// counters adds, per counter set, the non-implied counter limits over the
+// used-device literals, and the untouched-set literals for packing.
+func (m *Model) counters(devs []int) error {
+	bySet := map[int][]int{}
+	for _, d := range devs {
+		for _, c := range m.P.Devices[d].Consumes {
+			bySet[c.Set] = append(bySet[c.Set], d)
+		}
+	}
+	sets := make([]int, 0, len(bySet))
+	for s := range bySet {
+		sets = append(sets, s)
+	}
+	sort.Ints(sets)
+	for _, si := range sets {
+		set := m.P.CounterSets[si]
+		ds := bySet[si]
+		implied := m.impliedCounters(set, ds)
+		lits := make([]z.Lit, len(ds))
+		for i, d := range ds {
+			lits[i] = m.Used[d]
+		}
+		for j := range set.Counters {
+			if implied[j] {
+				m.ImpliedCounters++
+				continue
+			}
+			w := make([]int64, len(ds))
+			for i, d := range ds {
+				for _, c := range m.P.Devices[d].Consumes {
+					if c.Set == si {
+						w[i] = c.Amounts[j]
+					}
+				}
+			}
+			if err := m.atMost(lits, w, set.Free[j]); err != nil {
+				return err
+			}
+		}
+		if len(set.ExistingGroups) == 0 && equal(set.Free, set.Capacity) {
+			t := m.C.Lit()
+			or := []z.Lit{t.Not()}
+			for _, l := range lits {
+				m.clause(l.Not(), t)
+				or = append(or, l)
+			}
+			m.clause(or...)
+			m.Touched = append(m.Touched, t)
+		}
+	}
+	return nil
+}
+
+func equal(a, b []int64) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
