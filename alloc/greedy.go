@@ -76,6 +76,9 @@ type placer struct {
 	budget  int
 	picks   []Pick
 	inClaim map[int]bool
+	// each, when set, is called for every complete placement and the
+	// search goes on (exhaustive enumeration for tests and explanations).
+	each func(picks []Pick)
 }
 
 func (g *placer) usable(d int, admin bool) bool {
@@ -106,6 +109,10 @@ func contains(xs []int, x int) bool {
 
 func (g *placer) request(ri int) bool {
 	if ri == len(g.c.Requests) {
+		if g.each != nil {
+			g.each(g.picks)
+			return false
+		}
 		return true
 	}
 	for ai, a := range g.c.Requests[ri].Alternatives {
