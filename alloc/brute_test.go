@@ -43,22 +43,20 @@ func newBruteForce(p *model.Problem) *bruteForce {
 
 // tryTake takes an option's devices if they all fit; it returns an undo.
 func tryTake(s *state, c *model.Claim, o option) (func(), bool) {
-	var taken []int
+	var taken []Pick
+	excl := func(pk Pick) bool { return !c.Requests[pk.Req].Alternatives[pk.Alt].AdminAccess }
 	undo := func() {
 		for i := len(taken) - 1; i >= 0; i-- {
-			s.release(taken[i])
+			s.release(taken[i].Dev, excl(taken[i]))
 		}
 	}
 	for _, pk := range o.picks {
-		if c.Requests[pk.Req].Alternatives[pk.Alt].AdminAccess {
-			continue
-		}
-		if !s.fits(pk.Dev) {
+		if !s.fits(pk.Dev, excl(pk)) {
 			undo()
 			return nil, false
 		}
-		s.take(pk.Dev)
-		taken = append(taken, pk.Dev)
+		s.take(pk.Dev, excl(pk))
+		taken = append(taken, pk)
 	}
 	return undo, true
 }

@@ -92,10 +92,7 @@ func (g *placer) usable(d int, admin bool) bool {
 	if g.inClaim[d] {
 		return false
 	}
-	if admin {
-		return true
-	}
-	return g.s.fits(d)
+	return g.s.fits(d, !admin)
 }
 
 func contains(xs []int, x int) bool {
@@ -196,17 +193,13 @@ func (g *placer) all(ri, ai int, a *model.Alternative) bool {
 func (g *placer) add(ri, ai int, a *model.Alternative, d int) {
 	g.picks = append(g.picks, Pick{ri, ai, d})
 	g.inClaim[d] = true
-	if !a.AdminAccess {
-		g.s.take(d)
-	}
+	g.s.take(d, !a.AdminAccess)
 }
 
 func (g *placer) remove(a *model.Alternative, d int) {
 	g.picks = g.picks[:len(g.picks)-1]
 	delete(g.inClaim, d)
-	if !a.AdminAccess {
-		g.s.release(d)
-	}
+	g.s.release(d, !a.AdminAccess)
 }
 
 // constraintsAllow checks the claim's constraints against devices already

@@ -23,9 +23,11 @@ func newState(p *model.Problem) *state {
 	return s
 }
 
-// fits tells whether device d can be newly allocated now.
-func (s *state) fits(d int) bool {
-	if s.used[d] {
+// fits tells whether device d can be newly allocated now. Admin access
+// (exclusive false) may share a device in use, but like upstream still needs
+// its counters free.
+func (s *state) fits(d int, exclusive bool) bool {
+	if exclusive && s.used[d] {
 		return false
 	}
 	dev := s.p.Devices[d]
@@ -93,8 +95,10 @@ func intersect(a, b []string) []string {
 
 func intersects(a, b []string) bool { return len(intersect(a, b)) > 0 }
 
-func (s *state) take(d int) {
-	s.used[d] = true
+func (s *state) take(d int, exclusive bool) {
+	if exclusive {
+		s.used[d] = true
+	}
 	for _, c := range s.p.Devices[d].Consumes {
 		for j, a := range c.Amounts {
 			s.free[c.Set][j] -= a
@@ -104,8 +108,10 @@ func (s *state) take(d int) {
 }
 
 // release undoes the most recent take of d (takes are undone in reverse).
-func (s *state) release(d int) {
-	s.used[d] = false
+func (s *state) release(d int, exclusive bool) {
+	if exclusive {
+		s.used[d] = false
+	}
 	for _, c := range s.p.Devices[d].Consumes {
 		for j, a := range c.Amounts {
 			s.free[c.Set][j] += a

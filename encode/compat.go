@@ -1,7 +1,6 @@
 package encode
 
 import (
-	"sort"
 
 	"github.com/go-air/gini/z"
 
@@ -12,27 +11,17 @@ import (
 // compatible only with itself.
 const noGroups = "\x00none"
 
-// compatibility encodes compatibility groups per counter set and the
-// compatibleOnlyWith research extension.
-func (m *Model) compatibility(devs []int) {
-	bySet := map[int][]int{}
-	for _, d := range devs {
-		for _, c := range m.P.Devices[d].Consumes {
-			bySet[c.Set] = append(bySet[c.Set], d)
-		}
+// groups encodes compatibility groups for one counter set.
+func (m *Model) groups(si int, cons []consumer) {
+	if m.P.Options.Compat == model.CompatWildcard {
+		m.wildcardGroups(si, cons)
+	} else {
+		m.kepGroups(si, cons)
 	}
-	sets := make([]int, 0, len(bySet))
-	for s := range bySet {
-		sets = append(sets, s)
-	}
-	sort.Ints(sets)
-	for _, si := range sets {
-		if m.P.Options.Compat == model.CompatWildcard {
-			m.wildcardGroups(si, bySet[si])
-		} else {
-			m.kepGroups(si, bySet[si])
-		}
-	}
+}
+
+// compatibleOnlyWith forbids device pairs the research extension rules out.
+func (m *Model) compatibleOnlyWith(devs []int) {
 	for _, d := range devs {
 		dev := m.P.Devices[d]
 		for _, o := range dev.Incompatible {
@@ -65,15 +54,15 @@ func modesOf(groups []string) []string {
 // kepGroups: all devices allocated from the set share one common group.
 // One "mode" variable per group is chosen (at most one); a used device
 // needs the chosen mode to be one of its groups.
-func (m *Model) kepGroups(si int, devs []int) {
+func (m *Model) kepGroups(si int, cons []consumer) {
 	set := m.P.CounterSets[si]
-	any := len(set.ExistingGroups) > 0
-	for _, d := range devs {
-		if len(groupsOf(m.P.Devices[d], si)) > 0 {
-			any = true
+	grouped := len(set.ExistingGroups) > 0
+	for _, c := range cons {
+		if len(groupsOf(m.P.Devices[c.dev], si)) > 0 {
+			grouped = true
 		}
 	}
-	if !any {
+	if !grouped {
 		return // nobody has groups: all are mutually compatible
 	}
 	// Modes still open given what is already allocated.
@@ -90,8 +79,8 @@ func (m *Model) kepGroups(si int, devs []int) {
 	}
 	modes := map[string]z.Lit{}
 	var names []string
-	for _, d := range devs {
-		for _, g := range modesOf(groupsOf(m.P.Devices[d], si)) {
+	for _, c := range cons {
+		for _, g := range modesOf(groupsOf(m.P.Devices[c.dev], si)) {
 			if _, ok := modes[g]; !ok && (first || allowed[g]) {
 				modes[g] = m.C.Lit()
 				names = append(names, g)
@@ -103,9 +92,9 @@ func (m *Model) kepGroups(si int, devs []int) {
 		ms = append(ms, modes[n])
 	}
 	m.atMostOne(ms)
-	for _, d := range devs {
-		or := []z.Lit{m.Used[d].Not()}
-		for _, g := range modesOf(groupsOf(m.P.Devices[d], si)) {
+	for _, c := range cons {
+		or := []z.Lit{c.lit.Not()}
+		for _, g := range modesOf(groupsOf(m.P.Devices[c.dev], si)) {
 			if l, ok := modes[g]; ok {
 				or = append(or, l)
 			}
@@ -116,7 +105,7 @@ func (m *Model) kepGroups(si int, devs []int) {
 
 // wildcardGroups (the seed proposal): two devices conflict only when both
 // have groups and share none; devices without groups go with anything.
-func (m *Model) wildcardGroups(si int, devs []int) {
+func (m *Model) wildcardGroups(si int, cons []consumer) {
 	set := m.P.CounterSets[si]
 	disjoint := func(a, b []string) bool {
 		if len(a) == 0 || len(b) == 0 {
@@ -131,16 +120,16 @@ func (m *Model) wildcardGroups(si int, devs []int) {
 		}
 		return true
 	}
-	for i, d := range devs {
-		gd := groupsOf(m.P.Devices[d], si)
+	for i, c := range cons {
+		gd := groupsOf(m.P.Devices[c.dev], si)
 		for _, e := range set.ExistingGroups {
 			if disjoint(gd, e) {
-				m.clause(m.Used[d].Not())
+				m.clause(c.lit.Not())
 			}
 		}
-		for _, o := range devs[i+1:] {
-			if disjoint(gd, groupsOf(m.P.Devices[o], si)) {
-				m.clause(m.Used[d].Not(), m.Used[o].Not())
+		for _, o := range cons[i+1:] {
+			if disjoint(gd, groupsOf(m.P.Devices[o.dev], si)) {
+				m.clause(c.lit.Not(), o.lit.Not())
 			}
 		}
 	}

@@ -94,10 +94,12 @@ func Encode(p *model.Problem, claims []*model.Claim, opts Options) (*Model, erro
 	m := &Model{P: p, C: logic.NewC(), Used: map[int]z.Lit{}, impliedCache: map[string][]bool{}}
 	m.buildUnits(claims, opts)
 	uses := map[int][]z.Lit{}
+	var admin []consumer
 	for _, u := range m.Units {
 		for _, x := range u.X {
-			alt := u.altOf(x)
-			if !alt.AdminAccess {
+			if u.altOf(x).AdminAccess {
+				admin = append(admin, consumer{x.Dev, x.Lit})
+			} else {
 				uses[x.Dev] = append(uses[x.Dev], x.Lit)
 			}
 		}
@@ -124,11 +126,38 @@ func Encode(p *model.Problem, claims []*model.Claim, opts Options) (*Model, erro
 		m.clause(or...)
 		m.Used[d] = u
 	}
-	if err := m.counters(devs); err != nil {
-		return nil, err
+	// Counters and compatibility see every consumer: used devices, and
+	// admin-access picks, which upstream also checks against free counters.
+	cons := make([]consumer, 0, len(devs)+len(admin))
+	for _, d := range devs {
+		cons = append(cons, consumer{d, m.Used[d]})
 	}
-	m.compatibility(devs)
+	cons = append(cons, admin...)
+	bySet := map[int][]consumer{}
+	for _, c := range cons {
+		for _, cc := range m.P.Devices[c.dev].Consumes {
+			bySet[cc.Set] = append(bySet[cc.Set], c)
+		}
+	}
+	sets := make([]int, 0, len(bySet))
+	for s := range bySet {
+		sets = append(sets, s)
+	}
+	sort.Ints(sets)
+	for _, si := range sets {
+		if err := m.counters(si, bySet[si]); err != nil {
+			return nil, err
+		}
+		m.groups(si, bySet[si])
+	}
+	m.compatibleOnlyWith(devs)
 	return m, nil
+}
+
+// consumer is a literal that, when true, takes a device's counters.
+type consumer struct {
+	dev int
+	lit z.Lit
 }
 
 func (u *Unit) altOf(x X) *model.Alternative {
@@ -427,55 +456,42 @@ func (m *Model) constraints(u *Unit) {
 	}
 }
 
-// counters adds, per counter set, the non-implied counter limits over the
-// used-device literals, and the untouched-set literals for packing.
-func (m *Model) counters(devs []int) error {
-	bySet := map[int][]int{}
-	for _, d := range devs {
-		for _, c := range m.P.Devices[d].Consumes {
-			bySet[c.Set] = append(bySet[c.Set], d)
+// counters adds the set's non-implied counter limits over its consumers,
+// and the untouched-set literal for packing.
+func (m *Model) counters(si int, cons []consumer) error {
+	set := m.P.CounterSets[si]
+	ds := make([]int, len(cons))
+	lits := make([]z.Lit, len(cons))
+	for i, c := range cons {
+		ds[i], lits[i] = c.dev, c.lit
+	}
+	implied := m.impliedCounters(set, ds)
+	for j := range set.Counters {
+		if implied[j] {
+			m.ImpliedCounters++
+			continue
 		}
-	}
-	sets := make([]int, 0, len(bySet))
-	for s := range bySet {
-		sets = append(sets, s)
-	}
-	sort.Ints(sets)
-	for _, si := range sets {
-		set := m.P.CounterSets[si]
-		ds := bySet[si]
-		implied := m.impliedCounters(set, ds)
-		lits := make([]z.Lit, len(ds))
+		w := make([]int64, len(ds))
 		for i, d := range ds {
-			lits[i] = m.Used[d]
-		}
-		for j := range set.Counters {
-			if implied[j] {
-				m.ImpliedCounters++
-				continue
-			}
-			w := make([]int64, len(ds))
-			for i, d := range ds {
-				for _, c := range m.P.Devices[d].Consumes {
-					if c.Set == si {
-						w[i] = c.Amounts[j]
-					}
+			for _, c := range m.P.Devices[d].Consumes {
+				if c.Set == si {
+					w[i] = c.Amounts[j]
 				}
 			}
-			if err := m.atMost(lits, w, set.Free[j]); err != nil {
-				return err
-			}
 		}
-		if len(set.ExistingGroups) == 0 && equal(set.Free, set.Capacity) {
-			t := m.C.Lit()
-			or := []z.Lit{t.Not()}
-			for _, l := range lits {
-				m.clause(l.Not(), t)
-				or = append(or, l)
-			}
-			m.clause(or...)
-			m.Touched = append(m.Touched, t)
+		if err := m.atMost(lits, w, set.Free[j]); err != nil {
+			return err
 		}
+	}
+	if len(set.ExistingGroups) == 0 && equal(set.Free, set.Capacity) {
+		t := m.C.Lit()
+		or := []z.Lit{t.Not()}
+		for _, l := range lits {
+			m.clause(l.Not(), t)
+			or = append(or, l)
+		}
+		m.clause(or...)
+		m.Touched = append(m.Touched, t)
 	}
 	return nil
 }
