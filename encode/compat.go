@@ -1,7 +1,6 @@
 package encode
 
 import (
-
 	"github.com/go-air/gini/z"
 
 	"github.com/drasat/drasat/model"
