@@ -3,14 +3,19 @@ package alloc
 import (
 	"testing"
 
+	"github.com/drasat/drasat/check"
 	"github.com/drasat/drasat/model"
 )
 
-// checkAllocations validates the run's allocations (placeholder until the
-// independent checker lands).
+// checkAllocations validates the run's allocations with the independent
+// checker, which re-derives every rule from the Kubernetes objects.
 func checkAllocations(t *testing.T, p *model.Problem, objs *model.Objects, res *Result, compat string) {
 	t.Helper()
-	if _, err := Allocated(p, res); err != nil {
+	claims, err := Allocated(p, res)
+	if err != nil {
 		t.Fatal(err)
+	}
+	if err := check.Check(objs, claims, check.Options{Compat: compat}); err != nil {
+		t.Fatalf("allocation violates the rules:\n%v", err)
 	}
 }

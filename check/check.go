@@ -1,0 +1,330 @@
+// Package check is an independent feasibility checker for allocation
+// results. It re-derives the scheduler's rules directly from the Kubernetes
+// objects (ResourceSlices, DeviceClasses, ResourceClaims, Nodes, Pods),
+// following k8s.io/dynamic-resource-allocation's structured allocator, and
+// shares no code with the engine beyond the plain input struct
+// model.Objects, so that mistakes in model, encode or alloc get caught.
+package check
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+
+	"github.com/drasat/drasat/model"
+)
+
+// Compatibility-group semantics.
+const (
+	// CompatKEP5963: per counter set, the intersection of the group lists
+	// of all devices allocated from it is non-empty; a device without
+	// groups counts as the single group "<none>".
+	CompatKEP5963 = "kep5963"
+	// CompatWildcard: two devices with non-empty lists must share a group;
+	// an empty list is compatible with everything.
+	CompatWildcard = "wildcard"
+)
+
+// Options for Check.
+type Options struct {
+	// Compat is CompatKEP5963 (default when empty) or CompatWildcard.
+	Compat string
+}
+
+// Check verifies that the newly allocated claims, together with the
+// allocations already present in objs.Claims, are feasible. allocated holds
+// copies of claims from objs.Claims that had no status.allocation; those with
+// status.allocation set are the new allocations (the others must be
+// unchanged). It returns every violation found, joined, each naming the claim
+// and, where there is one, the device; nil means feasible.
+//
+// Admin access follows the scheduler: existing admin-access results neither
+// occupy devices nor consume counters; new admin-access results may share
+// devices in use but, like upstream's allocator, count towards counters and
+// compatibility groups. compatibleOnlyWith (not upstream) only considers
+// results that occupy their device (non-admin).
+func Check(objs *model.Objects, allocated []*resourceapi.ResourceClaim, opts Options) error {
+	compat := opts.Compat
+	switch compat {
+	case "":
+		compat = CompatKEP5963
+	case CompatKEP5963, CompatWildcard:
+	default:
+		return fmt.Errorf("compat mode %q: want %s or %s", opts.Compat, CompatKEP5963, CompatWildcard)
+	}
+	c := &checker{objs: objs, compat: compat, w: newWorld(objs.Slices, objs.Nodes),
+		classes: map[string]*resourceapi.DeviceClass{}, input: map[string]*resourceapi.ResourceClaim{}}
+	for _, cl := range objs.Classes {
+		if _, ok := c.classes[cl.Name]; !ok {
+			c.classes[cl.Name] = cl
+		}
+	}
+	for _, cl := range objs.Claims {
+		if _, ok := c.input[claimKey(cl)]; !ok {
+			c.input[claimKey(cl)] = cl
+		}
+	}
+	c.fixed = boundNodes(objs)
+	c.run(allocated)
+	return errors.Join(c.errs...)
+}
+
+type checker struct {
+	objs    *model.Objects
+	compat  string
+	w       *world
+	classes map[string]*resourceapi.DeviceClass
+	input   map[string]*resourceapi.ResourceClaim
+	fixed   map[string]podNode // claim key -> bound pod's node
+
+	newClaims  []*newClaim
+	placements []*placement // existing, then new
+	errs       []error
+}
+
+// newClaim is one newly allocated claim.
+type newClaim struct {
+	key        string
+	in, out    *resourceapi.ResourceClaim
+	alloc      *resourceapi.AllocationResult
+	placements []*placement
+	alts       []*alt // results grouped by request, see checkRequests
+}
+
+// placement is one allocation result.
+type placement struct {
+	claim string
+	isNew bool
+	res   *resourceapi.DeviceRequestAllocationResult
+	admin bool
+	dev   *device // nil unless the device is in a usable pool
+}
+
+func (p *placement) String() string {
+	s := "claim " + p.claim + " device " + keyOf(p.res).String()
+	if !p.isNew {
+		s = "existing " + s
+	}
+	if p.admin {
+		s += " (admin access)"
+	}
+	return s
+}
+
+func claimKey(c *resourceapi.ResourceClaim) string { return c.Namespace + "/" + c.Name }
+
+func (c *checker) errorf(format string, args ...any) {
+	c.errs = append(c.errs, fmt.Errorf(format, args...))
+}
+
+func (c *checker) run(allocated []*resourceapi.ResourceClaim) {
+	c.collect(allocated)
+	for _, nc := range c.newClaims {
+		c.checkRequests(nc)
+		c.checkConstraints(nc)
+		c.checkNode(nc)
+	}
+	c.checkOccupancy()
+	c.checkCounters()
+	c.checkGroups()
+	c.checkCompatibleOnlyWith()
+}
+
+// collect checks rule 9 (claims otherwise unchanged) and rule 1 (devices
+// exist in usable pools), and gathers the placements.
+func (c *checker) collect(allocated []*resourceapi.ResourceClaim) {
+	seen := map[string]bool{}
+	isNew := map[string]bool{}
+	for _, out := range allocated {
+		if out == nil {
+			continue
+		}
+		key := claimKey(out)
+		if seen[key] {
+			c.errorf("claim %s: listed more than once among the allocated claims", key)
+			continue
+		}
+		seen[key] = true
+		in := c.input[key]
+		if in == nil {
+			c.errorf("claim %s: not among the input claims", key)
+			continue
+		}
+		c.checkUnchanged(key, in, out)
+		if in.Status.Allocation != nil {
+			if !apiequality.Semantic.DeepEqual(in.Status.Allocation, out.Status.Allocation) {
+				c.errorf("claim %s: was already allocated in the input, but its status.allocation was changed", key)
+			}
+			continue
+		}
+		if out.Status.Allocation == nil {
+			continue
+		}
+		isNew[key] = true
+		nc := &newClaim{key: key, in: in, out: out, alloc: out.Status.Allocation}
+		c.newClaims = append(c.newClaims, nc)
+	}
+	for _, in := range c.objs.Claims {
+		key := claimKey(in)
+		if in.Status.Allocation == nil || isNew[key] || c.input[key] != in {
+			continue
+		}
+		for i := range in.Status.Allocation.Devices.Results {
+			r := &in.Status.Allocation.Devices.Results[i]
+			c.placements = append(c.placements, &placement{claim: key, res: r, admin: ptrTrue(r.AdminAccess), dev: c.w.usable(keyOf(r))})
+		}
+	}
+	for _, nc := range c.newClaims {
+		if len(nc.alloc.Devices.Results) == 0 {
+			c.errorf("claim %s: status.allocation has no device results", nc.key)
+		}
+		for i := range nc.alloc.Devices.Results {
+			r := &nc.alloc.Devices.Results[i]
+			p := &placement{claim: nc.key, isNew: true, res: r, admin: ptrTrue(r.AdminAccess)}
+			k := keyOf(r)
+			switch d := c.w.devices[k]; {
+			case d == nil && c.w.pools[poolKey{k.Driver, k.Pool}] == nil:
+				c.errorf("claim %s: device %s: pool %s does not exist (not in a usable pool)", nc.key, k, poolKey{k.Driver, k.Pool})
+			case d == nil:
+				c.errorf("claim %s: device %s: no such device in the highest generation of its pool (not in a usable pool)", nc.key, k)
+			case d.pool.issue != "":
+				c.errorf("claim %s: device %s: pool %s is not usable: %s", nc.key, k, d.pool.key, d.pool.issue)
+			default:
+				p.dev = d
+			}
+			nc.placements = append(nc.placements, p)
+			c.placements = append(c.placements, p)
+		}
+	}
+}
+
+// checkUnchanged: apart from status.allocation (and apiVersion/kind), the
+// allocated claim must equal the input claim.
+func (c *checker) checkUnchanged(key string, in, out *resourceapi.ResourceClaim) {
+	if !apiequality.Semantic.DeepEqual(in.Spec, out.Spec) {
+		c.errorf("claim %s: spec differs from the input claim", key)
+	}
+	if !apiequality.Semantic.DeepEqual(in.ObjectMeta, out.ObjectMeta) {
+		c.errorf("claim %s: metadata differs from the input claim", key)
+	}
+	inStatus, outStatus := in.Status, out.Status
+	inStatus.Allocation, outStatus.Allocation = nil, nil
+	if !apiequality.Semantic.DeepEqual(inStatus, outStatus) {
+		c.errorf("claim %s: status other than allocation differs from the input claim", key)
+	}
+}
+
+// podNode records the node of a bound pod using a claim.
+type podNode struct{ pod, node string }
+
+// boundNodes maps claims to the node of a bound pod that uses them: through
+// the claim's status.reservedFor, or the pod's spec.resourceClaims
+// (resourceClaimName) or status.resourceClaimStatuses.
+func boundNodes(objs *model.Objects) map[string]podNode {
+	out := map[string]podNode{}
+	pods := map[string]*corev1.Pod{}
+	for _, p := range objs.Pods {
+		pods[p.Namespace+"/"+p.Name] = p
+	}
+	for _, cl := range objs.Claims {
+		for _, ref := range cl.Status.ReservedFor {
+			if ref.Resource != "pods" || ref.APIGroup != "" {
+				continue
+			}
+			if p := pods[cl.Namespace+"/"+ref.Name]; p != nil && p.Spec.NodeName != "" {
+				out[claimKey(cl)] = podNode{p.Namespace + "/" + p.Name, p.Spec.NodeName}
+			}
+		}
+	}
+	for _, p := range objs.Pods {
+		if p.Spec.NodeName == "" {
+			continue
+		}
+		pn := podNode{p.Namespace + "/" + p.Name, p.Spec.NodeName}
+		for _, rc := range p.Spec.ResourceClaims {
+			if rc.ResourceClaimName != nil {
+				out[p.Namespace+"/"+*rc.ResourceClaimName] = pn
+			}
+		}
+		for _, st := range p.Status.ResourceClaimStatuses {
+			if st.ResourceClaimName != nil {
+				out[p.Namespace+"/"+*st.ResourceClaimName] = pn
+			}
+		}
+	}
+	return out
+}
+
+// checkOccupancy: rule 2. A device serves at most one claim (admin access
+// excepted), appears at most once per claim, and devices allowing multiple
+// allocations are not allocated at all.
+func (c *checker) checkOccupancy() {
+	holders := map[devKey][]*placement{}
+	for _, p := range c.placements {
+		if !p.admin {
+			holders[keyOf(p.res)] = append(holders[keyOf(p.res)], p)
+		}
+	}
+	for _, nc := range c.newClaims {
+		count := map[devKey]int{}
+		var order []devKey
+		for _, p := range nc.placements {
+			k := keyOf(p.res)
+			if count[k] == 0 {
+				order = append(order, k)
+			}
+			count[k]++
+		}
+		for _, k := range order {
+			if count[k] > 1 {
+				c.errorf("claim %s: device %s is allocated %d times within the claim", nc.key, k, count[k])
+			}
+		}
+		reported := map[devKey]bool{}
+		for _, p := range nc.placements {
+			k := keyOf(p.res)
+			if p.dev != nil && ptrTrue(p.dev.spec.AllowMultipleAllocations) {
+				c.errorf("claim %s: device %s has allowMultipleAllocations, which is not supported", nc.key, k)
+			}
+			if p.admin || reported[k] {
+				continue
+			}
+			reported[k] = true
+			var others []string
+			for _, h := range holders[k] {
+				if h.claim != nc.key {
+					others = append(others, h.claim)
+				}
+			}
+			if len(others) > 0 {
+				c.errorf("claim %s: device %s is also allocated to claim(s) %s", nc.key, k, strings.Join(unique(others), ", "))
+			}
+		}
+	}
+}
+
+func unique(xs []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, x := range xs {
+		if !seen[x] {
+			seen[x] = true
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

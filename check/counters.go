@@ -1,0 +1,269 @@
+package check
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/drasat/drasat/model"
+)
+
+// consumers returns the placements that consume counters and compatibility
+// groups, as the scheduler sees them: each existing non-admin device once
+// (the allocated state is a set of devices; admin access is not part of
+// it), and every new result, admin access included (upstream's allocator
+// checks and reserves counters for admin-access devices it allocates).
+func (c *checker) consumers() []*placement {
+	var out []*placement
+	seen := map[devKey]bool{}
+	for _, p := range c.placements {
+		if p.dev == nil {
+			continue
+		}
+		if !p.isNew {
+			if p.admin || seen[p.dev.key] {
+				continue
+			}
+			seen[p.dev.key] = true
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// touchedPools returns the pools in which a new result consumes counters;
+// as upstream, only those are checked (a pool whose existing allocations
+// already overflow blocks new consumers, but is not itself new).
+func (c *checker) touchedPools() map[poolKey]bool {
+	out := map[poolKey]bool{}
+	for _, nc := range c.newClaims {
+		for _, p := range nc.placements {
+			if p.dev != nil && len(p.dev.spec.ConsumesCounters) > 0 {
+				out[p.dev.pool.key] = true
+			}
+		}
+	}
+	return out
+}
+
+// checkCounters: rule 5. In every pool where new results consume counters,
+// for every counter set and counter, the sum consumed by all consumers is at
+// most the counter's value (upstream checks all counter sets of the pool
+// after each device). Exact quantity arithmetic.
+func (c *checker) checkCounters() {
+	touched := c.touchedPools()
+	cons := c.consumers()
+	for _, pl := range c.w.poolOrder {
+		if !touched[pl.key] {
+			continue
+		}
+		totals := map[string]map[string]resource.Quantity{}
+		newBy := map[string]map[string][]*placement{}
+		var newInPool []*placement
+		for _, p := range cons {
+			if p.dev.pool != pl {
+				continue
+			}
+			if p.isNew && len(p.dev.spec.ConsumesCounters) > 0 {
+				newInPool = append(newInPool, p)
+			}
+			for _, cc := range p.dev.spec.ConsumesCounters {
+				if totals[cc.CounterSet] == nil {
+					totals[cc.CounterSet] = map[string]resource.Quantity{}
+					newBy[cc.CounterSet] = map[string][]*placement{}
+				}
+				for name, cnt := range cc.Counters {
+					q := totals[cc.CounterSet][name]
+					q.Add(cnt.Value)
+					totals[cc.CounterSet][name] = q
+					if p.isNew {
+						newBy[cc.CounterSet][name] = append(newBy[cc.CounterSet][name], p)
+					}
+				}
+			}
+		}
+		for _, setName := range pl.setNames {
+			cs := pl.counterSets[setName]
+			names := make([]string, 0, len(cs.Counters))
+			for name := range cs.Counters {
+				names = append(names, name)
+			}
+			sort.Strings(names)
+			for _, name := range names {
+				total, ok := totals[setName][name]
+				if !ok {
+					total = resource.Quantity{}
+				}
+				capacity := cs.Counters[name].Value
+				if total.Cmp(capacity) <= 0 {
+					continue
+				}
+				who := newBy[setName][name]
+				what := "new consumers"
+				if len(who) == 0 {
+					who, what = newInPool, "existing allocations alone exceed it, yet new devices in the pool were allocated"
+				}
+				c.errorf("pool %s: counter set %s, counter %s: allocated devices consume %s, more than its value %s; %s: %s",
+					pl.key, setName, name, total.String(), capacity.String(), what, list(who))
+			}
+		}
+	}
+}
+
+func list(ps []*placement) string {
+	var parts []string
+	for _, p := range ps {
+		parts = append(parts, p.String())
+	}
+	return strings.Join(parts, ", ")
+}
+
+const noGroups = "\x00<none>"
+
+// checkGroups: rule 6, compatibility groups per counter set in which a new
+// result consumes.
+func (c *checker) checkGroups() {
+	type entry struct {
+		p      *placement
+		groups []string
+	}
+	type setKey struct {
+		pool poolKey
+		set  string
+	}
+	touched := map[setKey]bool{}
+	for _, nc := range c.newClaims {
+		for _, p := range nc.placements {
+			if p.dev == nil {
+				continue
+			}
+			for _, cc := range p.dev.spec.ConsumesCounters {
+				touched[setKey{p.dev.pool.key, cc.CounterSet}] = true
+			}
+		}
+	}
+	cons := c.consumers()
+	for _, pl := range c.w.poolOrder {
+		for _, setName := range pl.setNames {
+			if !touched[setKey{pl.key, setName}] {
+				continue
+			}
+			var es []entry
+			for _, p := range cons {
+				if p.dev.pool != pl {
+					continue
+				}
+				for _, cc := range p.dev.spec.ConsumesCounters {
+					if cc.CounterSet == setName {
+						es = append(es, entry{p, cc.CompatibilityGroups})
+					}
+				}
+			}
+			describe := func(e entry) string {
+				if len(e.groups) == 0 {
+					return e.p.String() + " [<none>]"
+				}
+				return e.p.String() + " [" + strings.Join(e.groups, ",") + "]"
+			}
+			prefix := fmt.Sprintf("pool %s: counter set %s: compatibility groups", pl.key, setName)
+			if c.compat == CompatWildcard {
+				for i := range es {
+					for j := i + 1; j < len(es); j++ {
+						a, b := es[i], es[j]
+						if (!a.p.isNew && !b.p.isNew) || len(a.groups) == 0 || len(b.groups) == 0 || intersects(a.groups, b.groups) {
+							continue
+						}
+						c.errorf("%s (wildcard): %s and %s share no group", prefix, describe(a), describe(b))
+					}
+				}
+				continue
+			}
+			if len(es) == 0 {
+				continue
+			}
+			common := modes(es[0].groups)
+			for _, e := range es[1:] {
+				common = intersect(common, modes(e.groups))
+			}
+			if len(common) == 0 {
+				var parts []string
+				for _, e := range es {
+					parts = append(parts, describe(e))
+				}
+				c.errorf("%s (kep5963): the devices allocated from it have no common group: %s", prefix, strings.Join(parts, ", "))
+			}
+		}
+	}
+}
+
+func modes(g []string) []string {
+	if len(g) == 0 {
+		return []string{noGroups}
+	}
+	return g
+}
+
+func intersect(a, b []string) []string {
+	var out []string
+	for _, x := range a {
+		for _, y := range b {
+			if x == y {
+				out = append(out, x)
+				break
+			}
+		}
+	}
+	return out
+}
+
+func intersects(a, b []string) bool { return len(intersect(a, b)) > 0 }
+
+// checkCompatibleOnlyWith: rule 7, the research extension. For each
+// allocated device with expression E, E must hold for every other allocated
+// device of its pool. Only results occupying their device count (existing
+// and new non-admin results); pairs of two existing devices are not
+// reported.
+func (c *checker) checkCompatibleOnlyWith() {
+	if len(c.objs.CompatibleOnlyWith) == 0 {
+		return
+	}
+	byPool := map[poolKey][]*placement{}
+	seen := map[devKey]bool{}
+	for _, p := range c.placements {
+		if p.dev == nil || p.admin {
+			continue
+		}
+		if !p.isNew {
+			if seen[p.dev.key] {
+				continue
+			}
+			seen[p.dev.key] = true
+		}
+		byPool[p.dev.pool.key] = append(byPool[p.dev.pool.key], p)
+	}
+	for _, pl := range c.w.poolOrder {
+		ps := byPool[pl.key]
+		for _, a := range ps {
+			k := a.dev.key
+			expr, ok := c.objs.CompatibleOnlyWith[model.DeviceID{Driver: k.Driver, Pool: k.Pool, Device: k.Device}]
+			if !ok {
+				continue
+			}
+			for _, b := range ps {
+				if b.dev.key == k || (!a.isNew && !b.isNew) {
+					continue
+				}
+				ok, err := c.w.eval(expr, b.dev)
+				if err != nil {
+					c.errorf("compatibleOnlyWith of %s: %v", a, err)
+					continue
+				}
+				if !ok {
+					c.errorf("compatibleOnlyWith of %s: expression %q is false for %s", a, expr, b)
+				}
+			}
+		}
+	}
+}
