@@ -20,7 +20,7 @@ func allOptions(p *model.Problem, c *model.Claim) []option {
 	}
 	var out []option
 	for _, n := range claimNodes(p, c) {
-		g := &placer{s: newState(p), c: c, node: n, budget: math.MaxInt, inClaim: map[int]bool{},
+		g := &placer{s: model.NewState(p), c: c, node: n, budget: math.MaxInt, inClaim: map[int]bool{},
 			each: func(picks []Pick) { out = append(out, option{n, append([]Pick(nil), picks...)}) }}
 		g.request(0)
 	}
@@ -42,20 +42,20 @@ func newBruteForce(p *model.Problem) *bruteForce {
 }
 
 // tryTake takes an option's devices if they all fit; it returns an undo.
-func tryTake(s *state, c *model.Claim, o option) (func(), bool) {
+func tryTake(s *model.State, c *model.Claim, o option) (func(), bool) {
 	var taken []Pick
 	excl := func(pk Pick) bool { return !c.Requests[pk.Req].Alternatives[pk.Alt].AdminAccess }
 	undo := func() {
 		for i := len(taken) - 1; i >= 0; i-- {
-			s.release(taken[i].Dev, excl(taken[i]))
+			s.Release(taken[i].Dev, excl(taken[i]))
 		}
 	}
 	for _, pk := range o.picks {
-		if !s.fits(pk.Dev, excl(pk)) {
+		if !s.Fits(pk.Dev, excl(pk)) {
 			undo()
 			return nil, false
 		}
-		s.take(pk.Dev, excl(pk))
+		s.Take(pk.Dev, excl(pk))
 		taken = append(taken, pk)
 	}
 	return undo, true
@@ -63,7 +63,7 @@ func tryTake(s *state, c *model.Claim, o option) (func(), bool) {
 
 // best maximises admitted weight.
 func (b *bruteForce) best() int64 {
-	s := newState(b.p)
+	s := model.NewState(b.p)
 	var rec func(i int) int64
 	rec = func(i int) int64 {
 		if i == len(b.p.Claims) {
@@ -84,7 +84,7 @@ func (b *bruteForce) best() int64 {
 
 // feasible tells whether all claims in set can be allocated together.
 func (b *bruteForce) feasible(set []int) bool {
-	s := newState(b.p)
+	s := model.NewState(b.p)
 	var rec func(k int) bool
 	rec = func(k int) bool {
 		if k == len(set) {

@@ -8,6 +8,7 @@ import (
 	"github.com/go-air/gini/logic"
 	"github.com/go-air/gini/z"
 
+	"github.com/drasat/drasat/bound"
 	"github.com/drasat/drasat/encode"
 	"github.com/drasat/drasat/model"
 	"github.com/drasat/drasat/solver"
@@ -23,6 +24,9 @@ type componentResult struct {
 	encodeTime, solveTime time.Duration
 	penalty               int64
 	touched               int
+	boundTime             time.Duration
+	heuristicTime         time.Duration
+	boundIterations       int
 }
 
 // solveComponent allocates one independent group of claims.
@@ -42,14 +46,19 @@ func solveComponent(ctx context.Context, p *model.Problem, claims []*model.Claim
 		return v
 	}
 	// Upper bound: claims that fit at all, alone.
+	alone := model.NewState(p)
 	for _, c := range claims {
-		if _, ok := place(newState(p), c); ok {
+		if a, ok := place(alone, c); ok {
 			r.bound += weight(c)
+			for _, pk := range a.Picks {
+				alone.Release(pk.Dev, !excl(c, pk))
+			}
 		}
 	}
+	// Incumbents: first-fit in arrival order and smallest first.
 	best := greedy(p, claims)
+	bySize := append([]*model.Claim(nil), claims...)
 	if !ordered {
-		bySize := append([]*model.Claim(nil), claims...)
 		size := map[int]float64{}
 		for _, c := range bySize {
 			size[c.Index] = claimSize(p, c)
@@ -60,6 +69,32 @@ func solveComponent(ctx context.Context, p *model.Problem, claims []*model.Claim
 		}
 	}
 	r.greedy = value(best)
+	// The configuration relaxation bounds max-claims and prices devices;
+	// best-fit at those prices packs far better than first-fit.
+	if !ordered && value(best) < r.bound {
+		start := time.Now()
+		rel := bound.New(p, claims, weight)
+		lr := rel.Solve(ctx, value(best), start.Add(time.Until(deadline)/3))
+		r.bound = min(r.bound, lr.Bound)
+		r.boundTime, r.boundIterations = time.Since(start), lr.Iterations
+		if value(best) < r.bound && lr.Price != nil {
+			byCost := append([]*model.Claim(nil), bySize...)
+			cost := map[int]float64{}
+			for _, c := range byCost {
+				cost[c.Index] = rel.ClaimCost(c, lr.Price) / float64(max(weight(c), 1))
+			}
+			sort.SliceStable(byCost, func(i, j int) bool { return cost[byCost[i].Index] < cost[byCost[j].Index] })
+			for _, order := range [][]*model.Claim{bySize, byCost} {
+				if value(best) >= r.bound {
+					break
+				}
+				if alt := bestFit(p, order, rel, lr.Price); value(alt) > value(best) {
+					best = alt
+				}
+			}
+		}
+		r.heuristicTime = time.Since(start) - r.boundTime
+	}
 	finish := func(as []*Assignment) *componentResult {
 		sort.Slice(as, func(i, j int) bool { return as[i].Claim.Index < as[j].Claim.Index })
 		r.assignments = as

@@ -183,7 +183,7 @@ func rejectReason(p *model.Problem, c *model.Claim, objective string) string {
 			return fmt.Sprintf("request %s: no free device matches (class %s and selectors, taints, counters)", r.Name, r.Alternatives[0].Class.Name)
 		}
 	}
-	s := newState(p)
+	s := model.NewState(p)
 	if _, ok := place(s, c); !ok {
 		return "does not fit even alone (node, constraints or counters)"
 	}

@@ -24,11 +24,11 @@ const searchBudget = 20_000
 // place searches a first-fit allocation for c in the current state: nodes in
 // name order, requests in order, alternatives in preference order, devices
 // in publication order. On success the devices are taken.
-func place(s *state, c *model.Claim) (*Assignment, bool) {
+func place(s *model.State, c *model.Claim) (*Assignment, bool) {
 	if c.Err != nil {
 		return nil, false
 	}
-	for _, n := range claimNodes(s.p, c) {
+	for _, n := range claimNodes(s.P, c) {
 		g := &placer{s: s, c: c, node: n, budget: searchBudget, inClaim: map[int]bool{}}
 		if g.request(0) {
 			return &Assignment{Claim: c, Node: n, Picks: append([]Pick(nil), g.picks...)}, true
@@ -70,7 +70,7 @@ func claimNodes(p *model.Problem, c *model.Claim) []int {
 }
 
 type placer struct {
-	s       *state
+	s       *model.State
 	c       *model.Claim
 	node    int
 	budget  int
@@ -82,7 +82,7 @@ type placer struct {
 }
 
 func (g *placer) usable(d int, admin bool) bool {
-	dev := g.s.p.Devices[d]
+	dev := g.s.P.Devices[d]
 	if g.node >= 0 && !dev.All && !contains(dev.Reach, g.node) {
 		return false
 	}
@@ -92,7 +92,7 @@ func (g *placer) usable(d int, admin bool) bool {
 	if g.inClaim[d] {
 		return false
 	}
-	return g.s.fits(d, !admin)
+	return g.s.Fits(d, !admin)
 }
 
 func contains(xs []int, x int) bool {
@@ -135,12 +135,13 @@ func (g *placer) devices(ri, ai int, a *model.Alternative, from, need int) bool 
 	if need == 0 {
 		return g.request(ri + 1)
 	}
-	for i := from; i <= len(a.Candidates)-need; i++ {
+	cands := a.CandidatesOn(g.node)
+	for i := from; i <= len(cands)-need; i++ {
 		g.budget--
 		if g.budget <= 0 {
 			return false
 		}
-		d := a.Candidates[i]
+		d := cands[i]
 		if !g.usable(d, a.AdminAccess) || !g.constraintsAllow(ri, a, d) {
 			continue
 		}
@@ -161,7 +162,7 @@ func (g *placer) all(ri, ai int, a *model.Alternative) bool {
 		cand[d] = true
 	}
 	for _, d := range a.AllMatch {
-		dev := g.s.p.Devices[d]
+		dev := g.s.P.Devices[d]
 		if g.node >= 0 && !dev.All && !contains(dev.Reach, g.node) {
 			continue
 		}
@@ -193,13 +194,13 @@ func (g *placer) all(ri, ai int, a *model.Alternative) bool {
 func (g *placer) add(ri, ai int, a *model.Alternative, d int) {
 	g.picks = append(g.picks, Pick{ri, ai, d})
 	g.inClaim[d] = true
-	g.s.take(d, !a.AdminAccess)
+	g.s.Take(d, !a.AdminAccess)
 }
 
 func (g *placer) remove(a *model.Alternative, d int) {
 	g.picks = g.picks[:len(g.picks)-1]
 	delete(g.inClaim, d)
-	g.s.release(d, !a.AdminAccess)
+	g.s.Release(d, !a.AdminAccess)
 }
 
 // constraintsAllow checks the claim's constraints against devices already
@@ -230,7 +231,7 @@ func (g *placer) constraintsAllow(ri int, a *model.Alternative, d int) bool {
 
 // greedy places claims in the given order and returns what fits.
 func greedy(p *model.Problem, claims []*model.Claim) []*Assignment {
-	s := newState(p)
+	s := model.NewState(p)
 	var out []*Assignment
 	for _, c := range claims {
 		if a, ok := place(s, c); ok {

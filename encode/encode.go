@@ -13,7 +13,6 @@
 package encode
 
 import (
-	"encoding/json"
 	"sort"
 
 	"github.com/go-air/gini/logic"
@@ -174,16 +173,7 @@ func simpleKey(c *model.Claim) string {
 	if a.All || a.AdminAccess || a.Count != 1 {
 		return ""
 	}
-	return specKey(c)
-}
-
-func specKey(c *model.Claim) string {
-	js, _ := json.Marshal(struct {
-		Spec   any
-		Weight int64
-		Node   int
-	}{c.Obj.Spec.Devices, c.Weight, c.FixedNode})
-	return string(js)
+	return c.ClassKey()
 }
 
 func (m *Model) buildUnits(claims []*model.Claim, opts Options) {
@@ -203,7 +193,7 @@ func (m *Model) buildUnits(claims []*model.Claim, opts Options) {
 		u := m.claimUnit(c)
 		m.Units = append(m.Units, u)
 		if opts.Symmetry {
-			k := specKey(c)
+			k := c.ClassKey()
 			if prev, ok := prevSame[k]; ok {
 				m.clause(u.Admit.Not(), prev)
 			}

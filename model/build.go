@@ -1,6 +1,7 @@
 package model
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -32,7 +33,7 @@ func Build(objs *Objects, opts Options) (*Problem, error) {
 		return nil, fmt.Errorf("compat mode %q: want %s or %s", opts.Compat, CompatKEP5963, CompatWildcard)
 	}
 	b := &builder{objs: objs, p: &Problem{Options: opts}, cel: newCELEnv(),
-		deviceByID: map[DeviceID]int{}, setByName: map[[3]string]int{}, nodeByName: map[string]int{}}
+		deviceByID: map[DeviceID]int{}, matchCache: map[string]matchResult{}, setByName: map[[3]string]int{}, nodeByName: map[string]int{}}
 	pools, issues := usablePools(objs.Slices)
 	b.p.Issues = issues
 	b.buildNodes()
@@ -57,6 +58,7 @@ type builder struct {
 	setByName  map[[3]string]int
 	nodeByName map[string]int
 	classes    map[string]*resourceapi.DeviceClass
+	matchCache map[string]matchResult
 }
 
 func (b *builder) origin(kind, ns, name string) string {
@@ -470,6 +472,46 @@ func (b *builder) alternative(c *Claim, reqName, subName, className string, sels
 	default:
 		return nil, fmt.Errorf("field allocationMode: unknown mode %q", mode)
 	}
+	key := fmt.Sprintf("%s|%s|%t|%t|%s", className, selectorsKey(sels), alt.All, alt.AdminAccess, tolerationsKey(tols))
+	if m, ok := b.matchCache[key]; ok {
+		if m.err != nil {
+			return nil, m.err
+		}
+		alt.Candidates, alt.AllMatch, alt.onNode = m.candidates, m.allMatch, m.onNode
+		return alt, nil
+	}
+	cands, allMatch, err := b.match(class, sels, alt, tols)
+	if err != nil {
+		b.matchCache[key] = matchResult{err: err}
+		return nil, err
+	}
+	alt.Candidates, alt.AllMatch = cands, allMatch
+	alt.indexByNode(b.p)
+	b.matchCache[key] = matchResult{cands, allMatch, alt.onNode, nil}
+	return alt, nil
+}
+
+// matchResult caches which devices an alternative may use: many claims ask
+// for the same class with the same selectors.
+type matchResult struct {
+	candidates, allMatch []int
+	onNode               map[int][]int
+	err                  error
+}
+
+func selectorsKey(sels []resourceapi.DeviceSelector) string {
+	js, _ := json.Marshal(sels)
+	return string(js)
+}
+
+func tolerationsKey(tols []resourceapi.DeviceToleration) string {
+	js, _ := json.Marshal(tols)
+	return string(js)
+}
+
+// match evaluates the class's and the request's selectors on every device.
+func (b *builder) match(class *resourceapi.DeviceClass, sels []resourceapi.DeviceSelector, alt *Alternative,
+	tols []resourceapi.DeviceToleration) (candidates, allMatch []int, err error) {
 	var exprs []string
 	for _, s := range class.Spec.Selectors {
 		if s.CEL != nil {
@@ -483,7 +525,7 @@ func (b *builder) alternative(c *Claim, reqName, subName, className string, sels
 	}
 	for _, e := range exprs {
 		if err := b.cel.compile(e); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	for _, d := range b.p.Devices {
@@ -491,7 +533,7 @@ func (b *builder) alternative(c *Claim, reqName, subName, className string, sels
 		for _, e := range exprs {
 			ok, err := b.cel.matches(e, d, len(b.p.Devices))
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			if !ok {
 				match = false
@@ -504,14 +546,14 @@ func (b *builder) alternative(c *Claim, reqName, subName, className string, sels
 		if alt.All {
 			// "All" needs every matching device, so one that cannot be
 			// taken makes its nodes unusable; the encoder sees it in AllMatch.
-			alt.AllMatch = append(alt.AllMatch, d.Index)
+			allMatch = append(allMatch, d.Index)
 		}
 		if d.MultiAlloc || (d.InUse && !alt.AdminAccess) || taintPrevents(d.Spec, tols) || !fitsAlone(b.p, d) {
 			continue
 		}
-		alt.Candidates = append(alt.Candidates, d.Index)
+		candidates = append(candidates, d.Index)
 	}
-	return alt, nil
+	return candidates, allMatch, nil
 }
 
 // fitsAlone: a device whose consumption exceeds what is free can never be

@@ -1,6 +1,8 @@
 package model
 
 import (
+	"encoding/json"
+
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 )
@@ -115,6 +117,8 @@ type Claim struct {
 	FixedNode int
 	// Err makes the claim unallocatable (CEL runtime error, unsupported field).
 	Err error
+
+	classKey string
 }
 
 // Request is one entry of spec.devices.requests: either one exact request
@@ -138,6 +142,31 @@ type Alternative struct {
 	// selectors, usable or not: on a node where one of them cannot be
 	// taken, the request cannot be satisfied.
 	AllMatch []int
+
+	onNode map[int][]int
+}
+
+// CandidatesOn lists the candidates usable from node n, in candidate order;
+// n = -1 means no node, where only devices available on all nodes serve.
+func (a *Alternative) CandidatesOn(n int) []int { return a.onNode[n] }
+
+// indexByNode fills CandidatesOn: placing a claim on one node then looks at
+// that node's devices only, not at the whole cluster's.
+func (a *Alternative) indexByNode(p *Problem) {
+	a.onNode = map[int][]int{}
+	for _, d := range a.Candidates {
+		dev := p.Devices[d]
+		if dev.All {
+			a.onNode[-1] = append(a.onNode[-1], d)
+			for n := range p.Nodes {
+				a.onNode[n] = append(a.onNode[n], d)
+			}
+			continue
+		}
+		for _, n := range dev.Reach {
+			a.onNode[n] = append(a.onNode[n], d)
+		}
+	}
 }
 
 // ConstraintKind is matchAttribute or distinctAttribute.
@@ -152,15 +181,15 @@ const (
 type Constraint struct {
 	Kind      ConstraintKind
 	Attribute string
-	Requests  []string // nil: all requests
+	Requests  []string // empty: all requests
 	// Value per device index: canonical value, "" when the device lacks it.
 	Value map[int]string
 }
 
 // Applies tells whether the constraint covers alternative alt of request req.
 func (c *Constraint) Applies(req *Request, alt *Alternative) bool {
-	if c.Requests == nil {
-		return true
+	if len(c.Requests) == 0 {
+		return true // no list, or an empty one: all requests, as upstream
 	}
 	for _, r := range c.Requests {
 		if r == req.Name || r == alt.Name {
@@ -168,4 +197,20 @@ func (c *Constraint) Applies(req *Request, alt *Alternative) bool {
 		}
 	}
 	return false
+}
+
+// ClassKey is identical for interchangeable claims: same requests,
+// constraints and config, same weight and same fixed node. Grouping claims
+// by it removes claim symmetry (solver findings, 2).
+func (c *Claim) ClassKey() string {
+	if c.classKey == "" {
+		js, _ := json.Marshal(struct {
+			Spec   any
+			Weight int64
+			Node   int
+			Err    bool
+		}{c.Obj.Spec.Devices, c.Weight, c.FixedNode, c.Err != nil})
+		c.classKey = string(js)
+	}
+	return c.classKey
 }

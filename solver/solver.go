@@ -53,21 +53,31 @@ func New(c *logic.C, clauses [][]z.Lit) *S {
 }
 
 // Solve decides the instance under the assumptions, giving up at the
-// deadline or when ctx ends. It solves in slices of growing length so a
-// cancelled context is noticed quickly while learnt clauses carry over.
+// deadline or when ctx ends. The search runs uninterrupted in gini's
+// background solve and is only polled, never sliced: a call that finishes
+// follows the same search path whatever the machine's speed, so results are
+// deterministic unless the budget runs out.
 func (s *S) Solve(ctx context.Context, deadline time.Time, assumptions ...z.Lit) Result {
 	s.Calls++
-	slice := 50 * time.Millisecond
+	if time.Until(deadline) <= 0 || ctx.Err() != nil {
+		return Unknown
+	}
+	s.g.Assume(assumptions...)
+	run := s.g.GoSolve()
+	poll := time.NewTicker(5 * time.Millisecond)
+	defer poll.Stop()
 	for {
-		left := time.Until(deadline)
-		if left <= 0 || ctx.Err() != nil {
-			return Unknown
-		}
-		s.g.Assume(assumptions...)
-		if r := s.g.Try(min(left, slice)); r != 0 {
+		if r, done := run.Test(); done {
 			return toResult(r)
 		}
-		slice = min(2*slice, time.Second)
+		select {
+		case <-ctx.Done():
+			return toResult(run.Stop())
+		case <-poll.C:
+			if !time.Now().Before(deadline) {
+				return toResult(run.Stop())
+			}
+		}
 	}
 }
 

@@ -1,18 +1,19 @@
-package alloc
+package model
 
-import "github.com/drasat/drasat/model"
-
-// state tracks what is taken while the greedy places claims one by one:
-// devices, counters, and the compatibility-group lists of each counter set.
-type state struct {
-	p      *model.Problem
+// State tracks what is taken while claims are placed one by one: devices,
+// counters, and the compatibility-group lists of each counter set. It is the
+// one place that decides whether a device can still be allocated; greedy
+// placement, layout pricing and the tests' brute force all go through it.
+type State struct {
+	P      *Problem
 	used   []bool
 	free   [][]int64
 	groups [][][]string // per counter set: group lists of allocated devices
 }
 
-func newState(p *model.Problem) *state {
-	s := &state{p: p, used: make([]bool, len(p.Devices)), free: make([][]int64, len(p.CounterSets)), groups: make([][][]string, len(p.CounterSets))}
+// NewState is the state before any pending claim is placed.
+func NewState(p *Problem) *State {
+	s := &State{P: p, used: make([]bool, len(p.Devices)), free: make([][]int64, len(p.CounterSets)), groups: make([][][]string, len(p.CounterSets))}
 	for i, d := range p.Devices {
 		s.used[i] = d.InUse
 	}
@@ -23,14 +24,14 @@ func newState(p *model.Problem) *state {
 	return s
 }
 
-// fits tells whether device d can be newly allocated now. Admin access
+// Fits tells whether device d can be newly allocated now. Admin access
 // (exclusive false) may share a device in use, but like upstream still needs
 // its counters free.
-func (s *state) fits(d int, exclusive bool) bool {
+func (s *State) Fits(d int, exclusive bool) bool {
 	if exclusive && s.used[d] {
 		return false
 	}
-	dev := s.p.Devices[d]
+	dev := s.P.Devices[d]
 	for _, c := range dev.Consumes {
 		for j, a := range c.Amounts {
 			if a > s.free[c.Set][j] {
@@ -49,9 +50,9 @@ func (s *state) fits(d int, exclusive bool) bool {
 	return true
 }
 
-func (s *state) groupsAllow(set int, g []string) bool {
+func (s *State) groupsAllow(set int, g []string) bool {
 	lists := s.groups[set]
-	if s.p.Options.Compat == model.CompatWildcard {
+	if s.P.Options.Compat == CompatWildcard {
 		for _, l := range lists {
 			if len(g) > 0 && len(l) > 0 && !intersects(g, l) {
 				return false
@@ -71,6 +72,8 @@ func (s *state) groupsAllow(set int, g []string) bool {
 	return true
 }
 
+// noGroups stands for "no compatibility groups", compatible under KEP-5963
+// only with itself.
 const noGroups = "\x00none"
 
 func modes(g []string) []string {
@@ -95,11 +98,12 @@ func intersect(a, b []string) []string {
 
 func intersects(a, b []string) bool { return len(intersect(a, b)) > 0 }
 
-func (s *state) take(d int, exclusive bool) {
+// Take allocates device d (exclusive: it occupies the device).
+func (s *State) Take(d int, exclusive bool) {
 	if exclusive {
 		s.used[d] = true
 	}
-	for _, c := range s.p.Devices[d].Consumes {
+	for _, c := range s.P.Devices[d].Consumes {
 		for j, a := range c.Amounts {
 			s.free[c.Set][j] -= a
 		}
@@ -107,12 +111,12 @@ func (s *state) take(d int, exclusive bool) {
 	}
 }
 
-// release undoes the most recent take of d (takes are undone in reverse).
-func (s *state) release(d int, exclusive bool) {
+// Release undoes the most recent take of d (takes are undone in reverse).
+func (s *State) Release(d int, exclusive bool) {
 	if exclusive {
 		s.used[d] = false
 	}
-	for _, c := range s.p.Devices[d].Consumes {
+	for _, c := range s.P.Devices[d].Consumes {
 		for j, a := range c.Amounts {
 			s.free[c.Set][j] += a
 		}
@@ -120,3 +124,6 @@ func (s *state) release(d int, exclusive bool) {
 		s.groups[c.Set] = gs[:len(gs)-1]
 	}
 }
+
+// Used tells whether device d is allocated exclusively in this state.
+func (s *State) Used(d int) bool { return s.used[d] }

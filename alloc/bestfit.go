@@ -1,0 +1,107 @@
+package alloc
+
+import (
+	"encoding/binary"
+	"math"
+
+	"github.com/drasat/drasat/bound"
+	"github.com/drasat/drasat/model"
+)
+
+// bestFit places claims one by one in the given order, each at the
+// placement that loses the least layout value at the relaxation's prices:
+// the value a bin can still reach (bound.Value) before minus after. Cheap
+// devices in bins that have nothing better to offer go first, so whole
+// GPUs and the placements big claims need stay free.
+func bestFit(p *model.Problem, claims []*model.Claim, r *bound.Relaxation, price []float64) []*Assignment {
+	s := model.NewState(p)
+	memo := map[string]float64{}
+	var key []byte
+	value := func(b *bound.Bin) float64 {
+		// Bins of one type in the same state are worth the same.
+		key = binary.AppendUvarint(key[:0], uint64(b.Type))
+		for i, d := range b.Devices {
+			if s.Used(d) && !p.Devices[d].InUse {
+				key = binary.AppendUvarint(key, uint64(i))
+			}
+		}
+		if v, ok := memo[string(key)]; ok {
+			return v
+		}
+		v, _, _ := r.Value(b, s, price)
+		memo[string(key)] = v
+		return v
+	}
+	var out []*Assignment
+	for _, c := range claims {
+		if c.Err != nil {
+			continue
+		}
+		best, bestScore := (*Assignment)(nil), math.Inf(1)
+		nodes := claimNodes(p, c)
+		// Every node is looked at, each with a share of the search budget:
+		// single-device claims are enumerated fully, large ones in part.
+		perNode := max(bestFitMinBudget, bestFitBudget/len(nodes))
+		for _, n := range nodes {
+			g := &placer{s: s, c: c, node: n, budget: perNode, inClaim: map[int]bool{}}
+			g.each = func(picks []Pick) {
+				// Loss over the bins the placement touches, each once.
+				score := 0.0
+				var seen []*bound.Bin
+				for _, pk := range picks {
+					b := r.BinOf(pk.Dev)
+					if b == nil || containsBin(seen, b) {
+						continue
+					}
+					seen = append(seen, b)
+					for _, q := range picks {
+						if r.BinOf(q.Dev) == b {
+							s.Release(q.Dev, !excl(c, q))
+						}
+					}
+					before := value(b)
+					for _, q := range picks {
+						if r.BinOf(q.Dev) == b {
+							s.Take(q.Dev, !excl(c, q))
+						}
+					}
+					score += before - value(b)
+				}
+				if score < bestScore-1e-9 {
+					bestScore = score
+					best = &Assignment{Claim: c, Node: n, Picks: append([]Pick(nil), picks...)}
+				}
+			}
+			g.request(0)
+		}
+		if best == nil {
+			continue
+		}
+		for _, pk := range best.Picks {
+			s.Take(pk.Dev, !excl(c, pk))
+		}
+		out = append(out, best)
+	}
+	return out
+}
+
+// Search budgets of best-fit per claim, in placer steps.
+const (
+	bestFitBudget    = 20_000
+	bestFitMinBudget = 300
+)
+
+// excl tells whether a pick is admin access (which does not occupy its
+// device).
+func excl(c *model.Claim, pk Pick) bool {
+	return c.Requests[pk.Req].Alternatives[pk.Alt].AdminAccess
+}
+
+func containsBin(bs []*bound.Bin, b *bound.Bin) bool {
+	for _, x := range bs {
+		if x == b {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,332 @@
+// Package bench generates allocation scenarios, runs drasat and first-fit
+// baselines on them, and reports what each admits.
+package bench
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/drasat/drasat/model"
+)
+
+// NVIDIADriver is the driver name the MIG scenarios publish under.
+const NVIDIADriver = "gpu.nvidia.com"
+
+// MIGProfile is one MIG profile of a GPU model and the counters one
+// instance consumes.
+type MIGProfile struct {
+	Name       string
+	MemoryMi   int64
+	Slices     int   // memory slices
+	Starts     []int // first memory slice of each placement
+	SMs        int64
+	CopyEng    int64
+	Decoders   int64
+	JPEG, OFA  int64
+	ClaimShare float64 // relative frequency in generated claims
+}
+
+// GPUModel is a MIG-capable GPU as the NVIDIA DRA driver publishes it: one
+// counter set, a full-GPU device and a device per MIG placement.
+type GPUModel struct {
+	Name     string
+	MemoryMi int64
+	SMs      int64
+	CopyEng  int64
+	Decoders int64
+	JPEG     int64
+	OFA      int64
+	Profiles []MIGProfile
+}
+
+// A100 is the A100-40GB with the placements of KEP-4815 (26 devices).
+var A100 = GPUModel{Name: "A100-SXM4-40GB", MemoryMi: 40960, SMs: 98, CopyEng: 7, Decoders: 5, JPEG: 1, OFA: 1, Profiles: []MIGProfile{
+	{Name: "1g.5gb", MemoryMi: 4864, Slices: 1, Starts: []int{0, 1, 2, 3, 4, 5, 6}, SMs: 14, CopyEng: 1, ClaimShare: 30},
+	{Name: "1g.5gb+me", MemoryMi: 4864, Slices: 1, Starts: []int{0, 1, 2, 3, 4, 5, 6}, SMs: 14, CopyEng: 1, Decoders: 1, JPEG: 1, OFA: 1, ClaimShare: 5},
+	{Name: "1g.10gb", MemoryMi: 9856, Slices: 2, Starts: []int{0, 2, 4, 6}, SMs: 14, CopyEng: 1, Decoders: 1, ClaimShare: 15},
+	{Name: "2g.10gb", MemoryMi: 9856, Slices: 2, Starts: []int{0, 2, 4}, SMs: 28, CopyEng: 2, Decoders: 1, ClaimShare: 20},
+	{Name: "3g.20gb", MemoryMi: 19968, Slices: 4, Starts: []int{0, 4}, SMs: 42, CopyEng: 3, Decoders: 2, ClaimShare: 15},
+	{Name: "4g.20gb", MemoryMi: 19968, Slices: 4, Starts: []int{0}, SMs: 56, CopyEng: 4, Decoders: 2, ClaimShare: 8},
+	{Name: "7g.40gb", MemoryMi: 40192, Slices: 8, Starts: []int{0}, SMs: 98, CopyEng: 7, Decoders: 5, JPEG: 1, OFA: 1, ClaimShare: 7},
+}}
+
+// H100 is the H100-80GB (SMs 16/26/32/60/64/132).
+var H100 = GPUModel{Name: "H100-SXM5-80GB", MemoryMi: 81920, SMs: 132, CopyEng: 8, Decoders: 7, JPEG: 7, OFA: 1, Profiles: []MIGProfile{
+	{Name: "1g.10gb", MemoryMi: 9984, Slices: 1, Starts: []int{0, 1, 2, 3, 4, 5, 6}, SMs: 16, CopyEng: 1, Decoders: 1, ClaimShare: 30},
+	{Name: "1g.10gb+me", MemoryMi: 9984, Slices: 1, Starts: []int{0, 1, 2, 3, 4, 5, 6}, SMs: 16, CopyEng: 1, Decoders: 1, JPEG: 1, OFA: 1, ClaimShare: 5},
+	{Name: "1g.20gb", MemoryMi: 19968, Slices: 2, Starts: []int{0, 2, 4, 6}, SMs: 26, CopyEng: 1, Decoders: 1, JPEG: 1, ClaimShare: 15},
+	{Name: "2g.20gb", MemoryMi: 19968, Slices: 2, Starts: []int{0, 2, 4}, SMs: 32, CopyEng: 2, Decoders: 2, JPEG: 1, ClaimShare: 20},
+	{Name: "3g.40gb", MemoryMi: 40448, Slices: 4, Starts: []int{0, 4}, SMs: 60, CopyEng: 3, Decoders: 3, JPEG: 2, ClaimShare: 15},
+	{Name: "4g.40gb", MemoryMi: 40448, Slices: 4, Starts: []int{0}, SMs: 64, CopyEng: 4, Decoders: 4, JPEG: 2, ClaimShare: 8},
+	{Name: "7g.80gb", MemoryMi: 80896, Slices: 8, Starts: []int{0}, SMs: 132, CopyEng: 8, Decoders: 7, JPEG: 7, OFA: 1, ClaimShare: 7},
+}}
+
+// MIGConfig sizes a mig scenario.
+type MIGConfig struct {
+	Nodes, GPUsPerNode int
+	Claims             int
+	Seed               uint64
+	// Fragmented is the fraction of GPUs that start with 1–2 allocations.
+	Fragmented float64
+	// MultiDevice is the fraction of claims asking for 2–4 devices on one
+	// GPU (matchAttribute parentUUID) or on one node.
+	MultiDevice float64
+	// Models are the GPU models of the fleet, assigned to nodes round
+	// robin; empty means A100 only.
+	Models []GPUModel
+}
+
+// DefaultMIG is the instance family of the engine's speed targets.
+func DefaultMIG(nodes, gpus, claims int, seed uint64) MIGConfig {
+	return MIGConfig{Nodes: nodes, GPUsPerNode: gpus, Claims: claims, Seed: seed, Fragmented: 0.25, MultiDevice: 0.2}
+}
+
+// MIG generates the scenario: Nodes, DeviceClasses, one pool per node (a
+// counters slice and device slices of at most two GPUs, as the API's
+// per-slice limits require), existing allocations and pending claims.
+func MIG(cfg MIGConfig) *model.Objects {
+	rng := rand.New(rand.NewPCG(cfg.Seed, 0x6d6967))
+	models := cfg.Models
+	if len(models) == 0 {
+		models = []GPUModel{A100}
+	}
+	objs := &model.Objects{CompatibleOnlyWith: map[model.DeviceID]string{}, Origin: map[string]string{}}
+	objs.Classes = migClasses()
+	type gpu struct {
+		node, uuid string
+		index      int
+		model      *GPUModel
+	}
+	var gpus []*gpu
+	for n := 0; n < cfg.Nodes; n++ {
+		node := fmt.Sprintf("node-%03d", n)
+		gm := &models[n%len(models)]
+		objs.Nodes = append(objs.Nodes, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node,
+			Labels: map[string]string{"nvidia.com/gpu.product": gm.Name}}})
+		perSlice := 2
+		deviceSlices := (cfg.GPUsPerNode + perSlice - 1) / perSlice
+		counterSlices := (cfg.GPUsPerNode + 7) / 8
+		total := int64(deviceSlices + counterSlices)
+		newSlice := func(name string) *resourceapi.ResourceSlice {
+			return &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: resourceapi.ResourceSliceSpec{
+				Driver: NVIDIADriver, NodeName: ptr.To(node),
+				Pool: resourceapi.ResourcePool{Name: node, Generation: 1, ResourceSliceCount: total}}}
+		}
+		var counters, devs *resourceapi.ResourceSlice
+		for g := 0; g < cfg.GPUsPerNode; g++ {
+			if g%8 == 0 {
+				counters = newSlice(fmt.Sprintf("%s-counters-%d", node, g/8))
+				objs.Slices = append(objs.Slices, counters)
+			}
+			if g%perSlice == 0 {
+				devs = newSlice(fmt.Sprintf("%s-gpus-%d", node, g/perSlice))
+				objs.Slices = append(objs.Slices, devs)
+			}
+			gp := &gpu{node: node, uuid: fmt.Sprintf("GPU-%s-%d", node, g), index: g, model: gm}
+			set := fmt.Sprintf("gpu-%d-counter-set", g)
+			counters.Spec.SharedCounters = append(counters.Spec.SharedCounters, gm.counterSet(set))
+			devs.Spec.Devices = append(devs.Spec.Devices, gm.fullDevice(g, gp.uuid, set))
+			for _, pr := range gm.Profiles {
+				for _, start := range pr.Starts {
+					devs.Spec.Devices = append(devs.Spec.Devices, gm.migDevice(g, gp.uuid, set, pr, start))
+				}
+			}
+			gpus = append(gpus, gp)
+		}
+	}
+	// Existing allocations: 1–2 MIG devices on a share of the GPUs, on
+	// disjoint memory slices so the start state is valid.
+	existing := 0
+	for _, gp := range gpus {
+		if rng.Float64() >= cfg.Fragmented {
+			continue
+		}
+		var used [8]bool
+		jpeg, ofa := int64(0), int64(0)
+		n := 1 + rng.IntN(2)
+		for k := 0; k < n; k++ {
+			pr := pickProfile(rng, gp.model)
+			if pr.Slices == 8 {
+				continue // a whole GPU in use is not fragmentation
+			}
+			start := pr.Starts[rng.IntN(len(pr.Starts))]
+			free := jpeg+pr.JPEG <= gp.model.JPEG && ofa+pr.OFA <= gp.model.OFA
+			for s := start; s < start+pr.Slices; s++ {
+				free = free && !used[s]
+			}
+			if !free {
+				continue
+			}
+			jpeg, ofa = jpeg+pr.JPEG, ofa+pr.OFA
+			for s := start; s < start+pr.Slices; s++ {
+				used[s] = true
+			}
+			name := migName(gp.index, pr.Name, start)
+			c := newClaim(fmt.Sprintf("running-%04d", existing), []string{"mig.nvidia.com"}, nil)
+			c.Spec.Devices.Requests[0].Exactly.Selectors = profileSelector(pr.Name)
+			c.Status.Allocation = &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{{
+				Request: "r0", Driver: NVIDIADriver, Pool: gp.node, Device: name}}},
+				NodeSelector: nodeSelectorFor(gp.node)}
+			objs.Claims = append(objs.Claims, c)
+			existing++
+		}
+	}
+	// Pending claims.
+	for i := 0; i < cfg.Claims; i++ {
+		name := fmt.Sprintf("claim-%04d", i)
+		gm := &models[rng.IntN(len(models))]
+		if rng.Float64() < cfg.MultiDevice {
+			n := 2 + rng.IntN(3)
+			c := newClaim(name, repeat("mig.nvidia.com", n), nil)
+			for r := range c.Spec.Devices.Requests {
+				c.Spec.Devices.Requests[r].Exactly.Selectors = profileSelector(pickSmallProfile(rng, gm, n).Name)
+			}
+			if rng.IntN(2) == 0 {
+				c.Spec.Devices.Constraints = []resourceapi.DeviceConstraint{{MatchAttribute: ptr.To(resourceapi.FullyQualifiedName(NVIDIADriver + "/parentUUID"))}}
+			}
+			objs.Claims = append(objs.Claims, c)
+			continue
+		}
+		pr := pickProfile(rng, gm)
+		c := newClaim(name, []string{"mig.nvidia.com"}, nil)
+		c.Spec.Devices.Requests[0].Exactly.Selectors = profileSelector(pr.Name)
+		objs.Claims = append(objs.Claims, c)
+	}
+	return objs
+}
+
+func repeat(s string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = s
+	}
+	return out
+}
+
+func pickProfile(rng *rand.Rand, gm *GPUModel) MIGProfile {
+	total := 0.0
+	for _, p := range gm.Profiles {
+		total += p.ClaimShare
+	}
+	x := rng.Float64() * total
+	for _, p := range gm.Profiles {
+		x -= p.ClaimShare
+		if x < 0 {
+			return p
+		}
+	}
+	return gm.Profiles[0]
+}
+
+// pickSmallProfile picks a profile n instances of which fit on one GPU.
+func pickSmallProfile(rng *rand.Rand, gm *GPUModel, n int) MIGProfile {
+	for {
+		p := pickProfile(rng, gm)
+		if p.Slices*n <= 8 && len(p.Starts) >= n && p.JPEG*int64(n) <= gm.JPEG && p.OFA*int64(n) <= gm.OFA {
+			return p
+		}
+	}
+}
+
+func profileSelector(profile string) []resourceapi.DeviceSelector {
+	return []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
+		Expression: fmt.Sprintf("device.attributes['%s'].profile == '%s'", NVIDIADriver, profile)}}}
+}
+
+func newClaim(name string, classes []string, sel []resourceapi.DeviceSelector) *resourceapi.ResourceClaim {
+	c := &resourceapi.ResourceClaim{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "resource.k8s.io/v1", Kind: "ResourceClaim"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+	}
+	for i, cl := range classes {
+		c.Spec.Devices.Requests = append(c.Spec.Devices.Requests, resourceapi.DeviceRequest{
+			Name:    fmt.Sprintf("r%d", i),
+			Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: cl, Selectors: sel, AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 1},
+		})
+	}
+	return c
+}
+
+func nodeSelectorFor(node string) *corev1.NodeSelector {
+	return &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{{
+		Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{node}}}}}}
+}
+
+func migClasses() []*resourceapi.DeviceClass {
+	class := func(name, typ string) *resourceapi.DeviceClass {
+		return &resourceapi.DeviceClass{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "resource.k8s.io/v1", Kind: "DeviceClass"},
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
+				Expression: fmt.Sprintf("device.driver == '%s' && device.attributes['%s'].type == '%s'", NVIDIADriver, NVIDIADriver, typ)}}}},
+		}
+	}
+	return []*resourceapi.DeviceClass{class("gpu.nvidia.com", "gpu"), class("mig.nvidia.com", "mig")}
+}
+
+func (gm *GPUModel) counterSet(name string) resourceapi.CounterSet {
+	cs := resourceapi.CounterSet{Name: name, Counters: map[string]resourceapi.Counter{
+		"memory":          {Value: *resource.NewQuantity(gm.MemoryMi<<20, resource.BinarySI)},
+		"multiprocessors": {Value: *resource.NewQuantity(gm.SMs, resource.DecimalSI)},
+		"copy-engines":    {Value: *resource.NewQuantity(gm.CopyEng, resource.DecimalSI)},
+		"decoders":        {Value: *resource.NewQuantity(gm.Decoders, resource.DecimalSI)},
+		"jpeg-engines":    {Value: *resource.NewQuantity(gm.JPEG, resource.DecimalSI)},
+		"ofa-engines":     {Value: *resource.NewQuantity(gm.OFA, resource.DecimalSI)},
+	}}
+	for s := 0; s < 8; s++ {
+		cs.Counters[fmt.Sprintf("memory-slice-%d", s)] = resourceapi.Counter{Value: *resource.NewQuantity(1, resource.DecimalSI)}
+	}
+	return cs
+}
+
+func gpuAttrs(uuid, typ, product string, index int) map[resourceapi.QualifiedName]resourceapi.DeviceAttribute {
+	return map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{
+		"type":         {StringValue: ptr.To(typ)},
+		"uuid":         {StringValue: ptr.To(uuid)},
+		"parentUUID":   {StringValue: ptr.To(uuid)},
+		"productName":  {StringValue: ptr.To(product)},
+		"index":        {IntValue: ptr.To(int64(index))},
+		"architecture": {StringValue: ptr.To("Ampere")},
+	}
+}
+
+func (gm *GPUModel) fullDevice(g int, uuid, set string) resourceapi.Device {
+	cons := gm.counterSet(set)
+	d := resourceapi.Device{Name: fmt.Sprintf("gpu-%d", g), Attributes: gpuAttrs(uuid, "gpu", gm.Name, g),
+		ConsumesCounters: []resourceapi.DeviceCounterConsumption{{CounterSet: set, Counters: cons.Counters}}}
+	d.Attributes["profile"] = resourceapi.DeviceAttribute{StringValue: ptr.To("full")}
+	return d
+}
+
+func migName(g int, profile string, start int) string {
+	return fmt.Sprintf("gpu-%d-mig-%s-%d", g, profile, start)
+}
+
+func (gm *GPUModel) migDevice(g int, uuid, set string, pr MIGProfile, start int) resourceapi.Device {
+	q := func(v int64) resourceapi.Counter {
+		return resourceapi.Counter{Value: *resource.NewQuantity(v, resource.DecimalSI)}
+	}
+	counters := map[string]resourceapi.Counter{
+		"memory":          {Value: *resource.NewQuantity(pr.MemoryMi<<20, resource.BinarySI)},
+		"multiprocessors": q(pr.SMs),
+		"copy-engines":    q(pr.CopyEng),
+		"decoders":        q(pr.Decoders),
+		"jpeg-engines":    q(pr.JPEG),
+		"ofa-engines":     q(pr.OFA),
+	}
+	for s := start; s < start+pr.Slices; s++ {
+		counters[fmt.Sprintf("memory-slice-%d", s)] = q(1)
+	}
+	attrs := gpuAttrs(uuid, "mig", gm.Name, g)
+	attrs["uuid"] = resourceapi.DeviceAttribute{StringValue: ptr.To(fmt.Sprintf("MIG-%s-%s-%d", uuid, pr.Name, start))}
+	attrs["profile"] = resourceapi.DeviceAttribute{StringValue: ptr.To(pr.Name)}
+	attrs["memorySliceStart"] = resourceapi.DeviceAttribute{IntValue: ptr.To(int64(start))}
+	return resourceapi.Device{Name: migName(g, pr.Name, start), Attributes: attrs,
+		ConsumesCounters: []resourceapi.DeviceCounterConsumption{{CounterSet: set, Counters: counters}}}
+}

@@ -1,0 +1,301 @@
+// Package bound proves upper bounds on how much claim weight a batch can
+// admit, and prices devices for the heuristics that look for allocations.
+//
+// The relaxation is the configuration ("pattern") model of the solver
+// findings: every bin — a physical device, i.e. the counter sets tied
+// together by the devices that consume them — takes one feasible layout, and
+// claims are served by devices of the kinds their requests accept, without
+// the node and constraint coupling between one claim's devices. Identical
+// claims form classes, identical bins form types, devices with the same
+// candidacy form kinds. The relaxation is solved in its Lagrangian dual with
+// one price per device kind:
+//
+//	L(π) = Σ_class n·max(0, w − cost(π)) + Σ_type m·max_layout Σ_dev π(kind)
+//
+// L(π) ≥ optimum for every π ≥ 0, so the bound is sound at every iteration;
+// subgradient descent drives it down to the LP value of the configuration
+// model, which the findings measured within one claim of the optimum.
+package bound
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/drasat/drasat/model"
+)
+
+// Relaxation is the configuration relaxation of one set of pending claims.
+type Relaxation struct {
+	p       *model.Problem
+	Kinds   int
+	kindOf  map[int]int // candidate device -> kind
+	classes []*class
+	Bins    []*Bin
+	binOf   []int // device -> bin, -1 for devices no claim here can use
+	types   []*binType
+	state   *model.State // scratch state for pricing, at the batch's start
+}
+
+// class is a group of interchangeable claims.
+type class struct {
+	key    string
+	weight float64
+	n      int
+	reqs   [][]altCost // per request: its alternatives
+}
+
+// altCost is what one alternative of a request needs: cnt devices of one of
+// kinds, or nothing when it is admin access (which occupies no device).
+type altCost struct {
+	cnt   float64
+	kinds []int
+	free  bool
+}
+
+// Bin is a group of counter sets and the candidate devices that consume
+// them; devices consuming no counter set are bins of their own.
+type Bin struct {
+	Devices []int // candidate devices, in device order
+	Type    int
+	pos     map[int]int
+}
+
+type binType struct {
+	rep *Bin
+	m   int
+}
+
+// New builds the relaxation of claims (one component) of p.
+func New(p *model.Problem, claims []*model.Claim, weight func(*model.Claim) int64) *Relaxation {
+	r := &Relaxation{p: p, kindOf: map[int]int{}, binOf: make([]int, len(p.Devices)), state: model.NewState(p)}
+	for i := range r.binOf {
+		r.binOf[i] = -1
+	}
+	// Classes, and the alternatives each device is a candidate of.
+	byKey := map[string]*class{}
+	candidacy := map[int][]string{}
+	type altRef struct {
+		cls        *class
+		ri, ai     int
+		candidates []int
+		alt        *model.Alternative
+	}
+	var alts []altRef
+	for _, c := range claims {
+		if c.Err != nil {
+			continue
+		}
+		if k := byKey[c.ClassKey()]; k != nil {
+			k.n++
+			continue
+		}
+		k := &class{key: c.ClassKey(), weight: float64(weight(c)), n: 1}
+		byKey[c.ClassKey()] = k
+		r.classes = append(r.classes, k)
+		for ri, req := range c.Requests {
+			k.reqs = append(k.reqs, make([]altCost, len(req.Alternatives)))
+			for ai, a := range req.Alternatives {
+				var cands []int
+				for _, d := range a.Candidates {
+					dev := p.Devices[d]
+					if !(dev.All || len(dev.Reach) > 0) || (c.FixedNode >= 0 && !dev.All && !contains(dev.Reach, c.FixedNode)) {
+						continue
+					}
+					cands = append(cands, d)
+					id := fmt.Sprintf("%d/%d/%d", len(r.classes)-1, ri, ai)
+					candidacy[d] = append(candidacy[d], id)
+				}
+				alts = append(alts, altRef{k, ri, ai, cands, a})
+			}
+		}
+	}
+	// Kinds: devices that serve the same alternatives are interchangeable.
+	devs := make([]int, 0, len(candidacy))
+	for d := range candidacy {
+		devs = append(devs, d)
+	}
+	sort.Ints(devs)
+	kindByKey := map[string]int{}
+	for _, d := range devs {
+		key := strings.Join(candidacy[d], ",")
+		k, ok := kindByKey[key]
+		if !ok {
+			k = len(kindByKey)
+			kindByKey[key] = k
+		}
+		r.kindOf[d] = k
+	}
+	r.Kinds = len(kindByKey)
+	for _, ar := range alts {
+		ac := altCost{cnt: float64(ar.alt.Count), free: ar.alt.AdminAccess}
+		if ar.alt.All {
+			ac.cnt = 1 // at least one device: a relaxation of "all on the node"
+		}
+		seen := map[int]bool{}
+		for _, d := range ar.candidates {
+			if k := r.kindOf[d]; !seen[k] {
+				seen[k] = true
+				ac.kinds = append(ac.kinds, k)
+			}
+		}
+		sort.Ints(ac.kinds)
+		if len(ar.candidates) < int(ac.cnt) || len(ar.candidates) == 0 {
+			ac.kinds = nil // cannot be served
+		}
+		ar.cls.reqs[ar.ri][ar.ai] = ac
+	}
+	r.buildBins(devs)
+	return r
+}
+
+func contains(xs []int, x int) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+// buildBins groups candidate devices that share a counter set or are tied by
+// compatibleOnlyWith, and groups identical bins into types.
+func (r *Relaxation) buildBins(devs []int) {
+	parent := map[int]int{}
+	var find func(int) int
+	find = func(x int) int {
+		if _, ok := parent[x]; !ok {
+			parent[x] = x
+		}
+		for parent[x] != x {
+			parent[x] = parent[parent[x]]
+			x = parent[x]
+		}
+		return x
+	}
+	union := func(a, b int) { parent[find(a)] = find(b) }
+	setNode := func(s int) int { return -1 - s } // counter sets as negative ids
+	for _, d := range devs {
+		find(d)
+		for _, c := range r.p.Devices[d].Consumes {
+			union(d, setNode(c.Set))
+		}
+		for _, o := range r.p.Devices[d].Incompatible {
+			if _, ok := r.kindOf[o]; ok {
+				union(d, o)
+			}
+		}
+	}
+	byRoot := map[int]*Bin{}
+	for _, d := range devs {
+		root := find(d)
+		b := byRoot[root]
+		if b == nil {
+			b = &Bin{pos: map[int]int{}}
+			byRoot[root] = b
+			r.Bins = append(r.Bins, b)
+		}
+		b.pos[d] = len(b.Devices)
+		b.Devices = append(b.Devices, d)
+	}
+	for i, b := range r.Bins {
+		for _, d := range b.Devices {
+			r.binOf[d] = i
+		}
+	}
+	typeByKey := map[string]int{}
+	for _, b := range r.Bins {
+		key := r.signature(b)
+		t, ok := typeByKey[key]
+		if !ok {
+			t = len(r.types)
+			typeByKey[key] = t
+			r.types = append(r.types, &binType{rep: b})
+		}
+		r.types[t].m++
+		b.Type = t
+	}
+}
+
+// signature is equal for bins that are the same up to renaming: the same
+// device kinds consuming the same amounts from sets with the same free
+// counters and groups, the same devices in use, the same exclusions.
+func (r *Relaxation) signature(b *Bin) string {
+	var sb strings.Builder
+	setPos := map[int]int{}
+	for _, d := range b.Devices {
+		dev := r.p.Devices[d]
+		fmt.Fprintf(&sb, "k%d u%t a%t", r.kindOf[d], dev.InUse, dev.All)
+		for _, c := range dev.Consumes {
+			pos, ok := setPos[c.Set]
+			if !ok {
+				pos = len(setPos)
+				setPos[c.Set] = pos
+				cs := r.p.CounterSets[c.Set]
+				fmt.Fprintf(&sb, " S%v%v%q", cs.Counters, cs.Free, cs.ExistingGroups)
+			}
+			fmt.Fprintf(&sb, " c%d%v%q", pos, c.Amounts, c.Groups)
+		}
+		for _, o := range dev.Incompatible {
+			if p, ok := b.pos[o]; ok {
+				fmt.Fprintf(&sb, " x%d", p)
+			} else if r.p.Devices[o].InUse {
+				sb.WriteString(" X")
+			}
+		}
+		sb.WriteByte(';')
+	}
+	return sb.String()
+}
+
+// Types is the number of distinct bins.
+func (r *Relaxation) Types() int { return len(r.types) }
+
+// cost is the cheapest way to serve one claim of k at prices π, and for the
+// subgradient the kinds (with counts) that way uses.
+func (k *class) cost(price []float64, use func(kind int, n float64)) float64 {
+	total := 0.0
+	for _, alts := range k.reqs {
+		best, bestKind, bestCnt := math.Inf(1), -1, 0.0
+		for _, a := range alts {
+			if a.free {
+				best, bestKind = 0, -1
+				break
+			}
+			for _, kd := range a.kinds {
+				if v := a.cnt * price[kd]; v < best {
+					best, bestKind, bestCnt = v, kd, a.cnt
+				}
+			}
+		}
+		if math.IsInf(best, 1) {
+			return math.Inf(1) // some request can never be served
+		}
+		total += best
+		if use != nil && bestKind >= 0 {
+			use(bestKind, bestCnt)
+		}
+	}
+	return total
+}
+
+// BinOf returns the bin of a candidate device, or nil.
+func (r *Relaxation) BinOf(d int) *Bin {
+	if i := r.binOf[d]; i >= 0 {
+		return r.Bins[i]
+	}
+	return nil
+}
+
+// ClaimCost is the cheapest way to serve claim c at prices π, +Inf when it
+// cannot be served; claims whose cost exceeds their weight are not worth
+// their devices in the relaxation's optimum.
+func (r *Relaxation) ClaimCost(c *model.Claim, price []float64) float64 {
+	for _, k := range r.classes {
+		if k.key == c.ClassKey() {
+			return k.cost(price, nil)
+		}
+	}
+	return math.Inf(1)
+}

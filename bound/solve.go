@@ -1,0 +1,122 @@
+package bound
+
+import (
+	"context"
+	"math"
+	"time"
+)
+
+// Result of minimising the Lagrangian dual.
+type Result struct {
+	// Bound is a proven upper bound on the admitted weight.
+	Bound int64
+	// Value is the smallest L(π) seen; Bound is its floor.
+	Value float64
+	// Price is the π of Value, one per device kind.
+	Price []float64
+	// Iterations of the subgradient method.
+	Iterations int
+	// Exact is false when some layout search ran out of budget (the bound
+	// is still valid, only weaker).
+	Exact bool
+}
+
+// eval computes L(π) and a subgradient.
+func (r *Relaxation) eval(price []float64) (float64, []float64, bool) {
+	g := make([]float64, r.Kinds)
+	exact := true
+	total := 0.0
+	for _, k := range r.classes {
+		var used []struct {
+			kind int
+			n    float64
+		}
+		c := k.cost(price, func(kind int, n float64) {
+			used = append(used, struct {
+				kind int
+				n    float64
+			}{kind, n})
+		})
+		if math.IsInf(c, 1) || c >= k.weight {
+			continue
+		}
+		total += float64(k.n) * (k.weight - c)
+		for _, u := range used {
+			g[u.kind] -= float64(k.n) * u.n
+		}
+	}
+	for _, t := range r.types {
+		v, set, ok := r.Value(t.rep, r.state, price)
+		exact = exact && ok
+		total += float64(t.m) * v
+		for _, d := range set {
+			g[r.kindOf[d]] += float64(t.m)
+		}
+	}
+	return total, g, exact
+}
+
+// Solve minimises L(π) by subgradient descent with Polyak steps towards
+// lower (the best admitted weight known), until the bound meets lower, the
+// steps vanish, or the deadline passes.
+func (r *Relaxation) Solve(ctx context.Context, lower int64, deadline time.Time) Result {
+	res := Result{Value: math.Inf(1), Exact: true}
+	if r.Kinds == 0 {
+		res.Value, res.Price = 0, nil
+		return res
+	}
+	// Start where serving a claim costs about its weight.
+	price := make([]float64, r.Kinds)
+	for i := range price {
+		price[i] = math.Inf(1)
+	}
+	for _, k := range r.classes {
+		devices := 0.0
+		for _, alts := range k.reqs {
+			if len(alts) > 0 {
+				devices += alts[0].cnt
+			}
+		}
+		for _, alts := range k.reqs {
+			for _, a := range alts {
+				for _, kd := range a.kinds {
+					price[kd] = math.Min(price[kd], k.weight/math.Max(devices, 1))
+				}
+			}
+		}
+	}
+	for i := range price {
+		if math.IsInf(price[i], 1) {
+			price[i] = 0
+		}
+	}
+	theta, stale := 1.0, 0
+	for it := 0; it < 3000; it++ {
+		if ctx.Err() != nil || time.Now().After(deadline) {
+			break
+		}
+		v, g, exact := r.eval(price)
+		res.Iterations++
+		if v < res.Value-1e-9 {
+			res.Value, res.Price, res.Exact, stale = v, append([]float64(nil), price...), exact, 0
+		} else if stale++; stale >= 40 {
+			theta, stale = theta/2, 0
+		}
+		if math.Floor(res.Value+1e-6) <= float64(lower) || theta < 1e-6 {
+			break
+		}
+		norm := 0.0
+		for _, x := range g {
+			norm += x * x
+		}
+		if norm == 0 {
+			break // L is flat here: this π is optimal
+		}
+		step := theta * math.Max(v-float64(lower), 0.5) / norm
+		for i := range price {
+			price[i] = math.Max(0, price[i]-step*g[i])
+		}
+	}
+	res.Bound = int64(math.Floor(res.Value + 1e-6))
+	return res
+}
