@@ -18,6 +18,7 @@ func main() {
 		Usage: "optimal device allocation for Kubernetes Dynamic Resource Allocation",
 		Commands: []*cli.Command{
 			allocateCommand(),
+			benchCommand(),
 		},
 	}
 	if err := app.Run(os.Args); err != nil {

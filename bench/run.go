@@ -1,0 +1,329 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	resourceapi "k8s.io/api/resource/v1"
+
+	"github.com/drasat/drasat/alloc"
+	"github.com/drasat/drasat/check"
+	"github.com/drasat/drasat/model"
+)
+
+// Policy names.
+const (
+	PolicyUpstream = "upstream"
+	PolicyFirstFit = "first-fit"
+	PolicyFFD      = "first-fit-decreasing"
+	PolicyDrasat   = "drasat"
+)
+
+// Policies lists every policy, in report order.
+var Policies = []string{PolicyUpstream, PolicyFirstFit, PolicyFFD, PolicyDrasat}
+
+// Config is one benchmark run.
+type Config struct {
+	Scenarios []string
+	Sizes     map[string][]Size // per scenario; DefaultSizes when missing
+	Seed      uint64
+	Repeat    int // runs per policy; the median wall time is reported
+	Policies  []string
+	Timeout   time.Duration // drasat's budget per batch
+	OpenB     OpenBConfig
+	// Progress, when set, is called before each step and at the end.
+	Progress func(done, total int, label string)
+}
+
+// Report is the outcome of a run. Apart from the times and memory, it is a
+// function of the configuration.
+type Report struct {
+	Seed      uint64  `json:"seed"`
+	Repeat    int     `json:"repeat"`
+	TimeoutS  float64 `json:"timeoutSeconds"`
+	Machine   Machine `json:"machine"`
+	Rows      []*Row  `json:"rows"`
+	MaxRSSMiB float64 `json:"maxRSSMiB"`
+}
+
+// Machine describes where the run happened.
+type Machine struct {
+	GOOS, GOARCH string
+	CPUs         int
+	GoVersion    string
+}
+
+// Row is one policy on one instance.
+type Row struct {
+	Scenario    string  `json:"scenario"`
+	Instance    string  `json:"instance"`
+	Size        Size    `json:"size"`
+	Compat      string  `json:"compat"`
+	Policy      string  `json:"policy"`
+	Claims      int     `json:"claims"`
+	Admitted    int     `json:"admitted"`
+	AdmittedPct float64 `json:"admittedPct"`
+	Devices     int     `json:"devices"`
+	UnitName    string  `json:"unitName"`
+	Units       int     `json:"units"`
+	UnitsUsed   int     `json:"unitsUsed"`
+	UnitsFree   int     `json:"unitsFree"`
+	UtilName    string  `json:"utilName"`
+	Util        float64 `json:"util"`
+	// WallMs is the median over the repeats; WallsMs every repeat.
+	WallMs      float64   `json:"wallMs"`
+	WallsMs     []float64 `json:"wallsMs"`
+	PeakHeapMiB float64   `json:"peakHeapMiB"`
+	// drasat only.
+	Optimal *bool    `json:"optimal,omitempty"`
+	Bound   *int64   `json:"bound,omitempty"`
+	Gap     *float64 `json:"gap,omitempty"`
+	// Upstream only: the allocator implementation used.
+	Implementation string `json:"implementation,omitempty"`
+	// Picture: per-GPU memory slices, for small MIG instances.
+	Picture []GPUPicture `json:"picture,omitempty"`
+	// Replay: openb only.
+	Replay *ReplayStats `json:"replay,omitempty"`
+}
+
+// InvalidError is a policy result the feasibility checker rejected.
+type InvalidError struct {
+	Policy, Instance string
+	Err              error
+}
+
+func (e *InvalidError) Error() string {
+	return fmt.Sprintf("INVALID ALLOCATION by %s on %s: %v", e.Policy, e.Instance, e.Err)
+}
+
+func (e *InvalidError) Unwrap() error { return e.Err }
+
+// outcome is one policy's result on one batch.
+type outcome struct {
+	allocated []*resourceapi.ResourceClaim // the newly allocated claims
+	stats     *alloc.Stats
+	impl      string
+}
+
+// runPolicy allocates the pending claims of objs with one policy and
+// validates the result with the independent checker.
+func runPolicy(ctx context.Context, policy string, objs *model.Objects, compat string, timeout time.Duration) (*outcome, error) {
+	out := &outcome{}
+	switch policy {
+	case PolicyUpstream:
+		res, err := Upstream(ctx, objs, UpstreamFeaturesFor(objs))
+		if err != nil {
+			return nil, err
+		}
+		out.allocated, out.impl = res.Allocated, res.Implementation
+	case PolicyFirstFit, PolicyFFD, PolicyDrasat:
+		p, err := model.Build(objs, model.Options{Compat: compat})
+		if err != nil {
+			return nil, err
+		}
+		var res *alloc.Result
+		switch policy {
+		case PolicyFirstFit:
+			res = FirstFit(p, p.Claims)
+		case PolicyFFD:
+			res = FirstFit(p, Decreasing(p))
+		default:
+			res, err = alloc.Run(ctx, p, alloc.Options{Timeout: timeout})
+			if err != nil {
+				return nil, err
+			}
+			out.stats = &res.Stats
+		}
+		claims, err := alloc.Allocated(p, res)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range claims {
+			if c.Status.Allocation != nil {
+				out.allocated = append(out.allocated, c)
+			}
+		}
+	default:
+		return nil, fmt.Errorf("policy %q: want one of %s", policy, strings.Join(Policies, ", "))
+	}
+	return out, nil
+}
+
+// validate runs the feasibility checker on a policy's result.
+func validate(policy, instance string, objs *model.Objects, compat string, allocated []*resourceapi.ResourceClaim) error {
+	if err := check.Check(objs, allocated, check.Options{Compat: compat}); err != nil {
+		return &InvalidError{Policy: policy, Instance: instance, Err: err}
+	}
+	return nil
+}
+
+// Run generates every instance and runs every policy on it.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	if cfg.Repeat <= 0 {
+		cfg.Repeat = 1
+	}
+	if len(cfg.Policies) == 0 {
+		cfg.Policies = Policies
+	}
+	for _, p := range cfg.Policies {
+		if !contains(Policies, p) {
+			return nil, fmt.Errorf("policy %q: want one of %s", p, strings.Join(Policies, ", "))
+		}
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 10 * time.Second
+	}
+	rep := &Report{Seed: cfg.Seed, Repeat: cfg.Repeat, TimeoutS: cfg.Timeout.Seconds(),
+		Machine: Machine{GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, CPUs: runtime.NumCPU(), GoVersion: runtime.Version()}}
+	type job struct {
+		scenario string
+		size     Size
+	}
+	var jobs []job
+	for _, sc := range cfg.Scenarios {
+		if !contains(Scenarios, sc) {
+			return nil, fmt.Errorf("scenario %q: want one of %s", sc, strings.Join(Scenarios, ", "))
+		}
+		sizes := cfg.Sizes[sc]
+		if len(sizes) == 0 {
+			var err error
+			if sizes, err = ParseSizes(DefaultSizes[sc]); err != nil {
+				return nil, err
+			}
+		}
+		for _, sz := range sizes {
+			jobs = append(jobs, job{sc, sz})
+		}
+	}
+	steps := 0
+	for _, j := range jobs {
+		n := len(cfg.Policies)
+		if j.scenario == "modes" {
+			n *= 2
+		}
+		steps += n
+	}
+	done := 0
+	progress := func(label string) {
+		if cfg.Progress != nil {
+			cfg.Progress(done, steps, label)
+		}
+	}
+	for _, j := range jobs {
+		if j.scenario == "openb" {
+			for _, pol := range cfg.Policies {
+				progress(fmt.Sprintf("openb %s %s", j.size, pol))
+				row, err := RunOpenB(ctx, cfg.OpenB, j.size, cfg.Seed, pol, cfg.Timeout)
+				if err != nil {
+					return nil, err
+				}
+				rep.Rows = append(rep.Rows, row)
+				done++
+			}
+			continue
+		}
+		insts, err := Generate(j.scenario, j.size, cfg.Seed)
+		if err != nil {
+			return nil, err
+		}
+		for _, in := range insts {
+			w := newWorld(in.Objs)
+			for _, pol := range cfg.Policies {
+				progress(in.Name() + " " + pol)
+				row, err := runRow(ctx, in, w, pol, cfg)
+				if err != nil {
+					return nil, err
+				}
+				rep.Rows = append(rep.Rows, row)
+				done++
+			}
+		}
+	}
+	progress("done")
+	rep.MaxRSSMiB = maxRSSMiB()
+	return rep, nil
+}
+
+func runRow(ctx context.Context, in *Instance, w *world, pol string, cfg Config) (*Row, error) {
+	var first *outcome
+	var walls []float64
+	var peak uint64
+	for r := 0; r < cfg.Repeat; r++ {
+		h := startHeapSampler()
+		start := time.Now()
+		out, err := runPolicy(ctx, pol, in.Objs, in.Compat, cfg.Timeout)
+		wall := time.Since(start)
+		pk := h.Peak()
+		if err != nil {
+			return nil, fmt.Errorf("%s on %s: %w", pol, in.Name(), err)
+		}
+		if err := validate(pol, in.Name(), in.Objs, in.Compat, out.allocated); err != nil {
+			return nil, err
+		}
+		walls = append(walls, float64(wall.Microseconds())/1000)
+		if pk > peak {
+			peak = pk
+		}
+		if first == nil {
+			first = out
+		}
+	}
+	pending := 0
+	for _, c := range in.Objs.Claims {
+		if c.Status.Allocation == nil {
+			pending++
+		}
+	}
+	u := w.usage(in, first.allocated)
+	row := &Row{Scenario: in.Scenario, Instance: in.Name(), Size: in.Size, Compat: in.Compat, Policy: pol,
+		Claims: pending, Admitted: len(first.allocated), Devices: u.Devices,
+		UnitName: in.UnitName, Units: u.Units, UnitsUsed: u.UnitsUsed, UnitsFree: u.UnitsFree,
+		UtilName: in.UtilName, Util: u.Util, WallMs: median(walls), WallsMs: walls,
+		PeakHeapMiB: float64(peak) / (1 << 20), Implementation: first.impl}
+	if pending > 0 {
+		row.AdmittedPct = 100 * float64(row.Admitted) / float64(pending)
+	}
+	if st := first.stats; st != nil {
+		opt, bound, gap := st.Optimal, st.Bound, st.Gap()
+		row.Optimal, row.Bound, row.Gap = &opt, &bound, &gap
+	}
+	if in.Picture {
+		row.Picture = w.pictures(in.Objs, first.allocated)
+	}
+	return row, nil
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+// maxRSSMiB is the process's peak resident set size (getrusage).
+func maxRSSMiB() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return float64(ru.Maxrss) / 1024 // Linux: KiB
+}

@@ -1,0 +1,144 @@
+package bench
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/drasat/drasat/model"
+)
+
+// Size is one instance size: nodes, GPUs per node (ignored where a
+// scenario fixes it) and pending claims.
+type Size struct {
+	Nodes, GPUs, Claims int
+}
+
+func (s Size) String() string {
+	if s.GPUs == 0 {
+		return fmt.Sprintf("%d:%d", s.Nodes, s.Claims)
+	}
+	return fmt.Sprintf("%dx%d:%d", s.Nodes, s.GPUs, s.Claims)
+}
+
+// ParseSize reads "NODESxGPUS:CLAIMS" or "NODES:CLAIMS".
+func ParseSize(s string) (Size, error) {
+	var sz Size
+	nodes, claims, ok := strings.Cut(strings.TrimSpace(s), ":")
+	if !ok {
+		return sz, fmt.Errorf("size %q: want NODESxGPUS:CLAIMS or NODES:CLAIMS", s)
+	}
+	n, g, hasG := strings.Cut(nodes, "x")
+	var err error
+	if sz.Nodes, err = strconv.Atoi(n); err != nil || sz.Nodes < 0 {
+		return sz, fmt.Errorf("size %q: bad node count", s)
+	}
+	if hasG {
+		if sz.GPUs, err = strconv.Atoi(g); err != nil || sz.GPUs <= 0 {
+			return sz, fmt.Errorf("size %q: bad GPU count", s)
+		}
+	}
+	if sz.Claims, err = strconv.Atoi(claims); err != nil || sz.Claims < 0 {
+		return sz, fmt.Errorf("size %q: bad claim count", s)
+	}
+	return sz, nil
+}
+
+// ParseSizes reads a comma-separated list of sizes.
+func ParseSizes(s string) ([]Size, error) {
+	var out []Size
+	for _, part := range strings.Split(s, ",") {
+		if strings.TrimSpace(part) == "" {
+			continue
+		}
+		sz, err := ParseSize(part)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, sz)
+	}
+	return out, nil
+}
+
+// Instance is one generated batch: the objects, the compatibility semantics
+// to run under, and how to read its counters for the metrics.
+type Instance struct {
+	Scenario string
+	Size     Size
+	Compat   string // model.CompatKEP5963 or model.CompatWildcard
+	Objs     *model.Objects
+	// Unit names the physical unit a counter belongs to ("GPU" for a
+	// counter set of a GPU, one node's TPUs for a per-node counter); a unit
+	// is free when none of its counters is consumed.
+	Unit     func(set, counter string) string
+	UnitName string // "GPUs", "TPU hosts"
+	// Util selects the counters whose use is reported as utilisation.
+	Util     func(counter string) bool
+	UtilName string
+	// Picture: draw a per-GPU memory-slice picture of each placement.
+	Picture bool
+}
+
+// Name is "scenario size [compat]".
+func (in *Instance) Name() string {
+	n := in.Scenario + " " + in.Size.String()
+	if in.Scenario == "modes" {
+		n += " " + in.Compat
+	}
+	return n
+}
+
+// Scenarios lists the batch scenarios and the replay.
+var Scenarios = []string{"mig", "tpu", "modes", "openb"}
+
+// DefaultSizes are the sizes run when none are given.
+var DefaultSizes = map[string]string{
+	"mig":   "8x8:300,8x8:500,16x8:1000",
+	"tpu":   "32:60,64:120",
+	"modes": "8x4:160,16x4:320",
+	"openb": "64:0",
+}
+
+// counterSetUnit: every counter set is one GPU.
+func counterSetUnit(set, _ string) string { return set }
+
+func memorySlices(c string) bool { return strings.HasPrefix(c, "memory-slice-") }
+
+// Generate builds the batch instances of a scenario at one size. modes
+// gives two instances, one per compatibility semantics.
+func Generate(scenario string, sz Size, seed uint64) ([]*Instance, error) {
+	switch scenario {
+	case "mig":
+		g := sz.GPUs
+		if g == 0 {
+			g = 8
+		}
+		sz.GPUs = g
+		objs := MIG(DefaultMIG(sz.Nodes, g, sz.Claims, seed))
+		return []*Instance{{Scenario: scenario, Size: sz, Compat: model.CompatKEP5963, Objs: objs,
+			Unit: counterSetUnit, UnitName: "GPUs", Util: memorySlices, UtilName: "memory slices",
+			Picture: sz.Nodes*g <= 16}}, nil
+	case "tpu":
+		objs, err := TPU(TPUConfig{Nodes: sz.Nodes, Claims: sz.Claims, Seed: seed, Fragmented: 0.15})
+		if err != nil {
+			return nil, err
+		}
+		return []*Instance{{Scenario: scenario, Size: Size{Nodes: sz.Nodes, Claims: sz.Claims}, Compat: model.CompatKEP5963, Objs: objs,
+			Unit: func(set, counter string) string { return counter }, UnitName: "TPU hosts",
+			Util: func(string) bool { return true }, UtilName: "TPU chips"}}, nil
+	case "modes":
+		g := sz.GPUs
+		if g == 0 {
+			g = 4
+		}
+		sz.GPUs = g
+		var out []*Instance
+		for _, compat := range []string{model.CompatKEP5963, model.CompatWildcard} {
+			objs := Modes(ModesConfig{Nodes: sz.Nodes, GPUsPerNode: g, Claims: sz.Claims, Seed: seed})
+			out = append(out, &Instance{Scenario: scenario, Size: sz, Compat: compat, Objs: objs,
+				Unit: counterSetUnit, UnitName: "GPUs", Util: func(c string) bool { return c == "multiprocessors" }, UtilName: "SMs"})
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("scenario %q: want one of %s", scenario, strings.Join(Scenarios, ", "))
+}

@@ -1,0 +1,71 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+)
+
+// WriteTable prints one line per instance and policy.
+func WriteTable(w io.Writer, rep *Report) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "INSTANCE\tPOLICY\tADMITTED\t%\tDEVICES\tUSED\tFREE\tUTIL\tTIME\tHEAP MiB\tOPTIMAL/GAP\t")
+	last := ""
+	for _, r := range rep.Rows {
+		inst := r.Instance
+		if inst == last {
+			inst = ""
+		}
+		last = r.Instance
+		opt := ""
+		if r.Optimal != nil {
+			if *r.Optimal {
+				opt = "optimal"
+			} else {
+				opt = fmt.Sprintf("gap %.1f%% (bound %d)", 100**r.Gap, *r.Bound)
+			}
+		}
+		if r.Replay != nil && r.Replay.Windows > 0 {
+			opt += fmt.Sprintf(" %d/%d windows optimal", r.Replay.OptimalWindows, r.Replay.Windows)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%.1f\t%d\t%d %s\t%d\t%.1f%% %s\t%s\t%.1f\t%s\t\n",
+			inst, r.Policy, r.Admitted, r.Claims, r.AdmittedPct, r.Devices, r.UnitsUsed, r.UnitName, r.UnitsFree,
+			100*r.Util, r.UtilName, fmtMs(r.WallMs), r.PeakHeapMiB, opt)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, r := range rep.Rows {
+		if r.Replay != nil {
+			fmt.Fprintf(w, "openb %s %s: %d/%d tasks admitted, %.1f GPU-hours stranded, whole GPUs free mean %.1f min %d\n",
+				r.Instance, r.Policy, r.Admitted, r.Claims, r.Replay.StrandedGPUHours, r.Replay.MeanFreeGPUs, r.Replay.MinFreeGPUs)
+		}
+	}
+	_, err := fmt.Fprintf(w, "%s/%s, %d CPUs, %s; median of %d run(s); peak RSS %.0f MiB\n",
+		rep.Machine.GOOS, rep.Machine.GOARCH, rep.Machine.CPUs, rep.Machine.GoVersion, rep.Repeat, rep.MaxRSSMiB)
+	return err
+}
+
+func fmtMs(ms float64) string {
+	switch {
+	case ms >= 10000:
+		return fmt.Sprintf("%.1fs", ms/1000)
+	case ms >= 1000:
+		return fmt.Sprintf("%.2fs", ms/1000)
+	case ms >= 10:
+		return fmt.Sprintf("%.0fms", ms)
+	default:
+		return fmt.Sprintf("%.2fms", ms)
+	}
+}
+
+// WriteJSON writes the report as indented JSON.
+func WriteJSON(w io.Writer, rep *Report) error {
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
