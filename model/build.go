@@ -510,30 +510,37 @@ func tolerationsKey(tols []resourceapi.DeviceToleration) string {
 }
 
 // match evaluates the class's and the request's selectors on every device.
+// Errors name the selector; they make the claims using it unallocatable.
 func (b *builder) match(class *resourceapi.DeviceClass, sels []resourceapi.DeviceSelector, alt *Alternative,
 	tols []resourceapi.DeviceToleration) (candidates, allMatch []int, err error) {
-	var exprs []string
-	for _, s := range class.Spec.Selectors {
+	type selector struct {
+		expr, field string
+	}
+	var exprs []selector
+	for i, s := range class.Spec.Selectors {
 		if s.CEL != nil {
-			exprs = append(exprs, s.CEL.Expression)
+			exprs = append(exprs, selector{s.CEL.Expression, fmt.Sprintf("device class %s: field spec.selectors[%d].cel.expression", class.Name, i)})
 		}
 	}
-	for _, s := range sels {
+	for i, s := range sels {
 		if s.CEL != nil {
-			exprs = append(exprs, s.CEL.Expression)
+			exprs = append(exprs, selector{s.CEL.Expression, fmt.Sprintf("field selectors[%d].cel.expression", i)})
 		}
 	}
 	for _, e := range exprs {
-		if err := b.cel.compile(e); err != nil {
-			return nil, nil, err
+		if err := b.cel.compile(e.expr); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", e.field, err)
 		}
 	}
+	// Shared devices (allowMultipleAllocations) are not supported: they are
+	// no candidates. When they are all a request could use, say so.
+	var shared []int
 	for _, d := range b.p.Devices {
 		match := true
 		for _, e := range exprs {
-			ok, err := b.cel.matches(e, d, len(b.p.Devices))
+			ok, err := b.cel.matches(e.expr, d, len(b.p.Devices))
 			if err != nil {
-				return nil, nil, err
+				return nil, nil, fmt.Errorf("%s: %w", e.field, err)
 			}
 			if !ok {
 				match = false
@@ -548,12 +555,31 @@ func (b *builder) match(class *resourceapi.DeviceClass, sels []resourceapi.Devic
 			// taken makes its nodes unusable; the encoder sees it in AllMatch.
 			allMatch = append(allMatch, d.Index)
 		}
-		if d.MultiAlloc || (d.InUse && !alt.AdminAccess) || taintPrevents(d.Spec, tols) || !fitsAlone(b.p, d) {
+		if taintPrevents(d.Spec, tols) || !fitsAlone(b.p, d) {
+			continue
+		}
+		if d.MultiAlloc {
+			shared = append(shared, d.Index)
+			continue
+		}
+		if d.InUse && !alt.AdminAccess {
 			continue
 		}
 		candidates = append(candidates, d.Index)
 	}
+	if len(candidates) == 0 && len(shared) > 0 {
+		return nil, nil, errSharedOnly(b.p.Devices[shared[0]].ID, len(shared))
+	}
 	return candidates, allMatch, nil
+}
+
+// errSharedOnly explains a request that only allowMultipleAllocations devices
+// could serve.
+func errSharedOnly(example DeviceID, n int) error {
+	if n == 1 {
+		return fmt.Errorf("the only matching device (%s) allows multiple allocations, which drasat does not support yet", example)
+	}
+	return fmt.Errorf("the only matching devices (%d, e.g. %s) allow multiple allocations, which drasat does not support yet", n, example)
 }
 
 // fitsAlone: a device whose consumption exceeds what is free can never be

@@ -9,12 +9,16 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
 
@@ -108,9 +112,11 @@ func (l *Loader) loadStream(name string, r io.Reader) error {
 		if len(bytes.TrimSpace(raw)) == 0 {
 			continue
 		}
-		js, err := yaml.YAMLToJSON(raw)
+		// Strict: a duplicate key is an error, not a silent merge. Files
+		// concatenated without "---" would otherwise lose objects.
+		js, err := yaml.YAMLToJSONStrict(raw)
 		if err != nil {
-			return fmt.Errorf("%s: document %d: %w", name, doc, err)
+			return fmt.Errorf("%s: document %d: %w", name, doc, duplicateKeyError(err))
 		}
 		if string(js) == "null" {
 			continue
@@ -131,11 +137,18 @@ type typeMeta struct {
 }
 
 func (l *Loader) addObject(where string, js []byte) error {
+	if t := bytes.TrimSpace(js); len(t) == 0 || t[0] != '{' {
+		return fmt.Errorf("%s: not a Kubernetes object (a mapping with apiVersion, kind and metadata)", where)
+	}
 	var tm typeMeta
 	if err := json.Unmarshal(js, &tm); err != nil {
-		return fmt.Errorf("%s: not a Kubernetes object: %w", where, err)
+		return fmt.Errorf("%s: not a Kubernetes object: %w", where,
+			describeDecodeError(js, func(b []byte) error { return json.Unmarshal(b, &typeMeta{}) }, err))
 	}
 	if tm.Kind == "" {
+		if tm.Metadata.Name != "" {
+			return fmt.Errorf("%s: object %q: field kind: missing", where, tm.Metadata.Name)
+		}
 		return fmt.Errorf("%s: field kind: missing", where)
 	}
 	if tm.Kind == "List" || (strings.HasSuffix(tm.Kind, "List") && tm.Kind != "List") {
@@ -256,13 +269,178 @@ func defaultTypeMeta(item json.RawMessage, apiVersion, kind string) json.RawMess
 	return out
 }
 
-// strictUnmarshal decodes JSON into a typed object, rejecting unknown and
-// duplicate fields so typos surface with the field's path.
+// strictUnmarshal decodes JSON into a typed object the way the API server's
+// strict field validation does (sigs.k8s.io/json: case-sensitive, unknown and
+// duplicate fields rejected). Errors name the field by its full path.
 func strictUnmarshal(js []byte, into any) error {
-	if err := yaml.UnmarshalStrict(js, into); err != nil {
-		return err
+	strictErrs, err := sigsjson.UnmarshalStrict(js, into)
+	if err != nil {
+		fresh := func() any { return reflect.New(reflect.TypeOf(into).Elem()).Interface() }
+		return describeDecodeError(js, func(b []byte) error {
+			_, err := sigsjson.UnmarshalStrict(b, fresh())
+			return err
+		}, err)
+	}
+	if len(strictErrs) > 0 {
+		msgs := make([]string, len(strictErrs))
+		for i, e := range strictErrs {
+			msgs[i] = e.Error() // e.g. unknown field "spec.devices.requests[0].foo"
+		}
+		return errors.New(strings.Join(msgs, "; "))
 	}
 	return nil
+}
+
+var typeErrorRE = regexp.MustCompile(`^json: cannot unmarshal (\S+) into Go (?:struct field \S+|value) of type (.+)$`)
+
+// describeDecodeError names the field a decoding error is about. Type errors
+// from encoding/json name the field without list indices, and errors from a
+// field's own UnmarshalJSON (a malformed quantity, say) name nothing, so the
+// field is found by decoding copies of the document pruned down to one path:
+// at each level, the first child that fails on its own is followed.
+func describeDecodeError(js []byte, decode func([]byte) error, err error) error {
+	msg := err.Error()
+	var root any
+	d := json.NewDecoder(bytes.NewReader(js))
+	d.UseNumber()
+	if d.Decode(&root) != nil {
+		return err
+	}
+	fails := func(path []any, empty any) bool {
+		b, err := json.Marshal(prune(root, path, empty))
+		return err == nil && decode(b) != nil
+	}
+	var path []any
+	for {
+		var next []any
+		switch n := at(root, path).(type) {
+		case map[string]any:
+			if len(path) > 0 && fails(path, map[string]any{}) {
+				break // the field cannot be an object at all
+			}
+			keys := make([]string, 0, len(n))
+			for k := range n {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				next = append(next, k)
+			}
+		case []any:
+			if len(path) > 0 && fails(path, []any{}) {
+				break // the field cannot be a list at all
+			}
+			for i := range n {
+				next = append(next, i)
+			}
+		}
+		found := false
+		for _, step := range next {
+			p := append(path[:len(path):len(path)], step)
+			if fails(p, nil) {
+				path, found = p, true
+				break
+			}
+		}
+		if !found {
+			break
+		}
+	}
+	if len(path) == 0 {
+		return err
+	}
+	value := ""
+	switch leaf := at(root, path).(type) {
+	case map[string]any, []any:
+	default:
+		b, _ := json.Marshal(leaf)
+		value = string(b)
+	}
+	if m := typeErrorRE.FindStringSubmatch(msg); m != nil {
+		msg = fmt.Sprintf("got %s, want %s", m[1], m[2])
+		if value != "" {
+			msg = fmt.Sprintf("got %s %s, want %s", m[1], value, m[2])
+		}
+	} else if value != "" {
+		msg = value + ": " + msg
+	}
+	return fmt.Errorf("field %s: %s", fieldPath(path), msg)
+}
+
+// at returns the node a path leads to in a decoded JSON document.
+func at(node any, path []any) any {
+	for _, step := range path {
+		switch s := step.(type) {
+		case string:
+			node = node.(map[string]any)[s]
+		case int:
+			node = node.([]any)[s]
+		}
+	}
+	return node
+}
+
+// prune keeps only the nodes on path and everything below its end, which is
+// replaced by end when that is not nil.
+func prune(node any, path []any, end any) any {
+	if len(path) == 0 {
+		if end != nil {
+			return end
+		}
+		return node
+	}
+	switch s := path[0].(type) {
+	case string:
+		return map[string]any{s: prune(node.(map[string]any)[s], path[1:], end)}
+	case int:
+		return []any{prune(node.([]any)[s], path[1:], end)}
+	}
+	return node
+}
+
+var plainKeyRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+// fieldPath renders a path as spec.devices[1].capacity[example.com/memory].value.
+func fieldPath(path []any) string {
+	var sb strings.Builder
+	for _, step := range path {
+		switch s := step.(type) {
+		case string:
+			if plainKeyRE.MatchString(s) {
+				if sb.Len() > 0 {
+					sb.WriteByte('.')
+				}
+				sb.WriteString(s)
+			} else {
+				sb.WriteString("[" + s + "]")
+			}
+		case int:
+			sb.WriteString("[" + strconv.Itoa(s) + "]")
+		}
+	}
+	return sb.String()
+}
+
+var duplicateKeyRE = regexp.MustCompile(`line (\d+): key (.+) already set in map`)
+
+// duplicateKeyError rewrites the YAML decoder's duplicate key report
+// ("yaml: unmarshal errors: line 5: key "kind" already set in map") into one
+// line naming the key.
+func duplicateKeyError(err error) error {
+	ms := duplicateKeyRE.FindAllStringSubmatch(err.Error(), -1)
+	if len(ms) == 0 {
+		return err
+	}
+	msg := fmt.Sprintf("duplicate key %s (line %s of the document)", ms[0][2], ms[0][1])
+	if len(ms) > 1 {
+		msg += fmt.Sprintf(" and %d more duplicate keys", len(ms)-1)
+	}
+	for _, m := range ms {
+		if m[2] == `"apiVersion"` || m[2] == `"kind"` {
+			return errors.New(msg + `; are several objects concatenated without "---" between them?`)
+		}
+	}
+	return errors.New(msg)
 }
 
 // extractCompatibleOnlyWith removes the research extension
