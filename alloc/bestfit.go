@@ -15,29 +15,39 @@ import (
 // GPUs and the placements big claims need stay free.
 func bestFit(p *model.Problem, claims []*model.Claim, r *bound.Relaxation, price []float64) []*Assignment {
 	s := model.NewState(p)
+	// Bins of one type in the same state are worth the same: values are
+	// memoised by type and used positions. The committed state's key of
+	// each bin is kept until a placement touches the bin, so a candidate
+	// placement only appends its own positions.
 	memo := map[string]float64{}
-	var key []byte
-	value := func(b *bound.Bin) float64 {
-		// Bins of one type in the same state are worth the same.
-		key = binary.AppendUvarint(key[:0], uint64(b.Type))
-		for i, d := range b.Devices {
-			if s.Used(d) && !p.Devices[d].InUse {
-				key = binary.AppendUvarint(key, uint64(i))
+	committed := make([]string, len(r.Bins))
+	stateKey := func(b *bound.Bin) string {
+		if committed[b.Index] == "" {
+			key := binary.AppendUvarint(nil, uint64(b.Type))
+			for i, d := range b.Devices {
+				if s.Used(d) && !p.Devices[d].InUse {
+					key = binary.AppendUvarint(key, uint64(i))
+				}
 			}
+			committed[b.Index] = string(key)
 		}
-		if v, ok := memo[string(key)]; ok {
+		return committed[b.Index]
+	}
+	value := func(key string, b *bound.Bin) float64 {
+		if v, ok := memo[key]; ok {
 			return v
 		}
 		v, _, _ := r.Value(b, s, price)
-		memo[string(key)] = v
+		memo[key] = v
 		return v
 	}
 	var out []*Assignment
+	var key []byte
 	for _, c := range claims {
 		if c.Err != nil {
 			continue
 		}
-		best, bestScore := (*Assignment)(nil), math.Inf(1)
+		best, bestScore, bestRoom := (*Assignment)(nil), math.Inf(1), math.Inf(1)
 		nodes := claimNodes(p, c)
 		// Every node is looked at, each with a share of the search budget:
 		// single-device claims are enumerated fully, large ones in part.
@@ -45,8 +55,10 @@ func bestFit(p *model.Problem, claims []*model.Claim, r *bound.Relaxation, price
 		for _, n := range nodes {
 			g := &placer{s: s, c: c, node: n, budget: perNode, inClaim: map[int]bool{}}
 			g.each = func(picks []Pick) {
-				// Loss over the bins the placement touches, each once.
-				score := 0.0
+				// Loss over the bins the placement touches, each once. The
+				// "before" value is the committed state's: the placer has
+				// taken the picks, which "after" sees.
+				score, room := 0.0, 0.0
 				var seen []*bound.Bin
 				for _, pk := range picks {
 					b := r.BinOf(pk.Dev)
@@ -54,21 +66,34 @@ func bestFit(p *model.Problem, claims []*model.Claim, r *bound.Relaxation, price
 						continue
 					}
 					seen = append(seen, b)
+					before := stateKey(b)
+					key = append(key[:0], before...)
+					key = append(key, '+')
 					for _, q := range picks {
 						if r.BinOf(q.Dev) == b {
-							s.Release(q.Dev, !excl(c, q))
+							key = binary.AppendUvarint(key, uint64(b.Position(q.Dev)))
 						}
 					}
-					before := value(b)
-					for _, q := range picks {
-						if r.BinOf(q.Dev) == b {
-							s.Take(q.Dev, !excl(c, q))
+					bv := memo[before] // computed when the bin was committed
+					if _, ok := memo[before]; !ok {
+						for _, q := range picks {
+							if r.BinOf(q.Dev) == b {
+								s.Release(q.Dev, !excl(c, q))
+							}
+						}
+						bv = value(before, b)
+						for _, q := range picks {
+							if r.BinOf(q.Dev) == b {
+								s.Take(q.Dev, !excl(c, q))
+							}
 						}
 					}
-					score += before - value(b)
+					score += bv - value(string(key), b)
+					room += bv
 				}
-				if score < bestScore-1e-9 {
-					bestScore = score
+				// Least value lost; among equals, the fullest bins (best fit).
+				if score < bestScore-1e-6 || score < bestScore+1e-6 && room < bestRoom-1e-6 {
+					bestScore, bestRoom = score, room
 					best = &Assignment{Claim: c, Node: n, Picks: append([]Pick(nil), picks...)}
 				}
 			}
@@ -79,6 +104,9 @@ func bestFit(p *model.Problem, claims []*model.Claim, r *bound.Relaxation, price
 		}
 		for _, pk := range best.Picks {
 			s.Take(pk.Dev, !excl(c, pk))
+			if b := r.BinOf(pk.Dev); b != nil {
+				committed[b.Index] = ""
+			}
 		}
 		out = append(out, best)
 	}

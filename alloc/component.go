@@ -70,30 +70,10 @@ func solveComponent(ctx context.Context, p *model.Problem, claims []*model.Claim
 	}
 	r.greedy = value(best)
 	// The configuration relaxation bounds max-claims and prices devices;
-	// best-fit at those prices packs far better than first-fit.
+	// best-fit at those prices packs far better than first-fit, and a
+	// neighbourhood search closes most of what is left.
 	if !ordered && value(best) < r.bound {
-		start := time.Now()
-		rel := bound.New(p, claims, weight)
-		lr := rel.Solve(ctx, value(best), start.Add(time.Until(deadline)/3))
-		r.bound = min(r.bound, lr.Bound)
-		r.boundTime, r.boundIterations = time.Since(start), lr.Iterations
-		if value(best) < r.bound && lr.Price != nil {
-			byCost := append([]*model.Claim(nil), bySize...)
-			cost := map[int]float64{}
-			for _, c := range byCost {
-				cost[c.Index] = rel.ClaimCost(c, lr.Price) / float64(max(weight(c), 1))
-			}
-			sort.SliceStable(byCost, func(i, j int) bool { return cost[byCost[i].Index] < cost[byCost[j].Index] })
-			for _, order := range [][]*model.Claim{bySize, byCost} {
-				if value(best) >= r.bound {
-					break
-				}
-				if alt := bestFit(p, order, rel, lr.Price); value(alt) > value(best) {
-					best = alt
-				}
-			}
-		}
-		r.heuristicTime = time.Since(start) - r.boundTime
+		best = r.relax(ctx, p, claims, best, bySize, weight, value, deadline)
 	}
 	finish := func(as []*Assignment) *componentResult {
 		sort.Slice(as, func(i, j int) bool { return as[i].Claim.Index < as[j].Claim.Index })
@@ -344,4 +324,52 @@ func equalInts(a, b []int64) bool {
 		}
 	}
 	return true
+}
+
+// bestFitWork bounds the best-fit tries of a component: tries × claims.
+const bestFitWork = 6000
+
+// byPrice orders claims by what serving them costs at prices π per unit of
+// weight, cheapest first (ties in size order).
+func byPrice(rel *bound.Relaxation, claims, bySize []*model.Claim, price []float64, weight func(*model.Claim) int64) []*model.Claim {
+	out := append([]*model.Claim(nil), bySize...)
+	cost := map[int]float64{}
+	for _, c := range out {
+		cost[c.Index] = rel.ClaimCost(c, price) / float64(max(weight(c), 1))
+	}
+	sort.SliceStable(out, func(i, j int) bool { return cost[out[i].Index] < cost[out[j].Index] })
+	return out
+}
+
+// relax bounds the component with the configuration relaxation and improves
+// best with price-guided best-fit and neighbourhood search.
+func (r *componentResult) relax(ctx context.Context, p *model.Problem, claims []*model.Claim, best []*Assignment,
+	bySize []*model.Claim, weight func(*model.Claim) int64, value func([]*Assignment) int64, deadline time.Time) []*Assignment {
+	start := time.Now()
+	defer func() { r.heuristicTime = time.Since(start) - r.boundTime }()
+	rel := bound.New(p, claims, weight)
+	t := time.Now()
+	lr := rel.Solve(ctx, value(best), start.Add(time.Until(deadline)/3), bound.Options{})
+	r.bound = min(r.bound, lr.Bound)
+	r.boundTime += time.Since(t)
+	r.boundIterations += lr.Iterations
+	if lr.Price == nil || value(best) >= r.bound {
+		return best
+	}
+	// Best-fit at prices from several stages of the descent, latest first,
+	// each with claims ordered by size and by price. Converged prices are
+	// degenerate (many placements tie), so which stage packs best varies;
+	// a fixed number of tries keeps the result deterministic.
+	tries := min(max(2, bestFitWork/len(claims)), len(lr.Snapshots)*2)
+	for i := 0; i < tries && value(best) < r.bound && ctx.Err() == nil && time.Now().Before(deadline); i++ {
+		price := lr.Snapshots[len(lr.Snapshots)-1-i/2]
+		order := bySize
+		if i%2 == 0 {
+			order = byPrice(rel, claims, bySize, price, weight)
+		}
+		if alt := bestFit(p, order, rel, price); value(alt) > value(best) {
+			best = alt
+		}
+	}
+	return best
 }

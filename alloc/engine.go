@@ -70,6 +70,12 @@ func (s Stats) Gap() float64 {
 	return float64(s.Bound-s.Objective) / float64(s.Bound)
 }
 
+// defaultMaxVariables bounds the whole-component SAT model (estimated as
+// claim-device pairs). Larger components are solved by the relaxation,
+// best-fit and neighbourhood search: a whole model that large neither
+// improves on them nor proves anything (solver findings, 1).
+const defaultMaxVariables = 40_000
+
 // Run allocates the pending claims of p.
 func Run(ctx context.Context, p *model.Problem, opts Options) (*Result, error) {
 	if opts.Objective == "" {
@@ -88,7 +94,7 @@ func Run(ctx context.Context, p *model.Problem, opts Options) (*Result, error) {
 		opts.Timeout = 30 * time.Second
 	}
 	if opts.MaxVariables <= 0 {
-		opts.MaxVariables = 3_000_000
+		opts.MaxVariables = defaultMaxVariables
 	}
 	if opts.Workers <= 0 {
 		opts.Workers = runtime.GOMAXPROCS(0)

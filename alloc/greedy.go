@@ -1,7 +1,6 @@
 package alloc
 
 import (
-	"sort"
 
 	"github.com/drasat/drasat/model"
 )
@@ -43,30 +42,7 @@ func claimNodes(p *model.Problem, c *model.Claim) []int {
 	if c.FixedNode >= 0 {
 		return []int{c.FixedNode}
 	}
-	set := map[int]bool{}
-	needNode := false
-	for _, r := range c.Requests {
-		for _, a := range r.Alternatives {
-			for _, d := range a.Candidates {
-				dev := p.Devices[d]
-				if !dev.All {
-					needNode = true
-				}
-				for _, n := range dev.Reach {
-					set[n] = true
-				}
-			}
-		}
-	}
-	if !needNode {
-		return []int{-1}
-	}
-	out := make([]int, 0, len(set))
-	for n := range set {
-		out = append(out, n)
-	}
-	sort.Ints(out)
-	return out
+	return c.CandidateNodes(p)
 }
 
 type placer struct {

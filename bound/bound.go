@@ -57,6 +57,7 @@ type altCost struct {
 // Bin is a group of counter sets and the candidate devices that consume
 // them; devices consuming no counter set are bins of their own.
 type Bin struct {
+	Index   int   // in Relaxation.Bins
 	Devices []int // candidate devices, in device order
 	Type    int
 	pos     map[int]int
@@ -192,7 +193,7 @@ func (r *Relaxation) buildBins(devs []int) {
 		root := find(d)
 		b := byRoot[root]
 		if b == nil {
-			b = &Bin{pos: map[int]int{}}
+			b = &Bin{Index: len(r.Bins), pos: map[int]int{}}
 			byRoot[root] = b
 			r.Bins = append(r.Bins, b)
 		}
@@ -248,6 +249,9 @@ func (r *Relaxation) signature(b *Bin) string {
 	}
 	return sb.String()
 }
+
+// Position is d's place in b.Devices.
+func (b *Bin) Position(d int) int { return b.pos[d] }
 
 // Types is the number of distinct bins.
 func (r *Relaxation) Types() int { return len(r.types) }

@@ -19,6 +19,10 @@ type Result struct {
 	// Exact is false when some layout search ran out of budget (the bound
 	// is still valid, only weaker).
 	Exact bool
+	// Snapshots are the best π each time the step was halved, latest
+	// last: prices at several stages of convergence, for heuristics whose
+	// quality does not simply grow with it.
+	Snapshots [][]float64
 }
 
 // eval computes L(π) and a subgradient.
@@ -56,16 +60,82 @@ func (r *Relaxation) eval(price []float64) (float64, []float64, bool) {
 	return total, g, exact
 }
 
+// Options steer Solve.
+type Options struct {
+	// Start is a π to start from (a previous Result's Price); nil starts
+	// where serving a claim costs about its weight.
+	Start []float64
+	// Patience is how many iterations without a better bound halve the
+	// step; more is slower and tighter. 0 means 15.
+	Patience int
+}
+
 // Solve minimises L(π) by subgradient descent with Polyak steps towards
 // lower (the best admitted weight known), until the bound meets lower, the
 // steps vanish, or the deadline passes.
-func (r *Relaxation) Solve(ctx context.Context, lower int64, deadline time.Time) Result {
+func (r *Relaxation) Solve(ctx context.Context, lower int64, deadline time.Time, opts Options) Result {
 	res := Result{Value: math.Inf(1), Exact: true}
 	if r.Kinds == 0 {
 		res.Value, res.Price = 0, nil
 		return res
 	}
-	// Start where serving a claim costs about its weight.
+	price := r.InitialPrice()
+	if len(opts.Start) == len(price) {
+		copy(price, opts.Start)
+	}
+	patience := opts.Patience
+	if patience <= 0 {
+		patience = 15
+	}
+	theta, stale := 1.0, 0
+	for it := 0; it < 3000; it++ {
+		if ctx.Err() != nil || time.Now().After(deadline) {
+			break
+		}
+		v, g, exact := r.eval(price)
+		res.Iterations++
+		if v < res.Value-1e-9 {
+			res.Value, res.Price, res.Exact, stale = v, append([]float64(nil), price...), exact, 0
+		} else if stale++; stale >= patience {
+			theta, stale = theta/2, 0
+			if n := len(res.Snapshots); n == 0 || !equalPrices(res.Snapshots[n-1], res.Price) {
+				res.Snapshots = append(res.Snapshots, res.Price)
+			}
+		}
+		if math.Floor(res.Value+1e-6) <= float64(lower) || theta < 1e-6 {
+			break
+		}
+		norm := 0.0
+		for _, x := range g {
+			norm += x * x
+		}
+		if norm == 0 {
+			break // L is flat here: this π is optimal
+		}
+		step := theta * math.Max(v-float64(lower), 0.5) / norm
+		for i := range price {
+			price[i] = math.Max(0, price[i]-step*g[i])
+		}
+	}
+	res.Bound = int64(math.Floor(res.Value + 1e-6))
+	if n := len(res.Snapshots); res.Price != nil && (n == 0 || !equalPrices(res.Snapshots[n-1], res.Price)) {
+		res.Snapshots = append(res.Snapshots, res.Price)
+	}
+	return res
+}
+
+func equalPrices(a, b []float64) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// InitialPrice prices each kind so that serving a claim costs about its
+// weight: the smallest weight per device of the claims that use the kind.
+func (r *Relaxation) InitialPrice() []float64 {
 	price := make([]float64, r.Kinds)
 	for i := range price {
 		price[i] = math.Inf(1)
@@ -90,33 +160,5 @@ func (r *Relaxation) Solve(ctx context.Context, lower int64, deadline time.Time)
 			price[i] = 0
 		}
 	}
-	theta, stale := 1.0, 0
-	for it := 0; it < 3000; it++ {
-		if ctx.Err() != nil || time.Now().After(deadline) {
-			break
-		}
-		v, g, exact := r.eval(price)
-		res.Iterations++
-		if v < res.Value-1e-9 {
-			res.Value, res.Price, res.Exact, stale = v, append([]float64(nil), price...), exact, 0
-		} else if stale++; stale >= 40 {
-			theta, stale = theta/2, 0
-		}
-		if math.Floor(res.Value+1e-6) <= float64(lower) || theta < 1e-6 {
-			break
-		}
-		norm := 0.0
-		for _, x := range g {
-			norm += x * x
-		}
-		if norm == 0 {
-			break // L is flat here: this π is optimal
-		}
-		step := theta * math.Max(v-float64(lower), 0.5) / norm
-		for i := range price {
-			price[i] = math.Max(0, price[i]-step*g[i])
-		}
-	}
-	res.Bound = int64(math.Floor(res.Value + 1e-6))
-	return res
+	return price
 }

@@ -59,6 +59,25 @@ type builder struct {
 	nodeByName map[string]int
 	classes    map[string]*resourceapi.DeviceClass
 	matchCache map[string]matchResult
+	attrCache  map[string][]*string // attribute -> per device, nil until looked up
+}
+
+// attribute is attributeValue, cached: constraints of many claims look up
+// the same attribute on the same devices.
+func (b *builder) attribute(dev *Device, name string) string {
+	if b.attrCache == nil {
+		b.attrCache = map[string][]*string{}
+	}
+	vals := b.attrCache[name]
+	if vals == nil {
+		vals = make([]*string, len(b.p.Devices))
+		b.attrCache[name] = vals
+	}
+	if vals[dev.Index] == nil {
+		v := attributeValue(dev.ID.Driver, dev.Spec, name)
+		vals[dev.Index] = &v
+	}
+	return *vals[dev.Index]
 }
 
 func (b *builder) origin(kind, ns, name string) string {
@@ -428,7 +447,7 @@ func (b *builder) buildRequests(c *Claim) error {
 				}
 				for _, d := range alt.Candidates {
 					dev := b.p.Devices[d]
-					k.Value[d] = attributeValue(dev.ID.Driver, dev.Spec, k.Attribute)
+					k.Value[d] = b.attribute(dev, k.Attribute)
 				}
 			}
 		}

@@ -2,6 +2,7 @@ package model
 
 import (
 	"encoding/json"
+	"sort"
 
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -119,6 +120,40 @@ type Claim struct {
 	Err error
 
 	classKey string
+	nodes    []int
+}
+
+// CandidateNodes lists, in order, the nodes from which some candidate of
+// the claim is reachable, or [-1] when no candidate is tied to a node.
+// Computed once: every placement of the claim starts from it.
+func (c *Claim) CandidateNodes(p *Problem) []int {
+	if c.nodes != nil {
+		return c.nodes
+	}
+	set := map[int]bool{}
+	needNode := false
+	for _, r := range c.Requests {
+		for _, a := range r.Alternatives {
+			for n := range a.onNode {
+				if n >= 0 {
+					set[n] = true
+				}
+			}
+			if len(a.onNode[-1]) < len(a.Candidates) {
+				needNode = true
+			}
+		}
+	}
+	if !needNode {
+		c.nodes = []int{-1}
+		return c.nodes
+	}
+	c.nodes = make([]int, 0, len(set))
+	for n := range set {
+		c.nodes = append(c.nodes, n)
+	}
+	sort.Ints(c.nodes)
+	return c.nodes
 }
 
 // Request is one entry of spec.devices.requests: either one exact request

@@ -62,6 +62,15 @@ func (s *State) groupsAllow(set int, g []string) bool {
 	}
 	// KEP-5963: the intersection over all lists, "no groups" being its own
 	// group, must stay non-empty.
+	if len(g) == 0 {
+		// The common case, no groups anywhere, without allocating.
+		for _, l := range lists {
+			if len(l) > 0 {
+				return false
+			}
+		}
+		return true
+	}
 	cur := modes(g)
 	for _, l := range lists {
 		cur = intersect(cur, modes(l))
