@@ -2,31 +2,540 @@ package bench
 
 import (
 	"context"
+	"encoding/csv"
+	"errors"
 	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/drasat/drasat/model"
 )
+
+// The openb scenario replays the Alibaba GPU cluster trace of 2023
+// (alibaba/clusterdata cluster-trace-gpu-v2023; Weng et al., "Beware of
+// Fragmentation: Scheduling GPU-Sharing Workloads with Fragmentation
+// Gradient Descent", USENIX ATC'23) against a MIG-partitioned cluster.
 
 // OpenBConfig configures the openb replay.
 type OpenBConfig struct {
-	Dir    string
-	Pods   string
-	GPU    string
+	// Dir holds the trace CSVs; "" means ../shared/data/alibaba-openb
+	// beside the repository.
+	Dir string
+	// Pods picks the task list: "default", "gpushare100" or "multigpu50".
+	Pods string
+	// GPU is the model every trace GPU is published as: "a100" or "h100".
+	GPU string
+	// Window is the batch window: the arrivals within it are allocated
+	// together at its end.
 	Window time.Duration
-	Load   float64
+	// Load compresses arrivals: creation times are divided by it, task
+	// durations kept, so more tasks overlap than in the real cluster
+	// (whose peak demand is about 1 % of its GPUs).
+	Load float64
 }
 
 // DefaultOpenBLoad is the default arrival compression.
-const DefaultOpenBLoad = 100
+const DefaultOpenBLoad = 30
 
 // ReplayStats are the metrics of a replay.
 type ReplayStats struct {
-	Windows, OptimalWindows int
-	StrandedGPUHours        float64
-	MeanFreeGPUs            float64
-	MinFreeGPUs             int
+	Windows        int `json:"windows"`        // batches the allocator was called on
+	OptimalWindows int `json:"optimalWindows"` // drasat: batches proven optimal
+	// StrandedGPUHours integrates, over the replay, the free memory slices
+	// of GPUs that are partly in use (free capacity that a whole-GPU task
+	// cannot use), in GPUs (8 slices = 1) × hours.
+	StrandedGPUHours float64 `json:"strandedGPUHours"`
+	// MeanFreeGPUs is the time-weighted mean of whole GPUs free; MinFreeGPUs
+	// its minimum.
+	MeanFreeGPUs float64 `json:"meanFreeGPUs"`
+	MinFreeGPUs  int     `json:"minFreeGPUs"`
+	GPUs         int     `json:"gpus"`
+	HoursSpanned float64 `json:"hours"`
+	// FreeGPUs samples whole GPUs free over time (at most 200 points).
+	FreeGPUs []TimePoint `json:"freeGPUs"`
 }
 
-// RunOpenB replays the trace with one policy.
+// TimePoint is one sample of a series over replay time.
+type TimePoint struct {
+	Hours float64 `json:"h"`
+	Value float64 `json:"v"`
+}
+
+// OpenBDir finds the trace: cfgDir when given, else
+// ../shared/data/alibaba-openb beside the repository, searched upwards
+// from the working directory (CI clones the repository with shared/ beside
+// it).
+func OpenBDir(cfgDir string) (string, error) {
+	const files = "openb_node_list_gpu_node.csv"
+	if cfgDir != "" {
+		if _, err := os.Stat(filepath.Join(cfgDir, files)); err != nil {
+			return "", fmt.Errorf("openb: trace not found in %s: %w", cfgDir, err)
+		}
+		return cfgDir, nil
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for dir := wd; ; dir = filepath.Dir(dir) {
+		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && strings.Contains(string(b), "module github.com/drasat/drasat") {
+			d := filepath.Join(dir, "..", "shared", "data", "alibaba-openb")
+			if _, err := os.Stat(filepath.Join(d, files)); err != nil {
+				return "", fmt.Errorf("openb: the Alibaba trace is missing: %s not found (clone the shared/ directory beside the repository, or give --openb-data DIR)", filepath.Join(d, files))
+			}
+			return filepath.Clean(d), nil
+		}
+		if filepath.Dir(dir) == dir {
+			return "", errors.New("openb: the Alibaba trace is missing: not inside the drasat repository, so ../shared/data/alibaba-openb cannot be located; give --openb-data DIR")
+		}
+	}
+}
+
+type openbNode struct {
+	name  string
+	gpus  int
+	model string
+}
+
+type openbTask struct {
+	name             string
+	numGPU, milli    int
+	spec             []string
+	arrive, leave    float64 // seconds, after load compression
+	creation, delete int64
+}
+
+func readCSV(path string) ([]map[string]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("openb: %w", err)
+	}
+	defer f.Close()
+	r := csv.NewReader(f)
+	head, err := r.Read()
+	if err != nil {
+		return nil, fmt.Errorf("openb: %s: %w", path, err)
+	}
+	var out []map[string]string
+	for {
+		rec, err := r.Read()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("openb: %s: %w", path, err)
+		}
+		m := map[string]string{}
+		for i, h := range head {
+			if i < len(rec) {
+				m[h] = rec[i]
+			}
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+func atoi(path, field, s string) (int64, error) {
+	v, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("openb: %s: field %s: %q is not a number", path, field, s)
+	}
+	return v, nil
+}
+
+// loadOpenB reads the node list and the task list.
+func loadOpenB(cfg OpenBConfig) ([]openbNode, []openbTask, error) {
+	dir, err := OpenBDir(cfg.Dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	np := filepath.Join(dir, "openb_node_list_gpu_node.csv")
+	rows, err := readCSV(np)
+	if err != nil {
+		return nil, nil, err
+	}
+	var nodes []openbNode
+	for _, r := range rows {
+		g, err := atoi(np, "gpu", r["gpu"])
+		if err != nil {
+			return nil, nil, err
+		}
+		if g > 0 {
+			nodes = append(nodes, openbNode{name: r["sn"], gpus: int(g), model: r["model"]})
+		}
+	}
+	pods := cfg.Pods
+	if pods == "" {
+		pods = "default"
+	}
+	pp := filepath.Join(dir, "openb_pod_list_"+pods+".csv")
+	rows, err = readCSV(pp)
+	if err != nil {
+		return nil, nil, err
+	}
+	var tasks []openbTask
+	for _, r := range rows {
+		var t openbTask
+		t.name = r["name"]
+		n, err := atoi(pp, "num_gpu", r["num_gpu"])
+		if err != nil {
+			return nil, nil, err
+		}
+		if n == 0 {
+			continue // CPU-only task
+		}
+		m, err := atoi(pp, "gpu_milli", r["gpu_milli"])
+		if err != nil {
+			return nil, nil, err
+		}
+		if _, ok := r["creation_time"]; !ok {
+			return nil, nil, fmt.Errorf("openb: %s has no creation_time/deletion_time: it cannot be replayed", pp)
+		}
+		if t.creation, err = atoi(pp, "creation_time", r["creation_time"]); err != nil {
+			return nil, nil, err
+		}
+		if t.delete, err = atoi(pp, "deletion_time", r["deletion_time"]); err != nil {
+			return nil, nil, err
+		}
+		t.numGPU, t.milli = int(n), int(m)
+		if s := strings.TrimSpace(r["gpu_spec"]); s != "" {
+			t.spec = strings.Split(s, "|")
+		}
+		tasks = append(tasks, t)
+	}
+	return nodes, tasks, nil
+}
+
+// openbProfile maps gpu_milli to the smallest MIG profile whose share of
+// the GPU's multiprocessors covers it (profiles with media extensions or
+// more memory than needed are not used); 1000 and more is the whole GPU.
+func openbProfile(gm *GPUModel, milli int) (MIGProfile, bool) {
+	if milli >= 1000 {
+		return MIGProfile{}, false
+	}
+	var best *MIGProfile
+	for i := range gm.Profiles {
+		p := &gm.Profiles[i]
+		if strings.Contains(p.Name, "+") || p.SMs*1000 < int64(milli)*gm.SMs {
+			continue
+		}
+		if best == nil || p.SMs < best.SMs || (p.SMs == best.SMs && p.MemoryMi < best.MemoryMi) {
+			best = p
+		}
+	}
+	if best == nil || best.Slices == 8 {
+		return MIGProfile{}, false // a 7g profile is the whole GPU
+	}
+	return *best, true
+}
+
+// openbCluster publishes the sampled nodes as MIG GPUs.
+func openbCluster(nodes []openbNode, gm *GPUModel) *model.Objects {
+	objs := &model.Objects{CompatibleOnlyWith: map[model.DeviceID]string{}, Origin: map[string]string{}}
+	objs.Classes = migClasses()
+	for _, n := range nodes {
+		objs.Nodes = append(objs.Nodes, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.name,
+			Labels: map[string]string{"nvidia.com/gpu.product": gm.Name, "openb/model": n.model}}})
+		const perSlice = 2
+		deviceSlices := (n.gpus + perSlice - 1) / perSlice
+		counterSlices := (n.gpus + 7) / 8
+		total := int64(deviceSlices + counterSlices)
+		newSlice := func(name string) *resourceapi.ResourceSlice {
+			return &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: resourceapi.ResourceSliceSpec{
+				Driver: NVIDIADriver, NodeName: ptr.To(n.name),
+				Pool: resourceapi.ResourcePool{Name: n.name, Generation: 1, ResourceSliceCount: total}}}
+		}
+		var counters, devs *resourceapi.ResourceSlice
+		for g := 0; g < n.gpus; g++ {
+			if g%8 == 0 {
+				counters = newSlice(fmt.Sprintf("%s-counters-%d", n.name, g/8))
+				objs.Slices = append(objs.Slices, counters)
+			}
+			if g%perSlice == 0 {
+				devs = newSlice(fmt.Sprintf("%s-gpus-%d", n.name, g/perSlice))
+				objs.Slices = append(objs.Slices, devs)
+			}
+			uuid := fmt.Sprintf("GPU-%s-%d", n.name, g)
+			set := fmt.Sprintf("gpu-%d-counter-set", g)
+			counters.Spec.SharedCounters = append(counters.Spec.SharedCounters, gm.counterSet(set))
+			add := func(d resourceapi.Device) {
+				d.Attributes["openbModel"] = resourceapi.DeviceAttribute{StringValue: ptr.To(n.model)}
+				devs.Spec.Devices = append(devs.Spec.Devices, d)
+			}
+			add(gm.fullDevice(g, uuid, set))
+			for _, pr := range gm.Profiles {
+				for _, start := range pr.Starts {
+					add(gm.migDevice(g, uuid, set, pr, start))
+				}
+			}
+		}
+	}
+	return objs
+}
+
+// openbClaim is the ResourceClaim of a task.
+func openbClaim(t *openbTask, gm *GPUModel) *resourceapi.ResourceClaim {
+	var sel []resourceapi.DeviceSelector
+	if len(t.spec) > 0 {
+		quoted := make([]string, len(t.spec))
+		for i, s := range t.spec {
+			quoted[i] = strconv.Quote(s)
+		}
+		sel = append(sel, resourceapi.DeviceSelector{CEL: &resourceapi.CELDeviceSelector{
+			Expression: fmt.Sprintf("device.attributes['%s'].openbModel in [%s]", NVIDIADriver, strings.Join(quoted, ", "))}})
+	}
+	if t.numGPU == 1 {
+		if pr, ok := openbProfile(gm, t.milli); ok {
+			c := newClaim(t.name, []string{"mig.nvidia.com"}, append(profileSelector(pr.Name), sel...))
+			return c
+		}
+	}
+	c := newClaim(t.name, []string{"gpu.nvidia.com"}, sel)
+	c.Spec.Devices.Requests[0].Exactly.Count = int64(t.numGPU)
+	return c
+}
+
+// replayState tracks memory slices in use per GPU.
+type replayState struct {
+	w       *world
+	slices  map[counterKey]int // per GPU counter set
+	gpus    []counterKey
+	running map[string]*resourceapi.ResourceClaim
+}
+
+func (s *replayState) apply(c *resourceapi.ResourceClaim, sign int) {
+	for _, r := range c.Status.Allocation.Devices.Results {
+		for _, cc := range s.w.devs[model.DeviceID{Driver: r.Driver, Pool: r.Pool, Device: r.Device}] {
+			n := 0
+			for name := range cc.Counters {
+				if memorySlices(name) {
+					n++
+				}
+			}
+			s.slices[counterKey{r.Driver, r.Pool, cc.CounterSet, ""}] += sign * n
+		}
+	}
+}
+
+// sample returns whole GPUs free, stranded GPUs (free slices of partly
+// used GPUs / 8) and the share of memory slices in use.
+func (s *replayState) sample() (free int, stranded, util float64) {
+	used := 0
+	for _, g := range s.gpus {
+		used += s.slices[g]
+		switch n := s.slices[g]; {
+		case n == 0:
+			free++
+		case n < 8:
+			stranded += float64(8-n) / 8
+		}
+	}
+	if len(s.gpus) > 0 {
+		util = float64(used) / float64(8*len(s.gpus))
+	}
+	return free, stranded, util
+}
+
+// RunOpenB replays the trace with one policy. The size is NODES:TASKS:
+// NODES nodes sampled from the node list with the seed (0: all), and the
+// first TASKS GPU tasks in arrival order (0: all).
 func RunOpenB(ctx context.Context, cfg OpenBConfig, sz Size, seed uint64, policy string, timeout time.Duration) (*Row, error) {
-	return nil, fmt.Errorf("openb: not yet")
+	if cfg.Window <= 0 {
+		cfg.Window = time.Minute
+	}
+	if cfg.Load <= 0 {
+		cfg.Load = DefaultOpenBLoad
+	}
+	gm := &A100
+	switch strings.ToLower(cfg.GPU) {
+	case "", "a100":
+	case "h100":
+		gm = &H100
+	default:
+		return nil, fmt.Errorf("openb: GPU model %q: want a100 or h100", cfg.GPU)
+	}
+	nodes, tasks, err := loadOpenB(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if sz.Nodes > 0 && sz.Nodes < len(nodes) {
+		rng := rand.New(rand.NewPCG(seed, 0x6f70656e62))
+		rng.Shuffle(len(nodes), func(i, j int) { nodes[i], nodes[j] = nodes[j], nodes[i] })
+		nodes = nodes[:sz.Nodes]
+		sort.Slice(nodes, func(i, j int) bool { return nodes[i].name < nodes[j].name })
+	}
+	for i := range tasks {
+		t := &tasks[i]
+		t.arrive = float64(t.creation) / cfg.Load
+		t.leave = t.arrive + float64(t.delete-t.creation)
+	}
+	sort.SliceStable(tasks, func(i, j int) bool { return tasks[i].arrive < tasks[j].arrive })
+	if sz.Claims > 0 && sz.Claims < len(tasks) {
+		tasks = tasks[:sz.Claims]
+	}
+	base := openbCluster(nodes, gm)
+	w := newWorld(base)
+	st := &replayState{w: w, slices: map[counterKey]int{}, running: map[string]*resourceapi.ResourceClaim{}}
+	for _, set := range w.setOrder {
+		st.gpus = append(st.gpus, set)
+	}
+	inst := fmt.Sprintf("openb %s %s load %g window %s", Size{Nodes: len(nodes), Claims: len(tasks)}, cfg.Pods, cfg.Load, cfg.Window)
+	row := &Row{Scenario: "openb", Instance: inst, Size: Size{Nodes: len(nodes), Claims: len(tasks)}, Compat: model.CompatKEP5963,
+		Policy: policy, Claims: len(tasks), UnitName: "GPUs", UtilName: "memory slices (time mean)", Units: len(st.gpus)}
+	rs := &ReplayStats{GPUs: len(st.gpus), MinFreeGPUs: len(st.gpus)}
+	row.Replay = rs
+
+	// Departures in time order.
+	type departure struct {
+		at   float64
+		name string
+	}
+	var deps []departure
+	win := cfg.Window.Seconds()
+	var series []TimePoint
+	var lastT, freeArea float64
+	var lastFree int
+	var lastStranded, lastUtil, utilArea float64
+	first := true
+	advance := func(t float64) {
+		if !first {
+			dt := (t - lastT) / 3600
+			freeArea += float64(lastFree) * dt
+			rs.StrandedGPUHours += lastStranded * dt
+			utilArea += lastUtil * dt
+		}
+		lastFree, lastStranded, lastUtil = st.sample()
+		if lastFree < rs.MinFreeGPUs {
+			rs.MinFreeGPUs = lastFree
+		}
+		if first {
+			rs.HoursSpanned = -t / 3600
+		}
+		first = false
+		lastT = t
+		series = append(series, TimePoint{Hours: t / 3600, Value: float64(lastFree)})
+	}
+	release := func(until float64) {
+		sort.SliceStable(deps, func(i, j int) bool { return deps[i].at < deps[j].at })
+		k := 0
+		for ; k < len(deps) && deps[k].at <= until; k++ {
+			d := deps[k]
+			if c, ok := st.running[d.name]; ok {
+				st.apply(c, -1)
+				delete(st.running, d.name)
+				advance(d.at)
+			}
+		}
+		deps = deps[k:]
+	}
+	var wall time.Duration
+	var peak uint64
+	for i := 0; i < len(tasks); {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		k := math.Floor(tasks[i].arrive / win)
+		end := (k + 1) * win
+		j := i
+		for j < len(tasks) && tasks[j].arrive < end {
+			j++
+		}
+		release(end)
+		objs := *base
+		objs.Claims = nil
+		names := make([]string, 0, len(st.running))
+		for n := range st.running {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			objs.Claims = append(objs.Claims, st.running[n])
+		}
+		for t := i; t < j; t++ {
+			objs.Claims = append(objs.Claims, openbClaim(&tasks[t], gm))
+		}
+		h := startHeapSampler()
+		start := time.Now()
+		out, err := runPolicy(ctx, policy, &objs, model.CompatKEP5963, timeout)
+		wall += time.Since(start)
+		if pk := h.Peak(); pk > peak {
+			peak = pk
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s on %s, window at %.0fs: %w", policy, inst, end, err)
+		}
+		if err := validate(policy, fmt.Sprintf("%s, window at %.0fs", inst, end), &objs, model.CompatKEP5963, out.allocated); err != nil {
+			return nil, err
+		}
+		rs.Windows++
+		if out.stats != nil && out.stats.Optimal {
+			rs.OptimalWindows++
+		}
+		leave := map[string]float64{}
+		for t := i; t < j; t++ {
+			leave[tasks[t].name] = tasks[t].leave
+		}
+		for _, c := range out.allocated {
+			st.running[c.Name] = c
+			st.apply(c, +1)
+			row.Admitted++
+			row.Devices += len(c.Status.Allocation.Devices.Results)
+			deps = append(deps, departure{at: math.Max(leave[c.Name], end), name: c.Name})
+		}
+		advance(end)
+		i = j
+	}
+	release(math.Inf(1))
+	rs.HoursSpanned += lastT / 3600
+	if rs.HoursSpanned > 0 {
+		rs.MeanFreeGPUs = freeArea / rs.HoursSpanned
+		row.Util = utilArea / rs.HoursSpanned
+	}
+	rs.FreeGPUs = decimate(series, 200)
+	row.WallMs = float64(wall.Microseconds()) / 1000
+	row.WallsMs = []float64{row.WallMs}
+	row.PeakHeapMiB = float64(peak) / (1 << 20)
+	if row.Claims > 0 {
+		row.AdmittedPct = 100 * float64(row.Admitted) / float64(row.Claims)
+	}
+	// End state is empty; report the busiest moment instead.
+	row.UnitsFree = rs.MinFreeGPUs
+	row.UnitsUsed = row.Units - rs.MinFreeGPUs
+	return row, nil
+}
+
+// decimate keeps at most n points, the minimum of each bucket.
+func decimate(pts []TimePoint, n int) []TimePoint {
+	if len(pts) <= n {
+		return pts
+	}
+	var out []TimePoint
+	per := float64(len(pts)) / float64(n)
+	for b := 0; b < n; b++ {
+		lo, hi := int(float64(b)*per), int(float64(b+1)*per)
+		if hi > len(pts) {
+			hi = len(pts)
+		}
+		best := pts[lo]
+		for _, p := range pts[lo:hi] {
+			if p.Value < best.Value {
+				best = TimePoint{Hours: pts[lo].Hours, Value: p.Value}
+			}
+		}
+		out = append(out, best)
+	}
+	return out
 }
