@@ -20,8 +20,13 @@ test:
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 30m ./...
 
+# Go benchmarks, benchstat-friendly (compare two bench.out files with
+# benchstat); BENCH selects benchmarks, COUNT the runs of each. The
+# side-by-side comparison of policies is `drasat bench` (docs/bench.md).
+BENCH ?= .
+COUNT ?= 5
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./bench/... ./alloc/... | tee bench.out
+	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count $(COUNT) -timeout 60m ./bench/... ./alloc/... | tee bench.out
 
 clean:
 	rm -rf bin bench.out

@@ -94,9 +94,9 @@ var Scenarios = []string{"mig", "tpu", "modes", "openb"}
 // DefaultSizes are the sizes run when none are given.
 var DefaultSizes = map[string]string{
 	"mig":   "8x8:300,8x8:500,16x8:1000",
-	"tpu":   "32:60,64:120",
+	"tpu":   "32:20,64:40,128:80",
 	"modes": "8x4:160,16x4:320",
-	"openb": "64:0",
+	"openb": "16:1000",
 }
 
 // counterSetUnit: every counter set is one GPU.

@@ -26,7 +26,7 @@ func WriteTable(w io.Writer, rep *Report) error {
 				opt = fmt.Sprintf("gap %.1f%% (bound %d)", 100**r.Gap, *r.Bound)
 			}
 		}
-		if r.Replay != nil && r.Replay.Windows > 0 {
+		if r.Replay != nil && r.Replay.Windows > 0 && r.Policy == PolicyDrasat {
 			opt += fmt.Sprintf(" %d/%d windows optimal", r.Replay.OptimalWindows, r.Replay.Windows)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%.1f\t%d\t%d %s\t%d\t%.1f%% %s\t%s\t%.1f\t%s\t\n",
@@ -38,7 +38,7 @@ func WriteTable(w io.Writer, rep *Report) error {
 	}
 	for _, r := range rep.Rows {
 		if r.Replay != nil {
-			fmt.Fprintf(w, "openb %s %s: %d/%d tasks admitted, %.1f GPU-hours stranded, whole GPUs free mean %.1f min %d\n",
+			fmt.Fprintf(w, "%s, %s: %d/%d tasks admitted, %.1f GPU-hours stranded, whole GPUs free mean %.1f min %d\n",
 				r.Instance, r.Policy, r.Admitted, r.Claims, r.Replay.StrandedGPUHours, r.Replay.MeanFreeGPUs, r.Replay.MinFreeGPUs)
 		}
 	}

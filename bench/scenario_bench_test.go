@@ -1,0 +1,109 @@
+package bench
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	resourceapi "k8s.io/api/resource/v1"
+
+	"github.com/drasat/drasat/alloc"
+	"github.com/drasat/drasat/model"
+)
+
+// Benchmarks of the baselines and of drasat on the tpu and modes scenarios
+// and the upstream pathological case; each reports admitted claims next to
+// the time, so benchstat tracks quality too.
+
+func benchDrasat(b *testing.B, objs *model.Objects, compat string) {
+	b.Helper()
+	var admitted float64
+	for i := 0; i < b.N; i++ {
+		p, err := model.Build(objs, model.Options{Compat: compat})
+		if err != nil {
+			b.Fatal(err)
+		}
+		res, err := alloc.Run(context.Background(), p, alloc.Options{Timeout: 10 * time.Second})
+		if err != nil {
+			b.Fatal(err)
+		}
+		admitted += float64(res.Stats.Admitted)
+	}
+	b.ReportMetric(admitted/float64(b.N), "admitted")
+}
+
+func benchFirstFit(b *testing.B, objs *model.Objects, decreasing bool) {
+	b.Helper()
+	var admitted float64
+	for i := 0; i < b.N; i++ {
+		p, err := model.Build(objs, model.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		order := p.Claims
+		if decreasing {
+			order = Decreasing(p)
+		}
+		admitted += float64(FirstFit(p, order).Stats.Admitted)
+	}
+	b.ReportMetric(admitted/float64(b.N), "admitted")
+}
+
+func benchUpstream(b *testing.B, objs *model.Objects) {
+	b.Helper()
+	var admitted float64
+	for i := 0; i < b.N; i++ {
+		res, err := Upstream(context.Background(), objs, UpstreamFeaturesFor(objs))
+		if err != nil {
+			b.Fatal(err)
+		}
+		admitted += float64(res.Admitted())
+	}
+	b.ReportMetric(admitted/float64(b.N), "admitted")
+}
+
+func tpuObjs(b *testing.B, nodes, claims int) *model.Objects {
+	objs, err := TPU(TPUConfig{Nodes: nodes, Claims: claims, Seed: 1, Fragmented: 0.15})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return objs
+}
+
+func BenchmarkTPU64Drasat(b *testing.B)   { benchDrasat(b, tpuObjs(b, 64, 40), "") }
+func BenchmarkTPU64FirstFit(b *testing.B) { benchFirstFit(b, tpuObjs(b, 64, 40), false) }
+func BenchmarkTPU64Upstream(b *testing.B) { benchUpstream(b, tpuObjs(b, 64, 40)) }
+
+func modesObjs() *model.Objects {
+	return Modes(ModesConfig{Nodes: 8, GPUsPerNode: 4, Claims: 160, Seed: 1})
+}
+
+func BenchmarkModes8x4KEP5963Drasat(b *testing.B)  { benchDrasat(b, modesObjs(), model.CompatKEP5963) }
+func BenchmarkModes8x4WildcardDrasat(b *testing.B) { benchDrasat(b, modesObjs(), model.CompatWildcard) }
+func BenchmarkModes8x4FirstFit(b *testing.B)       { benchFirstFit(b, modesObjs(), false) }
+
+func BenchmarkMIG8x8Claims500FirstFit(b *testing.B) {
+	benchFirstFit(b, MIG(DefaultMIG(8, 8, 500, 1)), false)
+}
+
+func BenchmarkMIG8x8Claims500FirstFitDecreasing(b *testing.B) {
+	benchFirstFit(b, MIG(DefaultMIG(8, 8, 500, 1)), true)
+}
+
+func BenchmarkMIG2x8Claims100Upstream(b *testing.B) { benchUpstream(b, MIG(DefaultMIG(2, 8, 100, 1))) }
+
+// pathologicalObjs: one request for k of n identical devices plus a request
+// nothing matches, then a claim that fits (issue 4: upstream needs 0.22 s
+// at n=32, k=4 and times out at n=32, k=8).
+func pathologicalObjs(n, k int) *model.Objects {
+	c := upClaim("patho", upExact("a", int64(k), upModelSel("x")), upExact("b", 1, upModelSel("y")))
+	ok := upClaim("ok", upExact("r", 1, nil))
+	return &model.Objects{Slices: upIdentical(n), Classes: []*resourceapi.DeviceClass{upClass()},
+		Claims: []*resourceapi.ResourceClaim{c, ok}}
+}
+
+func BenchmarkPathologicalN32K8Drasat(b *testing.B) { benchDrasat(b, pathologicalObjs(32, 8), "") }
+func BenchmarkPathologicalN32K8FirstFit(b *testing.B) {
+	benchFirstFit(b, pathologicalObjs(32, 8), false)
+}
+func BenchmarkPathologicalN32K4Upstream(b *testing.B) { benchUpstream(b, pathologicalObjs(32, 4)) }
