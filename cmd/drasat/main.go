@@ -19,6 +19,7 @@ func main() {
 		Commands: []*cli.Command{
 			allocateCommand(),
 			benchCommand(),
+			validateCommand(),
 		},
 	}
 	if err := app.Run(os.Args); err != nil {
