@@ -1,8 +1,12 @@
 package alloc
 
 import (
+	"context"
 	"encoding/binary"
 	"math"
+	"sort"
+	"strings"
+	"time"
 
 	"github.com/drasat/drasat/bound"
 	"github.com/drasat/drasat/model"
@@ -13,7 +17,9 @@ import (
 // the value a bin can still reach (bound.Value) before minus after. Cheap
 // devices in bins that have nothing better to offer go first, so whole
 // GPUs and the placements big claims need stay free.
-func bestFit(p *model.Problem, claims []*model.Claim, r *bound.Relaxation, price []float64) []*Assignment {
+//
+// It gives up and returns nil when ctx ends or the deadline passes.
+func bestFit(ctx context.Context, p *model.Problem, claims []*model.Claim, r *bound.Relaxation, price []float64, deadline time.Time) []*Assignment {
 	s := model.NewState(p)
 	// Bins of one type in the same state are worth the same: values are
 	// memoised by type and used positions. The committed state's key of
@@ -41,9 +47,34 @@ func bestFit(p *model.Problem, claims []*model.Claim, r *bound.Relaxation, price
 		memo[key] = v
 		return v
 	}
+	// Nodes whose bins are in the same states offer the same placements:
+	// only the first of them is looked at for each claim. Early on, when
+	// most nodes are empty, this skips most of the work.
+	nodeBins := map[int][]*bound.Bin{}
+	for _, b := range r.Bins {
+		if n := binNode(p, b); n >= 0 {
+			nodeBins[n] = append(nodeBins[n], b)
+		}
+	}
+	nodeKeys := map[int]string{}
+	nodeKey := func(n int) string {
+		if k, ok := nodeKeys[n]; ok {
+			return k
+		}
+		keys := make([]string, 0, len(nodeBins[n]))
+		for _, b := range nodeBins[n] {
+			keys = append(keys, stateKey(b))
+		}
+		sort.Strings(keys)
+		nodeKeys[n] = strings.Join(keys, "/")
+		return nodeKeys[n]
+	}
 	var out []*Assignment
 	var key []byte
-	for _, c := range claims {
+	for i, c := range claims {
+		if i%64 == 0 && (ctx.Err() != nil || time.Now().After(deadline)) {
+			return nil
+		}
 		if c.Err != nil {
 			continue
 		}
@@ -52,7 +83,15 @@ func bestFit(p *model.Problem, claims []*model.Claim, r *bound.Relaxation, price
 		// Every node is looked at, each with a share of the search budget:
 		// single-device claims are enumerated fully, large ones in part.
 		perNode := max(bestFitMinBudget, bestFitBudget/len(nodes))
+		looked := map[string]bool{}
 		for _, n := range nodes {
+			if _, ok := nodeBins[n]; ok {
+				if k := nodeKey(n); looked[k] {
+					continue
+				} else {
+					looked[k] = true
+				}
+			}
 			g := &placer{s: s, c: c, node: n, budget: perNode, inClaim: map[int]bool{}}
 			g.each = func(picks []Pick) {
 				// Loss over the bins the placement touches, each once. The
@@ -106,11 +145,25 @@ func bestFit(p *model.Problem, claims []*model.Claim, r *bound.Relaxation, price
 			s.Take(pk.Dev, !excl(c, pk))
 			if b := r.BinOf(pk.Dev); b != nil {
 				committed[b.Index] = ""
+				delete(nodeKeys, binNode(p, b))
 			}
 		}
 		out = append(out, best)
 	}
 	return out
+}
+
+// binNode is the one node all of b's devices are reachable from, or -1.
+func binNode(p *model.Problem, b *bound.Bin) int {
+	node := -1
+	for _, d := range b.Devices {
+		dev := p.Devices[d]
+		if dev.All || len(dev.Reach) != 1 || node >= 0 && dev.Reach[0] != node {
+			return -1
+		}
+		node = dev.Reach[0]
+	}
+	return node
 }
 
 // Search budgets of best-fit per claim, in placer steps.

@@ -327,7 +327,7 @@ func equalInts(a, b []int64) bool {
 }
 
 // bestFitWork bounds the best-fit tries of a component: tries × claims.
-const bestFitWork = 6000
+const bestFitWork = 16000
 
 // byPrice orders claims by what serving them costs at prices π per unit of
 // weight, cheapest first (ties in size order).
@@ -356,18 +356,20 @@ func (r *componentResult) relax(ctx context.Context, p *model.Problem, claims []
 	if lr.Price == nil || value(best) >= r.bound {
 		return best
 	}
-	// Best-fit at prices from several stages of the descent, latest first,
-	// each with claims ordered by size and by price. Converged prices are
-	// degenerate (many placements tie), so which stage packs best varies;
-	// a fixed number of tries keeps the result deterministic.
+	// Best-fit at prices from several stages of the descent, each with
+	// claims ordered by price and by size. Fully converged prices are
+	// degenerate (many placements tie exactly) and pack worst; the stages
+	// just after the first halving pack best, so they go first and the
+	// first stage goes last. A fixed number of tries keeps the result
+	// deterministic.
 	tries := min(max(2, bestFitWork/len(claims)), len(lr.Snapshots)*2)
 	for i := 0; i < tries && value(best) < r.bound && ctx.Err() == nil && time.Now().Before(deadline); i++ {
-		price := lr.Snapshots[len(lr.Snapshots)-1-i/2]
+		price := lr.Snapshots[(1+i/2)%len(lr.Snapshots)]
 		order := bySize
 		if i%2 == 0 {
 			order = byPrice(rel, claims, bySize, price, weight)
 		}
-		if alt := bestFit(p, order, rel, price); value(alt) > value(best) {
+		if alt := bestFit(ctx, p, order, rel, price, deadline); value(alt) > value(best) {
 			best = alt
 		}
 	}

@@ -56,10 +56,14 @@ type Stats struct {
 	SolverCalls           int
 	ImpliedCounters       int
 	EncodeTime, SolveTime time.Duration
-	FirstAvailablePenalty int64
-	CounterSetsTouched    int
-	ComponentsWithoutSAT  int
-	ComponentsNotProven   int
+	// BoundTime is spent in the configuration relaxation, HeuristicTime in
+	// best-fit; BoundIterations counts the relaxation's descent steps.
+	BoundTime, HeuristicTime time.Duration
+	BoundIterations          int
+	FirstAvailablePenalty    int64
+	CounterSetsTouched       int
+	ComponentsWithoutSAT     int
+	ComponentsNotProven      int
 }
 
 // Gap is (bound - objective) / bound.
@@ -151,6 +155,9 @@ func Run(ctx context.Context, p *model.Problem, opts Options) (*Result, error) {
 		st.ImpliedCounters += r.implied
 		st.EncodeTime += r.encodeTime
 		st.SolveTime += r.solveTime
+		st.BoundTime += r.boundTime
+		st.HeuristicTime += r.heuristicTime
+		st.BoundIterations += r.boundIterations
 		st.FirstAvailablePenalty += r.penalty
 		st.CounterSetsTouched += r.touched
 		if !r.optimal {

@@ -1,7 +1,6 @@
 package alloc
 
 import (
-
 	"github.com/drasat/drasat/model"
 )
 

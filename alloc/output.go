@@ -115,6 +115,9 @@ type Report struct {
 	Gap             float64            `json:"gap"`
 	EncodeSeconds   float64            `json:"encodeSeconds"`
 	SolveSeconds    float64            `json:"solveSeconds"`
+	BoundSeconds    float64            `json:"boundSeconds"`
+	HeuristicSecs   float64            `json:"heuristicSeconds"`
+	BoundIterations int                `json:"boundIterations"`
 	Variables       int                `json:"variables"`
 	Clauses         int                `json:"clauses"`
 	SolverCalls     int                `json:"solverCalls"`
@@ -141,6 +144,7 @@ func NewReport(p *model.Problem, res *Result, opts Options) *Report {
 		},
 		Optimal: st.Optimal, Bound: st.Bound, Gap: st.Gap(),
 		EncodeSeconds: st.EncodeTime.Seconds(), SolveSeconds: st.SolveTime.Seconds(),
+		BoundSeconds: st.BoundTime.Seconds(), HeuristicSecs: st.HeuristicTime.Seconds(), BoundIterations: st.BoundIterations,
 		Variables: st.Variables, Clauses: st.Clauses, SolverCalls: st.SolverCalls,
 		Components: st.Components, ImpliedCounters: st.ImpliedCounters,
 		UnprovenParts: st.ComponentsNotProven, GreedyOnlyParts: st.ComponentsWithoutSAT,
