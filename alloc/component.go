@@ -57,13 +57,8 @@ func solveComponent(ctx context.Context, p *model.Problem, claims []*model.Claim
 	}
 	// Incumbents: first-fit in arrival order and smallest first.
 	best := greedy(p, claims)
-	bySize := append([]*model.Claim(nil), claims...)
+	bySize := sortBySize(p, claims, false)
 	if !ordered {
-		size := map[int]float64{}
-		for _, c := range bySize {
-			size[c.Index] = claimSize(p, c)
-		}
-		sort.SliceStable(bySize, func(i, j int) bool { return size[bySize[i].Index] < size[bySize[j].Index] })
 		if alt := greedy(p, bySize); value(alt) > value(best) {
 			best = alt
 		}
@@ -92,6 +87,11 @@ func solveComponent(ctx context.Context, p *model.Problem, claims []*model.Claim
 	if estimateVariables(claims) > opts.MaxVariables {
 		r.noSAT = true
 		r.optimal = !ordered && value(best) == r.bound
+		if ordered {
+			if alt := orderedRepack(ctx, p, claims, deadline); value(alt) > value(best) {
+				best = alt
+			}
+		}
 		return finish(best)
 	}
 	start := time.Now()
