@@ -25,10 +25,12 @@ func (m *Model) compatibleOnlyWith(devs []int) {
 		dev := m.P.Devices[d]
 		for _, o := range dev.Incompatible {
 			other := m.P.Devices[o]
+			g := newGroup(GroupCompatibleOnlyWith)
+			g.Device, g.Other = d, o
 			if other.InUse {
-				m.clause(m.Used[d].Not())
+				m.guarded(g, func() { m.clause(m.Used[d].Not()) })
 			} else if lo, ok := m.Used[o]; ok && o > d {
-				m.clause(m.Used[d].Not(), lo.Not())
+				m.guarded(g, func() { m.clause(m.Used[d].Not(), lo.Not()) })
 			}
 		}
 	}

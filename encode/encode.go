@@ -34,8 +34,15 @@ type Model struct {
 	Touched []z.Lit
 	// ImpliedCounters counts counters dropped because they cannot bind.
 	ImpliedCounters int
+	// Groups are the named constraint groups (Options.Groups), each guarded
+	// by an assumption literal; Fixed has one literal per Options.Fixed
+	// allocation, true when it stays in place.
+	Groups []Group
+	Fixed  []z.Lit
 
 	impliedCache map[string][]bool
+	groupsOn     bool
+	guard        z.Lit // current group's literal while its clauses are added
 }
 
 // Unit is one claim, or a class of identical simple claims.
@@ -78,6 +85,10 @@ func (u *Unit) AtLeast(c *logic.C, j int) z.Lit {
 }
 
 func (m *Model) clause(ms ...z.Lit) {
+	if m.guard != z.LitNull {
+		m.Clauses = append(m.Clauses, append(append(make([]z.Lit, 0, len(ms)+1), ms...), m.guard.Not()))
+		return
+	}
 	m.Clauses = append(m.Clauses, append([]z.Lit(nil), ms...))
 }
 
@@ -86,11 +97,75 @@ type Options struct {
 	// Symmetry adds "claim i+1 only if claim i" between identical non-simple
 	// claims; sound for maximising, not for ordered admission checks.
 	Symmetry bool
+	// Groups guards every constraint group (see Group) with its own
+	// literal: the group holds only when the literal is assumed true, so an
+	// unsatisfiable core over those assumptions names the groups at fault.
+	Groups bool
+	// PerClaim makes every claim its own unit with its own admission
+	// literal, instead of grouping interchangeable simple claims.
+	PerClaim bool
+	// Fixed are allocations held in place (existing ones, or a run's
+	// result). Each gets a literal in Model.Fixed that, when true, marks its
+	// devices used: they then take part in exclusivity, counters,
+	// compatibility groups and compatibleOnlyWith like any allocation.
+	Fixed []Fixed
+}
+
+// Fixed is an allocation held in place: the devices it occupies.
+type Fixed struct {
+	Name    string
+	Devices []int
+}
+
+// GroupKind names a kind of constraint group.
+type GroupKind string
+
+// The constraint groups guarded under Options.Groups.
+const (
+	GroupDevice             GroupKind = "device"             // Device serves at most one claim
+	GroupCounter            GroupKind = "counter"            // counter Counter of counter set Set
+	GroupCompat             GroupKind = "compat"             // compatibility groups of counter set Set
+	GroupCompatibleOnlyWith GroupKind = "compatibleOnlyWith" // Device and Other are not allocated together
+	GroupConstraint         GroupKind = "constraint"         // constraint Constraint of claim Claim
+	GroupNode               GroupKind = "node"               // claim Claim's devices are reachable from its node
+	GroupFixed              GroupKind = "fixed"              // allocation Fixed stays in place (Lit is Model.Fixed[Fixed])
+)
+
+// Group is one named constraint group. Fields that do not apply are -1.
+type Group struct {
+	Kind              GroupKind
+	Lit               z.Lit
+	Set, Counter      int
+	Device, Other     int
+	Claim, Constraint int
+	Fixed             int
+}
+
+func newGroup(kind GroupKind) Group {
+	return Group{Kind: kind, Set: -1, Counter: -1, Device: -1, Other: -1, Claim: -1, Constraint: -1, Fixed: -1}
+}
+
+// guarded adds the clauses f adds as group g, when groups are on; a group
+// that adds no clause is dropped.
+func (m *Model) guarded(g Group, f func()) {
+	if !m.groupsOn {
+		f()
+		return
+	}
+	prev := m.guard
+	g.Lit = m.C.Lit()
+	m.guard = g.Lit
+	n := len(m.Clauses)
+	f()
+	m.guard = prev
+	if len(m.Clauses) > n {
+		m.Groups = append(m.Groups, g)
+	}
 }
 
 // Encode builds the model for the given claims of p.
 func Encode(p *model.Problem, claims []*model.Claim, opts Options) (*Model, error) {
-	m := &Model{P: p, C: logic.NewC(), Used: map[int]z.Lit{}, impliedCache: map[string][]bool{}}
+	m := &Model{P: p, C: logic.NewC(), Used: map[int]z.Lit{}, impliedCache: map[string][]bool{}, groupsOn: opts.Groups}
 	m.buildUnits(claims, opts)
 	uses := map[int][]z.Lit{}
 	var admin []consumer
@@ -103,6 +178,18 @@ func Encode(p *model.Problem, claims []*model.Claim, opts Options) (*Model, erro
 			}
 		}
 	}
+	for i, f := range opts.Fixed {
+		l := m.C.Lit()
+		m.Fixed = append(m.Fixed, l)
+		if opts.Groups {
+			g := newGroup(GroupFixed)
+			g.Lit, g.Fixed = l, i
+			m.Groups = append(m.Groups, g)
+		}
+		for _, d := range f.Devices {
+			uses[d] = append(uses[d], l)
+		}
+	}
 	devs := make([]int, 0, len(uses))
 	for d := range uses {
 		devs = append(devs, d)
@@ -111,7 +198,9 @@ func Encode(p *model.Problem, claims []*model.Claim, opts Options) (*Model, erro
 	// A device serves at most one claim; u(d) is the disjunction.
 	for _, d := range devs {
 		ls := uses[d]
-		m.atMostOne(ls)
+		g := newGroup(GroupDevice)
+		g.Device = d
+		m.guarded(g, func() { m.atMostOne(ls) })
 		if len(ls) == 1 {
 			m.Used[d] = ls[0]
 			continue
@@ -147,7 +236,9 @@ func Encode(p *model.Problem, claims []*model.Claim, opts Options) (*Model, erro
 		if err := m.counters(si, bySet[si]); err != nil {
 			return nil, err
 		}
-		m.groups(si, bySet[si])
+		g := newGroup(GroupCompat)
+		g.Set = si
+		m.guarded(g, func() { m.groups(si, bySet[si]) })
 	}
 	m.compatibleOnlyWith(devs)
 	return m, nil
@@ -180,7 +271,7 @@ func (m *Model) buildUnits(claims []*model.Claim, opts Options) {
 	classes := map[string]*Unit{}
 	prevSame := map[string]z.Lit{}
 	for _, c := range claims {
-		if k := simpleKey(c); k != "" {
+		if k := simpleKey(c); k != "" && !opts.PerClaim {
 			if u := classes[k]; u != nil {
 				u.Claims = append(u.Claims, c)
 				continue
@@ -280,6 +371,10 @@ func (m *Model) claimUnit(c *model.Claim) *Unit {
 		}
 		m.exactlyOneIf(u.Admit, u.NodeLit)
 	}
+	// Under Options.Groups, "all devices reachable from the claim's node"
+	// (including a bound pod's node) is a group of its own.
+	nodeGroup := newGroup(GroupNode)
+	nodeGroup.Claim = c.Index
 	nodeLit := func(n int) (z.Lit, bool) {
 		i := sort.SearchInts(u.NodeIdx, n)
 		if i < len(u.NodeIdx) && u.NodeIdx[i] == n {
@@ -305,7 +400,7 @@ func (m *Model) claimUnit(c *model.Claim) *Unit {
 			var xs []z.Lit
 			for _, d := range a.Candidates {
 				dev := m.P.Devices[d]
-				if !reachable(dev) || (c.FixedNode >= 0 && !reachesNode(dev, c.FixedNode)) {
+				if !reachable(dev) || (c.FixedNode >= 0 && !reachesNode(dev, c.FixedNode) && !m.groupsOn) {
 					continue
 				}
 				l := m.C.Lit()
@@ -320,7 +415,7 @@ func (m *Model) claimUnit(c *model.Claim) *Unit {
 							or = append(or, nl)
 						}
 					}
-					m.clause(or...)
+					m.guarded(nodeGroup, func() { m.clause(or...) })
 				}
 			}
 			if a.All {
@@ -407,41 +502,49 @@ func (m *Model) allMode(u *Unit, sel z.Lit, a *model.Alternative, xs []z.Lit, no
 // constraints encodes matchAttribute and distinctAttribute of u's claim.
 func (m *Model) constraints(u *Unit) {
 	c := u.Claims[0]
-	for _, k := range c.Constraints {
-		byValue := map[string][]z.Lit{}
-		var values []string
-		for _, x := range u.X {
-			if !k.Applies(c.Requests[x.Req], u.altOf(x)) {
-				continue
-			}
-			v := k.Value[x.Dev]
-			if v == "" {
-				m.clause(x.Lit.Not()) // the device lacks the attribute
-				continue
-			}
-			if byValue[v] == nil {
-				values = append(values, v)
-			}
-			byValue[v] = append(byValue[v], x.Lit)
+	for ki, k := range c.Constraints {
+		g := newGroup(GroupConstraint)
+		g.Claim, g.Constraint = c.Index, ki
+		m.guarded(g, func() { m.constraint(u, k) })
+	}
+}
+
+// constraint encodes one matchAttribute or distinctAttribute of u's claim.
+func (m *Model) constraint(u *Unit, k *model.Constraint) {
+	c := u.Claims[0]
+	byValue := map[string][]z.Lit{}
+	var values []string
+	for _, x := range u.X {
+		if !k.Applies(c.Requests[x.Req], u.altOf(x)) {
+			continue
 		}
-		switch k.Kind {
-		case model.MatchAttribute:
-			if len(values) <= 1 {
-				continue
+		v := k.Value[x.Dev]
+		if v == "" {
+			m.clause(x.Lit.Not()) // the device lacks the attribute
+			continue
+		}
+		if byValue[v] == nil {
+			values = append(values, v)
+		}
+		byValue[v] = append(byValue[v], x.Lit)
+	}
+	switch k.Kind {
+	case model.MatchAttribute:
+		if len(values) <= 1 {
+			return
+		}
+		var vs []z.Lit
+		for _, v := range values {
+			vl := m.C.Lit()
+			vs = append(vs, vl)
+			for _, l := range byValue[v] {
+				m.clause(l.Not(), vl)
 			}
-			var vs []z.Lit
-			for _, v := range values {
-				vl := m.C.Lit()
-				vs = append(vs, vl)
-				for _, l := range byValue[v] {
-					m.clause(l.Not(), vl)
-				}
-			}
-			m.atMostOne(vs)
-		case model.DistinctAttribute:
-			for _, v := range values {
-				m.atMostOne(byValue[v])
-			}
+		}
+		m.atMostOne(vs)
+	case model.DistinctAttribute:
+		for _, v := range values {
+			m.atMostOne(byValue[v])
 		}
 	}
 }
@@ -469,7 +572,11 @@ func (m *Model) counters(si int, cons []consumer) error {
 				}
 			}
 		}
-		if err := m.atMost(lits, w, set.Free[j]); err != nil {
+		g := newGroup(GroupCounter)
+		g.Set, g.Counter = si, j
+		var err error
+		m.guarded(g, func() { err = m.atMost(lits, w, set.Free[j]) })
+		if err != nil {
 			return err
 		}
 	}

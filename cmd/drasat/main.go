@@ -19,7 +19,10 @@ func main() {
 		Commands: []*cli.Command{
 			allocateCommand(),
 			benchCommand(),
+			controllerCommand(),
+			reconcileCommand(),
 			validateCommand(),
+			explainCommand(),
 		},
 	}
 	if err := app.Run(os.Args); err != nil {

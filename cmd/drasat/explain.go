@@ -1,0 +1,305 @@
+package main
+
+import (
+	"bytes"
+
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/drasat/drasat/alloc"
+	"github.com/drasat/drasat/explain"
+	"github.com/drasat/drasat/model"
+)
+
+func explainCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "explain",
+		Usage:     "say why a ResourceClaim cannot be allocated (or did not get a better firstAvailable subrequest)",
+		ArgsUsage: " ",
+		Flags: []cli.Flag{
+			&cli.StringSliceFlag{Name: "filename", Aliases: []string{"f"}, Usage: "file, directory or - (stdin) with ResourceSlices, DeviceClasses, ResourceClaims, Nodes, Pods", Required: true},
+			&cli.StringSliceFlag{Name: "claim", Aliases: []string{"c"}, Usage: "the claim to explain, NAMESPACE/NAME (or NAME in default); repeatable", Required: true},
+			&cli.BoolFlag{Name: "what-if", Usage: "also name the fewest allocations whose release would let the claim fit"},
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "text", Usage: "text or json"},
+			&cli.StringFlag{Name: "objective", Value: alloc.MaxClaims, Usage: "objective of the allocation run being explained: max-claims or ordered"},
+			&cli.StringFlag{Name: "policy", Value: alloc.Binpack, Usage: "binpack or spread"},
+			&cli.StringFlag{Name: "compat", Value: model.CompatKEP5963, Usage: "compatibility-group semantics: kep5963 or wildcard"},
+			&cli.DurationFlag{Name: "timeout", Value: 30 * time.Second, Usage: "budget for the whole command: two thirds for the allocation run, the rest for explaining"},
+		},
+		Action: runExplain,
+	}
+}
+
+// claimExplanation is the answer for one --claim.
+type claimExplanation struct {
+	Claim string `json:"claim"`
+	// Status: unallocated, allocated (by this run) or existing (allocated
+	// in the input).
+	Status       string                 `json:"status"`
+	Devices      []string               `json:"devices,omitempty"`
+	Explanations []*explain.Explanation `json:"explanations,omitempty"`
+}
+
+func runExplain(c *cli.Context) error {
+	format := c.String("output")
+	if format != "text" && format != "json" {
+		return fmt.Errorf("flag --output: %q is not text or json", format)
+	}
+	timeout := c.Duration("timeout")
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	start := time.Now()
+	deadline := start.Add(timeout)
+	ctx, cancel := commandContext(c, timeout)
+	defer cancel()
+	objs, _, err := loadObjects(ctx, c)
+	if err != nil {
+		return err
+	}
+	compat := model.Options{Compat: c.String("compat")}
+	var p, free *model.Problem
+	err = interruptible(ctx, "building the problem", func() error {
+		var err error
+		if p, err = model.Build(objs, compat); err != nil {
+			return err
+		}
+		free, err = model.Build(withoutAllocations(objs), compat)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	keys := make([]string, 0)
+	for _, k := range c.StringSlice("claim") {
+		if !strings.Contains(k, "/") {
+			k = "default/" + k
+		}
+		keys = append(keys, k)
+	}
+	status := map[string]string{}
+	for _, cl := range objs.Claims {
+		k := cl.Namespace + "/" + cl.Name
+		if cl.Status.Allocation != nil {
+			status[k] = "existing"
+		} else {
+			status[k] = "unallocated"
+		}
+	}
+	for _, k := range keys {
+		if status[k] == "" {
+			return fmt.Errorf("flag --claim: claim %s is not in the input", k)
+		}
+	}
+	res, err := alloc.Run(ctx, p, alloc.Options{
+		Objective: c.String("objective"),
+		Policy:    c.String("policy"),
+		Timeout:   time.Until(start.Add(timeout * 2 / 3)),
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctxError(ctx, "allocating")
+		}
+		return err
+	}
+	allocs, assigned := allocations(objs, p, res)
+	var out []claimExplanation
+	for _, k := range keys {
+		ce := claimExplanation{Claim: k, Status: status[k]}
+		if a, ok := assigned[k]; ok {
+			ce.Status = "allocated"
+			ce.Devices = deviceNames(p, a)
+		}
+		if ce.Status == "existing" {
+			out = append(out, ce)
+			continue
+		}
+		target := pendingClaim(free, k)
+		others := make([]explain.Allocation, 0, len(allocs))
+		for _, a := range allocs {
+			if a.Claim != k {
+				others = append(others, a)
+			}
+		}
+		opts := explain.Options{Deadline: deadline, WhatIf: c.Bool("what-if")}
+		if a, ok := assigned[k]; ok {
+			// Allocated: explain each firstAvailable request that did not
+			// get its first subrequest.
+			for _, pk := range a.Picks {
+				if pk.Alt == 0 {
+					continue
+				}
+				done := false
+				for _, x := range ce.Explanations {
+					if x.Question == whyNot(target, pk.Req, 0) {
+						done = true
+					}
+				}
+				if done {
+					continue
+				}
+				opts.Prefer = map[int]int{pk.Req: 0}
+				x, err := explain.Explain(ctx, free, target, others, opts)
+				if err != nil {
+					return err
+				}
+				ce.Explanations = append(ce.Explanations, x)
+			}
+			out = append(out, ce)
+			continue
+		}
+		x, err := explain.Explain(ctx, free, target, others, opts)
+		if err != nil {
+			return err
+		}
+		ce.Explanations = append(ce.Explanations, x)
+		out = append(out, ce)
+	}
+	if ctx.Err() != nil {
+		return ctxError(ctx, "explaining")
+	}
+	var buf bytes.Buffer
+	if format == "json" {
+		b, err := json.MarshalIndent(out, "", "  ")
+		if err != nil {
+			return err
+		}
+		buf.Write(append(b, '\n'))
+	} else {
+		writeExplanations(&buf, out)
+	}
+	_, err = os.Stdout.Write(buf.Bytes())
+	return err
+}
+
+// whyNot is the question Explain asks for a preferred alternative.
+func whyNot(c *model.Claim, req, alt int) string {
+	return "why can it not use " + c.Requests[req].Alternatives[alt].Name + "?"
+}
+
+// withoutAllocations copies objs with every claim pending, so that the
+// problem built from it has every device free and every claim movable.
+func withoutAllocations(objs *model.Objects) *model.Objects {
+	out := *objs
+	out.Claims = nil
+	for _, c := range objs.Claims {
+		if c.Status.Allocation != nil {
+			c = c.DeepCopy()
+			c.Status.Allocation = nil
+		}
+		out.Claims = append(out.Claims, c)
+	}
+	return &out
+}
+
+// allocations lists what holds devices after the run: the input's existing
+// allocations and the run's own. It also returns the run's assignments by
+// claim.
+func allocations(objs *model.Objects, p *model.Problem, res *alloc.Result) ([]explain.Allocation, map[string]*alloc.Assignment) {
+	var out []explain.Allocation
+	for _, c := range objs.Claims {
+		if c.Status.Allocation == nil {
+			continue
+		}
+		a := explain.Allocation{Claim: c.Namespace + "/" + c.Name, Existing: true}
+		for _, r := range c.Status.Allocation.Devices.Results {
+			if r.AdminAccess != nil && *r.AdminAccess {
+				continue
+			}
+			a.Devices = append(a.Devices, model.DeviceID{Driver: r.Driver, Pool: r.Pool, Device: r.Device})
+		}
+		out = append(out, a)
+	}
+	assigned := map[string]*alloc.Assignment{}
+	for _, as := range res.Assignments {
+		assigned[as.Claim.Key] = as
+		a := explain.Allocation{Claim: as.Claim.Key}
+		for _, pk := range as.Picks {
+			if as.Claim.Requests[pk.Req].Alternatives[pk.Alt].AdminAccess {
+				continue
+			}
+			a.Devices = append(a.Devices, p.Devices[pk.Dev].ID)
+		}
+		out = append(out, a)
+	}
+	return out, assigned
+}
+
+func pendingClaim(p *model.Problem, key string) *model.Claim {
+	for _, c := range p.Claims {
+		if c.Key == key {
+			return c
+		}
+	}
+	return nil
+}
+
+func deviceNames(p *model.Problem, a *alloc.Assignment) []string {
+	var out []string
+	for _, pk := range a.Picks {
+		out = append(out, a.Claim.Requests[pk.Req].Alternatives[pk.Alt].Name+": "+p.Devices[pk.Dev].ID.String())
+	}
+	return out
+}
+
+func writeExplanations(buf *bytes.Buffer, out []claimExplanation) {
+	for i, ce := range out {
+		if i > 0 {
+			buf.WriteString("\n")
+		}
+		switch ce.Status {
+		case "existing":
+			fmt.Fprintf(buf, "%s: already allocated in the input\n", ce.Claim)
+			continue
+		case "allocated":
+			fmt.Fprintf(buf, "%s: allocated (%s)\n", ce.Claim, strings.Join(ce.Devices, ", "))
+			if len(ce.Explanations) == 0 {
+				fmt.Fprintln(buf, "  nothing to explain: every request got its first choice")
+			}
+		default:
+			fmt.Fprintf(buf, "%s: not allocated\n", ce.Claim)
+		}
+		for _, x := range ce.Explanations {
+			fmt.Fprintf(buf, "%s\n", x.Question)
+			for _, r := range x.Reasons {
+				fmt.Fprintf(buf, "  - %s\n", r.Message)
+			}
+			if !x.Minimal {
+				fmt.Fprintln(buf, "  (the budget ran out before these reasons were reduced to a minimal set)")
+			}
+			if w := x.WhatIf; w != nil {
+				switch {
+				case !w.Possible && w.Optimal:
+					fmt.Fprintln(buf, "what if: releasing allocations does not help; the claim does not fit even with all allocations in its way released")
+				case !w.Possible:
+					fmt.Fprintln(buf, "what if: no answer within the budget (raise --timeout)")
+				case len(w.Release) == 0:
+					fmt.Fprintf(buf, "what if: it fits without releasing any allocation (%s)\n", strings.Join(w.Devices, ", "))
+				default:
+					fewest := "fewest"
+					if !w.Optimal {
+						fewest = "fewest found (not proven)"
+					}
+					fmt.Fprintf(buf, "what if: release %d allocation(s), the %s:\n", len(w.Release), fewest)
+					for _, r := range w.Release {
+						kind := "allocated by this run"
+						if r.Existing {
+							kind = "existing"
+						}
+						move := "evicted: no room elsewhere"
+						if len(r.MovedTo) > 0 {
+							move = "moves to " + strings.Join(r.MovedTo, ", ")
+						}
+						fmt.Fprintf(buf, "  - %s (%s) on %s: %s\n", r.Claim, kind, strings.Join(r.From, ", "), move)
+					}
+					fmt.Fprintf(buf, "  then %s gets %s\n", ce.Claim, strings.Join(w.Devices, ", "))
+				}
+			}
+		}
+	}
+}
