@@ -184,24 +184,5 @@ func Run(ctx context.Context, p *model.Problem, opts Options) (*Result, error) {
 
 // rejectReason gives a one-line reason for an unallocated claim.
 func rejectReason(p *model.Problem, c *model.Claim, objective string) string {
-	if c.Err != nil {
-		return c.Err.Error()
-	}
-	for _, r := range c.Requests {
-		n := 0
-		for _, a := range r.Alternatives {
-			n += len(a.Candidates)
-		}
-		if n == 0 {
-			return fmt.Sprintf("request %s: no free device matches (class %s and selectors, taints, counters)", r.Name, r.Alternatives[0].Class.Name)
-		}
-	}
-	s := model.NewState(p)
-	if _, ok := place(s, c); !ok {
-		return "does not fit even alone (node, constraints or counters)"
-	}
-	if objective == Ordered {
-		return "does not fit together with the claims admitted before it"
-	}
-	return "fits alone, but admitting it would displace more valuable claims (capacity)"
+	return claimReason(p, c, objective)
 }

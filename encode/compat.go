@@ -28,9 +28,9 @@ func (m *Model) compatibleOnlyWith(devs []int) {
 			g := newGroup(GroupCompatibleOnlyWith)
 			g.Device, g.Other = d, o
 			if other.InUse {
-				m.guarded(g, func() { m.clause(m.Used[d].Not()) })
+				m.guarded(&g, func() { m.clause(m.Used[d].Not()) })
 			} else if lo, ok := m.Used[o]; ok && o > d {
-				m.guarded(g, func() { m.clause(m.Used[d].Not(), lo.Not()) })
+				m.guarded(&g, func() { m.clause(m.Used[d].Not(), lo.Not()) })
 			}
 		}
 	}

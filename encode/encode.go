@@ -139,27 +139,33 @@ type Group struct {
 	Device, Other     int
 	Claim, Constraint int
 	Fixed             int
+
+	listed bool
 }
 
 func newGroup(kind GroupKind) Group {
 	return Group{Kind: kind, Set: -1, Counter: -1, Device: -1, Other: -1, Claim: -1, Constraint: -1, Fixed: -1}
 }
 
-// guarded adds the clauses f adds as group g, when groups are on; a group
-// that adds no clause is dropped.
-func (m *Model) guarded(g Group, f func()) {
+// guarded adds the clauses f adds as group g, when groups are on. The
+// group's literal is made on first use, so several calls can add to one
+// group; a group that adds no clause is not listed.
+func (m *Model) guarded(g *Group, f func()) {
 	if !m.groupsOn {
 		f()
 		return
 	}
 	prev := m.guard
-	g.Lit = m.C.Lit()
+	if g.Lit == z.LitNull {
+		g.Lit = m.C.Lit()
+	}
 	m.guard = g.Lit
 	n := len(m.Clauses)
 	f()
 	m.guard = prev
-	if len(m.Clauses) > n {
-		m.Groups = append(m.Groups, g)
+	if len(m.Clauses) > n && !g.listed {
+		g.listed = true
+		m.Groups = append(m.Groups, *g)
 	}
 }
 
@@ -200,7 +206,7 @@ func Encode(p *model.Problem, claims []*model.Claim, opts Options) (*Model, erro
 		ls := uses[d]
 		g := newGroup(GroupDevice)
 		g.Device = d
-		m.guarded(g, func() { m.atMostOne(ls) })
+		m.guarded(&g, func() { m.atMostOne(ls) })
 		if len(ls) == 1 {
 			m.Used[d] = ls[0]
 			continue
@@ -238,7 +244,7 @@ func Encode(p *model.Problem, claims []*model.Claim, opts Options) (*Model, erro
 		}
 		g := newGroup(GroupCompat)
 		g.Set = si
-		m.guarded(g, func() { m.groups(si, bySet[si]) })
+		m.guarded(&g, func() { m.groups(si, bySet[si]) })
 	}
 	m.compatibleOnlyWith(devs)
 	return m, nil
@@ -415,7 +421,7 @@ func (m *Model) claimUnit(c *model.Claim) *Unit {
 							or = append(or, nl)
 						}
 					}
-					m.guarded(nodeGroup, func() { m.clause(or...) })
+					m.guarded(&nodeGroup, func() { m.clause(or...) })
 				}
 			}
 			if a.All {
@@ -505,7 +511,7 @@ func (m *Model) constraints(u *Unit) {
 	for ki, k := range c.Constraints {
 		g := newGroup(GroupConstraint)
 		g.Claim, g.Constraint = c.Index, ki
-		m.guarded(g, func() { m.constraint(u, k) })
+		m.guarded(&g, func() { m.constraint(u, k) })
 	}
 }
 
@@ -575,7 +581,7 @@ func (m *Model) counters(si int, cons []consumer) error {
 		g := newGroup(GroupCounter)
 		g.Set, g.Counter = si, j
 		var err error
-		m.guarded(g, func() { err = m.atMost(lits, w, set.Free[j]) })
+		m.guarded(&g, func() { err = m.atMost(lits, w, set.Free[j]) })
 		if err != nil {
 			return err
 		}

@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-air/gini/z"
@@ -104,6 +105,28 @@ type explainer struct {
 	// existing holders per device, from p.Allocated (existing allocations
 	// baked into p).
 	baked map[int][]string
+	// noMatchMemo caches no-match reasons per request shape (Short).
+	noMatchMemo *sync.Map
+}
+
+// memo keeps the CEL cache and no-match reasons of the last problem Short
+// was called for: the engine asks for one reason per unallocated claim, and
+// many claims share their requests' shape. One entry only, so a long-lived
+// caller does not accumulate problems.
+var memo struct {
+	sync.Mutex
+	p       *model.Problem
+	cel     *celCache
+	noMatch *sync.Map
+}
+
+func shortMemo(p *model.Problem) (*celCache, *sync.Map) {
+	memo.Lock()
+	defer memo.Unlock()
+	if memo.p != p {
+		memo.p, memo.cel, memo.noMatch = p, newCEL(), &sync.Map{}
+	}
+	return memo.cel, memo.noMatch
 }
 
 func newExplainer(p *model.Problem, allocs []Allocation) *explainer {
@@ -160,10 +183,13 @@ func Explain(ctx context.Context, p *model.Problem, target *model.Claim, allocs 
 	if target == nil || target.Index >= len(p.Claims) || p.Claims[target.Index] != target {
 		return nil, ErrNotPending
 	}
+	return newExplainer(p, allocs).explain(ctx, target, opts)
+}
+
+func (e *explainer) explain(ctx context.Context, target *model.Claim, opts Options) (*Explanation, error) {
 	if opts.Deadline.IsZero() {
 		opts.Deadline = time.Now().Add(10 * time.Second)
 	}
-	e := newExplainer(p, allocs)
 	x := &Explanation{Claim: target.Key, Question: "why is it not allocated?", Minimal: true}
 	if len(opts.Prefer) > 0 {
 		var names []string
@@ -198,7 +224,12 @@ func Explain(ctx context.Context, p *model.Problem, target *model.Claim, allocs 
 // that does not fit even alone; p is the run's problem, with existing
 // allocations in it. ok is false when the claim does fit alone.
 func Short(ctx context.Context, p *model.Problem, c *model.Claim, deadline time.Time) (reason string, ok bool) {
-	x, err := Explain(ctx, p, c, nil, Options{Deadline: deadline})
+	if c == nil || c.Index >= len(p.Claims) || p.Claims[c.Index] != c {
+		return "", false
+	}
+	e := newExplainer(p, nil)
+	e.cel, e.noMatchMemo = shortMemo(p)
+	x, err := e.explain(ctx, c, Options{Deadline: deadline})
 	if err != nil {
 		return "", false
 	}
@@ -234,7 +265,16 @@ func (e *explainer) static(c *model.Claim, prefer map[int]int) (Reason, bool) {
 		}
 		a := alts[0]
 		if len(a.Candidates) == 0 {
-			return e.noMatch(c, ri, a), true
+			if e.noMatchMemo == nil {
+				return e.noMatch(c, ri, a), true
+			}
+			key := fmt.Sprintf("%s|%v|%v|%t", a.Name, altSelectors(c, ri, a), altTolerations(c, ri, a), a.AdminAccess)
+			if r, ok := e.noMatchMemo.Load(key); ok {
+				return r.(Reason), true
+			}
+			r := e.noMatch(c, ri, a)
+			e.noMatchMemo.Store(key, r)
+			return r, true
 		}
 		return Reason{Kind: KindCount, Request: a.Name, Message: fmt.Sprintf("request %s asks for %d devices, but only %d can serve it", a.Name, a.Count, len(a.Candidates))}, true
 	}
@@ -302,20 +342,7 @@ func (e *explainer) core(ctx context.Context, target *model.Claim, opts Options)
 	case solver.Unknown:
 		return e.unknown(ctx), false, nil
 	}
-	cur := keep(all)
-	minimal := true
-	for i := 0; i < len(cur); {
-		try := append(append([]z.Lit(nil), cur[:i]...), cur[i+1:]...)
-		switch solve(try) {
-		case solver.Unsat:
-			cur = keep(try)
-		case solver.Sat:
-			i++
-		default:
-			minimal = false
-			i = len(cur)
-		}
-	}
+	cur, minimal := minimize(keep(all), solve, keep)
 	var groups []encode.Group
 	for _, l := range cur {
 		groups = append(groups, m.Groups[byLit[l]])
@@ -350,4 +377,25 @@ func (e *explainer) structural(c *model.Claim, prefer map[int]int) []Reason {
 		}
 	}
 	return []Reason{{Kind: KindCount, Message: "the requests cannot all be served by distinct matching devices"}}
+}
+
+// minimize reduces an unsatisfiable set of group assumptions to a minimal
+// one by deletion: each member is dropped in turn, and stays dropped when
+// the rest is still unsatisfiable (then the solver's failed assumptions
+// shrink the set further). A member whose removal makes the rest
+// satisfiable is needed, and stays needed in every subset. minimal is false
+// when a solve ran out of budget.
+func minimize(cur []z.Lit, solve func([]z.Lit) solver.Result, keep func([]z.Lit) []z.Lit) ([]z.Lit, bool) {
+	for i := 0; i < len(cur); {
+		try := append(append([]z.Lit(nil), cur[:i]...), cur[i+1:]...)
+		switch solve(try) {
+		case solver.Unsat:
+			cur = keep(try)
+		case solver.Sat:
+			i++
+		default:
+			return cur, false
+		}
+	}
+	return cur, true
 }

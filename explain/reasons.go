@@ -373,10 +373,10 @@ func (e *explainer) nodeReason(c *model.Claim) Reason {
 			best, bestN = k, n
 		}
 	}
-	r.Message = fmt.Sprintf("the claim's devices must all be reachable from one node, and no node offers the %d devices it needs", need)
+	r.Message = fmt.Sprintf("the claim's %d devices must all be reachable from one node", need)
 	if bestN >= 0 {
 		r.Node = e.p.Nodes[bestN].Name
-		r.Message += fmt.Sprintf(" (at most %d candidates on one node, %s)", best, r.Node)
+		r.Message += fmt.Sprintf("; at most %d candidates are on one node (%s)", best, r.Node)
 	}
 	return r
 }

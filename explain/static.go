@@ -187,6 +187,11 @@ func (e *explainer) noMatch(c *model.Claim, ri int, a *model.Alternative) Reason
 			shared = append(shared, d.ID.Device)
 		case !fitsAlone(e.p, d):
 			tooBig = append(tooBig, d.ID.Device)
+			for _, cons := range d.Consumes {
+				for _, h := range e.bakedOfSet(cons.Set) {
+					holders[h] = true
+				}
+			}
 		case d.InUse && !a.AdminAccess:
 			inUse = append(inUse, d.ID.Device)
 			for _, h := range e.holdersOfDevice(d.Index) {
@@ -205,6 +210,9 @@ func (e *explainer) noMatch(c *model.Claim, ri int, a *model.Alternative) Reason
 	add(inUse, "are in use")
 	add(tainted, "have a NoSchedule/NoExecute taint the request does not tolerate")
 	add(tooBig, "need more counters than their counter set has free")
+	if len(tooBig) > 0 && len(holders) > 0 {
+		parts[len(parts)-1] += " after existing allocations"
+	}
 	add(shared, "allow multiple allocations, which drasat does not support yet")
 	add(noNode, "are reachable from no known node")
 	r.Message = fmt.Sprintf("request %s: %d devices of class %s match, but none can be used: %s", a.Name, len(matching), className, strings.Join(parts, "; "))
