@@ -1,0 +1,131 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+	"go.uber.org/zap"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/drasat/drasat/alloc"
+	"github.com/drasat/drasat/k8s"
+	"github.com/drasat/drasat/model"
+)
+
+// clusterFlags are shared by `controller` and `reconcile`.
+func clusterFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "kubeconfig", Usage: "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, then in-cluster)"},
+		&cli.StringFlag{Name: "context", Usage: "kubeconfig context to use"},
+		&cli.StringFlag{Name: "namespace", Aliases: []string{"n"}, Usage: "manage only claims and pods in this namespace (default: all)"},
+		&cli.DurationFlag{Name: "batch-window", Value: 2 * time.Second, Usage: "collect pending claims this long before solving"},
+		&cli.IntFlag{Name: "max-batch", Value: 500, Usage: "solve at most this many claims together (oldest first; 0: no limit); reaching it ends the window early"},
+		&cli.BoolFlag{Name: "dry-run", Usage: "print the claims that would be written (YAML on stdout) and write nothing"},
+		&cli.StringFlag{Name: "objective", Value: alloc.MaxClaims, Usage: "max-claims or ordered"},
+		&cli.StringFlag{Name: "policy", Value: alloc.Binpack, Usage: "binpack or spread"},
+		&cli.StringFlag{Name: "compat", Value: model.CompatKEP5963, Usage: "compatibility-group semantics: kep5963 or wildcard"},
+		&cli.DurationFlag{Name: "timeout", Value: 10 * time.Second, Usage: "solve budget per batch"},
+		&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error"},
+		&cli.BoolFlag{Name: "log-console", Usage: "human-readable logs instead of JSON"},
+	}
+}
+
+func controllerCommand() *cli.Command {
+	host, _ := os.Hostname()
+	return &cli.Command{
+		Name:  "controller",
+		Usage: "allocate the cluster's drasat-managed ResourceClaims continuously (see docs/adapter.md)",
+		Flags: append(clusterFlags(),
+			&cli.StringFlag{Name: "metrics-addr", Value: ":8080", Usage: "serve /metrics, /healthz and /readyz here (empty: off)"},
+			&cli.BoolFlag{Name: "leader-elect", Value: true, Usage: "run only while holding the Lease (safe with several replicas)"},
+			&cli.StringFlag{Name: "leader-elect-namespace", Value: "kube-system", Usage: "namespace of the Lease (in-cluster: the pod's namespace via POD_NAMESPACE)", EnvVars: []string{"POD_NAMESPACE"}},
+			&cli.StringFlag{Name: "leader-elect-name", Value: "drasat", Usage: "name of the Lease"},
+			&cli.DurationFlag{Name: "leader-elect-lease-duration", Value: 15 * time.Second},
+			&cli.DurationFlag{Name: "leader-elect-renew-deadline", Value: 10 * time.Second},
+			&cli.DurationFlag{Name: "leader-elect-retry-period", Value: 2 * time.Second},
+			&cli.StringFlag{Name: "identity", Value: host, Usage: "this replica's name in the Lease", EnvVars: []string{"POD_NAME"}},
+		),
+		Action: runController,
+	}
+}
+
+// setup parses the common flags.
+func setup(c *cli.Context) (*zap.Logger, kubernetes.Interface, k8s.Options, error) {
+	log, err := k8s.NewLogger(c.String("log-level"), c.Bool("log-console"))
+	if err != nil {
+		return nil, nil, k8s.Options{}, err
+	}
+	opts := k8s.Options{
+		Namespace:   c.String("namespace"),
+		BatchWindow: c.Duration("batch-window"),
+		MaxBatch:    c.Int("max-batch"),
+		DryRun:      c.Bool("dry-run"),
+		Objective:   c.String("objective"),
+		Policy:      c.String("policy"),
+		Compat:      c.String("compat"),
+		Timeout:     c.Duration("timeout"),
+	}
+	if c.IsSet("identity") || c.String("identity") != "" {
+		opts.Identity = c.String("identity")
+	}
+	opts.Defaults()
+	if err := opts.Validate(); err != nil {
+		return nil, nil, opts, err
+	}
+	cfg, err := k8s.RESTConfig(c.String("kubeconfig"), c.String("context"))
+	if err != nil {
+		return nil, nil, opts, err
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, opts, err
+	}
+	return log, client, opts, nil
+}
+
+func runController(c *cli.Context) error {
+	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	log, client, opts, err := setup(c)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = log.Sync() }()
+	metrics := k8s.NewMetrics()
+	ctl := k8s.NewController(client, opts, log, metrics, os.Stdout)
+	if addr := c.String("metrics-addr"); addr != "" {
+		bound, err := k8s.Serve(ctx, addr, metrics.Handler(ctl.Health), log)
+		if err != nil {
+			return fmt.Errorf("metrics address: %w", err)
+		}
+		log.Info("serving metrics and health", zap.String("addr", bound.String()))
+	}
+	log.Info("starting", zap.String("identity", opts.Identity), zap.String("namespace", opts.Namespace),
+		zap.Duration("batchWindow", opts.BatchWindow), zap.Int("maxBatch", opts.MaxBatch), zap.Bool("dryRun", opts.DryRun))
+	defer ctl.Stop()
+	if err := ctl.Start(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	if !c.Bool("leader-elect") || opts.DryRun {
+		ctl.Reconciler.Cache.Trigger()
+		err = ctl.Run(ctx)
+	} else {
+		err = ctl.RunWithLeaderElection(ctx, client, k8s.LeaderElection{
+			Namespace:     c.String("leader-elect-namespace"),
+			Name:          c.String("leader-elect-name"),
+			LeaseDuration: c.Duration("leader-elect-lease-duration"),
+			RenewDeadline: c.Duration("leader-elect-renew-deadline"),
+			RetryPeriod:   c.Duration("leader-elect-retry-period"),
+		})
+	}
+	log.Info("stopped")
+	return err
+}
+

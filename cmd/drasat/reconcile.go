@@ -1,0 +1,55 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/urfave/cli/v2"
+	"go.uber.org/zap"
+
+	"github.com/drasat/drasat/k8s"
+)
+
+func reconcileCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "reconcile",
+		Usage: "allocate the cluster's drasat-managed pending ResourceClaims once, then exit (see docs/adapter.md)",
+		Flags: append(clusterFlags(),
+			&cli.BoolFlag{Name: "once", Value: true, Usage: "run one pass and exit (the only mode; for a loop use `drasat controller`)"},
+			&cli.StringFlag{Name: "identity", Value: "drasat-reconcile", Usage: "name recorded in drasat.dev/allocated-by"},
+		),
+		Action: runReconcile,
+	}
+}
+
+func runReconcile(c *cli.Context) error {
+	if !c.Bool("once") {
+		return fmt.Errorf("reconcile runs once; use `drasat controller` to keep running")
+	}
+	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	log, client, opts, err := setup(c)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = log.Sync() }()
+	ctl := k8s.NewController(client, opts, log, k8s.NewMetrics(), os.Stdout)
+	defer ctl.Stop()
+	if err := ctl.Start(ctx); err != nil {
+		return err
+	}
+	res, err := ctl.Once(ctx)
+	if err != nil {
+		return err
+	}
+	verb := "allocated"
+	if opts.DryRun {
+		verb = "would allocate"
+	}
+	fmt.Fprintf(os.Stderr, "%s %d of %d claims solved (%d pending); %d pods ungated; %d unallocatable\n",
+		verb, res.Allocated, res.Solved, res.Pending, res.Ungated, res.Unallocated)
+	log.Debug("reconcile done", zap.Any("result", res))
+	return nil
+}

@@ -1,0 +1,172 @@
+package k8s
+
+import (
+	"context"
+	"reflect"
+	"sort"
+	"sync/atomic"
+
+	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	resourcelisters "k8s.io/client-go/listers/resource/v1"
+	"k8s.io/client-go/tools/cache"
+)
+
+// Cache holds the informers drasat reads: ResourceClaims, ResourceSlices,
+// DeviceClasses and Nodes cluster-wide, Pods in the managed namespace (or
+// all). Changes that can affect an allocation are signalled on Changed.
+type Cache struct {
+	factory, podFactory informers.SharedInformerFactory
+
+	Claims  resourcelisters.ResourceClaimLister
+	Slices  resourcelisters.ResourceSliceLister
+	Classes resourcelisters.DeviceClassLister
+	Nodes   corelisters.NodeLister
+	Pods    corelisters.PodLister
+
+	synced []cache.InformerSynced
+	// claimGen counts claim events, to tell whether claims changed since a
+	// check.
+	claimGen atomic.Int64
+	changed  chan struct{}
+}
+
+// NewCache creates (but does not start) the informers.
+func NewCache(client kubernetes.Interface, opts Options) *Cache {
+	c := &Cache{changed: make(chan struct{}, 1)}
+	c.factory = informers.NewSharedInformerFactory(client, opts.Resync)
+	c.podFactory = informers.NewSharedInformerFactoryWithOptions(client, opts.Resync, informers.WithNamespace(opts.Namespace))
+
+	claims := c.factory.Resource().V1().ResourceClaims()
+	slices := c.factory.Resource().V1().ResourceSlices()
+	classes := c.factory.Resource().V1().DeviceClasses()
+	nodes := c.factory.Core().V1().Nodes()
+	pods := c.podFactory.Core().V1().Pods()
+	c.Claims, c.Slices, c.Classes, c.Nodes, c.Pods = claims.Lister(), slices.Lister(), classes.Lister(), nodes.Lister(), pods.Lister()
+
+	all := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { c.signal() },
+		UpdateFunc: func(any, any) { c.signal() },
+		DeleteFunc: func(any) { c.signal() },
+	}
+	claimH := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { c.claimGen.Add(1); c.signal() },
+		UpdateFunc: func(any, any) { c.claimGen.Add(1); c.signal() },
+		DeleteFunc: func(any) { c.claimGen.Add(1); c.signal() },
+	}
+	// Nodes: only additions, deletions and label changes matter (status
+	// heartbeats do not).
+	nodeH := cache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) { c.signal() },
+		UpdateFunc: func(o, n any) {
+			on, ok1 := o.(*corev1.Node)
+			nn, ok2 := n.(*corev1.Node)
+			if !ok1 || !ok2 || !reflect.DeepEqual(on.Labels, nn.Labels) {
+				c.signal()
+			}
+		},
+		DeleteFunc: func(any) { c.signal() },
+	}
+	// Pods: only gated pods and pods that use claims matter.
+	podH := cache.FilteringResourceEventHandler{
+		FilterFunc: func(o any) bool {
+			if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
+				o = d.Obj
+			}
+			p, ok := o.(*corev1.Pod)
+			return !ok || hasGate(p) || len(p.Spec.ResourceClaims) > 0
+		},
+		Handler: all,
+	}
+	c.synced = []cache.InformerSynced{}
+	for _, x := range []struct {
+		inf cache.SharedIndexInformer
+		h   cache.ResourceEventHandler
+	}{{claims.Informer(), claimH}, {slices.Informer(), all}, {classes.Informer(), all}, {nodes.Informer(), nodeH}, {pods.Informer(), podH}} {
+		// AddEventHandler only fails on a stopped informer.
+		reg, _ := x.inf.AddEventHandler(x.h)
+		if reg != nil {
+			c.synced = append(c.synced, reg.HasSynced)
+		}
+		c.synced = append(c.synced, x.inf.HasSynced)
+	}
+	return c
+}
+
+func (c *Cache) signal() {
+	select {
+	case c.changed <- struct{}{}:
+	default:
+	}
+}
+
+// Changed receives a value after any relevant change (coalesced).
+func (c *Cache) Changed() <-chan struct{} { return c.changed }
+
+// Trigger asks for another pass, as a change would.
+func (c *Cache) Trigger() { c.signal() }
+
+// ClaimGeneration changes whenever a claim event arrives.
+func (c *Cache) ClaimGeneration() int64 { return c.claimGen.Load() }
+
+// Start starts the informers; they stop when ctx ends.
+func (c *Cache) Start(ctx context.Context) {
+	c.factory.Start(ctx.Done())
+	c.podFactory.Start(ctx.Done())
+}
+
+// WaitForSync blocks until every informer has synced; false if ctx ended.
+func (c *Cache) WaitForSync(ctx context.Context) bool {
+	return cache.WaitForCacheSync(ctx.Done(), c.synced...)
+}
+
+// Shutdown waits for the informers' goroutines after ctx ended.
+func (c *Cache) Shutdown() {
+	c.factory.Shutdown()
+	c.podFactory.Shutdown()
+}
+
+// Snapshot is a consistent-enough copy of the caches: object pointers from
+// the informers (never modify them), sorted by name for deterministic runs.
+type Snapshot struct {
+	Claims  []*resourceapi.ResourceClaim
+	Slices  []*resourceapi.ResourceSlice
+	Classes []*resourceapi.DeviceClass
+	Nodes   []*corev1.Node
+	Pods    []*corev1.Pod
+}
+
+// Snapshot lists every cache.
+func (c *Cache) Snapshot() (*Snapshot, error) {
+	s := &Snapshot{}
+	var err error
+	if s.Claims, err = c.Claims.List(labels.Everything()); err != nil {
+		return nil, err
+	}
+	if s.Slices, err = c.Slices.List(labels.Everything()); err != nil {
+		return nil, err
+	}
+	if s.Classes, err = c.Classes.List(labels.Everything()); err != nil {
+		return nil, err
+	}
+	if s.Nodes, err = c.Nodes.List(labels.Everything()); err != nil {
+		return nil, err
+	}
+	if s.Pods, err = c.Pods.List(labels.Everything()); err != nil {
+		return nil, err
+	}
+	sort.Slice(s.Claims, func(i, j int) bool { return claimKey(s.Claims[i]) < claimKey(s.Claims[j]) })
+	sort.Slice(s.Slices, func(i, j int) bool { return s.Slices[i].Name < s.Slices[j].Name })
+	sort.Slice(s.Classes, func(i, j int) bool { return s.Classes[i].Name < s.Classes[j].Name })
+	sort.Slice(s.Nodes, func(i, j int) bool { return s.Nodes[i].Name < s.Nodes[j].Name })
+	sort.Slice(s.Pods, func(i, j int) bool {
+		return s.Pods[i].Namespace+"/"+s.Pods[i].Name < s.Pods[j].Namespace+"/"+s.Pods[j].Name
+	})
+	return s, nil
+}
+
+func claimKey(c *resourceapi.ResourceClaim) string { return c.Namespace + "/" + c.Name }

@@ -1,0 +1,108 @@
+package k8s
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/drasat/drasat/alloc"
+	"github.com/drasat/drasat/model"
+)
+
+// Names drasat uses in the cluster.
+const (
+	// SchedulingGate on a pod hands its claims to drasat.
+	SchedulingGate = "drasat.dev/allocate"
+	// ManagedLabel=true on a standalone claim hands it to drasat.
+	ManagedLabel = "drasat.dev/managed"
+	// UnallocatableAnnotation on a claim holds why drasat could not
+	// allocate it in its last attempt; removed when it is allocated.
+	UnallocatableAnnotation = "drasat.dev/unallocatable"
+	// AllocatedByAnnotation marks claims whose allocation drasat wrote.
+	AllocatedByAnnotation = "drasat.dev/allocated-by"
+	// Finalizer is the finalizer the scheduler adds before allocating
+	// (resourceapi.Finalizer); the resourceclaim controller removes it when
+	// the claim is deallocated.
+	Finalizer = "resource.kubernetes.io/delete-protection"
+	// Component names drasat in Events and in the Lease.
+	Component = "drasat"
+)
+
+// Options configure the adapter.
+type Options struct {
+	// Namespace limits which claims and pods drasat manages ("" = all).
+	// Allocated claims of all namespaces are always watched, since their
+	// devices are in use.
+	Namespace string
+	// BatchWindow is how long pending claims are collected before a solve.
+	BatchWindow time.Duration
+	// MaxBatch bounds the claims solved together (oldest first); 0 means no
+	// bound. Reaching it starts the solve before the window ends.
+	MaxBatch int
+	// DryRun: solve and report, but write nothing.
+	DryRun bool
+
+	Objective string        // alloc.MaxClaims or alloc.Ordered
+	Policy    string        // alloc.Binpack or alloc.Spread
+	Compat    string        // model.CompatKEP5963 or model.CompatWildcard
+	Timeout   time.Duration // solve budget per batch
+
+	// Identity names this replica (Lease holder, allocated-by annotation).
+	Identity string
+	// Resync is the informers' resync period and the interval at which
+	// pending claims are retried even without events; 0 means 5 minutes.
+	Resync time.Duration
+	// SettleTimeout bounds how long a pass waits for the informer cache to
+	// show its own writes before verifying them and removing gates.
+	SettleTimeout time.Duration
+}
+
+// Defaults fills unset fields.
+func (o *Options) Defaults() {
+	if o.BatchWindow == 0 {
+		o.BatchWindow = 2 * time.Second
+	}
+	if o.Objective == "" {
+		o.Objective = alloc.MaxClaims
+	}
+	if o.Policy == "" {
+		o.Policy = alloc.Binpack
+	}
+	if o.Compat == "" {
+		o.Compat = model.CompatKEP5963
+	}
+	if o.Timeout == 0 {
+		o.Timeout = 10 * time.Second
+	}
+	if o.Identity == "" {
+		o.Identity = Component
+	}
+	if o.Resync == 0 {
+		o.Resync = 5 * time.Minute
+	}
+	if o.SettleTimeout == 0 {
+		o.SettleTimeout = 5 * time.Second
+	}
+}
+
+// Validate reports bad option values.
+func (o *Options) Validate() error {
+	switch o.Objective {
+	case alloc.MaxClaims, alloc.Ordered:
+	default:
+		return fmt.Errorf("objective %q: want %s or %s", o.Objective, alloc.MaxClaims, alloc.Ordered)
+	}
+	switch o.Policy {
+	case alloc.Binpack, alloc.Spread:
+	default:
+		return fmt.Errorf("policy %q: want %s or %s", o.Policy, alloc.Binpack, alloc.Spread)
+	}
+	switch o.Compat {
+	case model.CompatKEP5963, model.CompatWildcard:
+	default:
+		return fmt.Errorf("compat %q: want %s or %s", o.Compat, model.CompatKEP5963, model.CompatWildcard)
+	}
+	if o.BatchWindow < 0 || o.MaxBatch < 0 || o.Timeout < 0 {
+		return fmt.Errorf("batch window, max batch and timeout must not be negative")
+	}
+	return nil
+}

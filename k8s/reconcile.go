@@ -1,0 +1,507 @@
+package k8s
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/yaml"
+
+	"github.com/drasat/drasat/alloc"
+	"github.com/drasat/drasat/check"
+	"github.com/drasat/drasat/model"
+)
+
+// Event reasons.
+const (
+	ReasonAllocated     = "Allocated"
+	ReasonUnallocatable = "Unallocatable"
+	ReasonWithdrawn     = "AllocationWithdrawn"
+	ReasonUngated       = "SchedulingGateRemoved"
+)
+
+// Reconciler runs allocation passes: solve the pending claims drasat is
+// responsible for, write the results, remove gates.
+type Reconciler struct {
+	Client   kubernetes.Interface
+	Cache    *Cache
+	Opts     Options
+	Log      *zap.Logger
+	Metrics  *Metrics
+	Recorder record.EventRecorder // may be nil
+	// DryRunOut receives, with Opts.DryRun, the claims that would be
+	// written, as YAML.
+	DryRunOut io.Writer
+
+	// reported remembers the last unallocatable reason per claim UID, so an
+	// Event is emitted once per reason rather than once per pass.
+	reported map[string]string
+}
+
+// PassResult summarises one pass.
+type PassResult struct {
+	Pending     int  // claims drasat is responsible for that were pending
+	Solved      int  // claims in the batch
+	Allocated   int  // allocations written (or, dry run, that would be)
+	Unallocated int  // claims of the batch left unallocated
+	Ungated     int  // pods whose gate was removed
+	Withdrawn   int  // allocations withdrawn after a failed verification
+	Optimal     bool // the batch's solve was proven optimal
+	// Requeue asks for another pass soon: claims beyond MaxBatch, or claims
+	// whose write hit a conflict or whose re-check failed.
+	Requeue bool
+}
+
+// Pass runs one reconcile pass over the current cache.
+func (r *Reconciler) Pass(ctx context.Context) (PassResult, error) {
+	var res PassResult
+	if r.reported == nil {
+		r.reported = map[string]string{}
+	}
+	r.Metrics.Passes.Inc()
+	snap, err := r.Cache.Snapshot()
+	if err != nil {
+		return res, err
+	}
+	pending := ours(snap, r.Opts.Namespace)
+	res.Pending = len(pending)
+	r.Metrics.PendingClaims.Set(float64(len(pending)))
+	batch := pending
+	if r.Opts.MaxBatch > 0 && len(batch) > r.Opts.MaxBatch {
+		batch, res.Requeue = batch[:r.Opts.MaxBatch], true
+	}
+	written := map[string]*resourceapi.ResourceClaim{}
+	if len(batch) > 0 {
+		if err := r.solveAndWrite(ctx, snap, batch, written, &res); err != nil {
+			return res, err
+		}
+	}
+	if r.Opts.DryRun {
+		return res, nil
+	}
+	if len(written) > 0 {
+		r.settle(ctx, written)
+	}
+	if err := r.ungate(ctx, written, &res); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// solveAndWrite solves the batch with every allocated claim fixed and writes
+// the allocations.
+func (r *Reconciler) solveAndWrite(ctx context.Context, snap *Snapshot, batch []*resourceapi.ResourceClaim,
+	written map[string]*resourceapi.ResourceClaim, res *PassResult) error {
+	log := r.Log
+	// A bad weight annotation would fail the whole build: leave such claims
+	// out with a reason instead.
+	var solve []*resourceapi.ResourceClaim
+	for _, c := range batch {
+		if w, ok := c.Annotations[model.WeightAnnotation]; ok {
+			if n, err := strconv.ParseInt(w, 10, 64); err != nil || n < 0 || n > model.MaxWeight {
+				r.unallocatable(ctx, c, fmt.Sprintf("annotation %s: %q is not an integer in [0, %d]", model.WeightAnnotation, w, model.MaxWeight))
+				res.Unallocated++
+				continue
+			}
+		}
+		solve = append(solve, c)
+	}
+	res.Solved = len(solve)
+	if len(solve) == 0 {
+		return nil
+	}
+	objs := objects(snap, solve)
+	start := time.Now()
+	p, err := model.Build(objs, model.Options{Compat: r.Opts.Compat})
+	if err != nil {
+		return fmt.Errorf("build problem: %w", err)
+	}
+	for _, is := range p.Issues {
+		log.Warn("pool not used", zap.String("pool", is.Driver+"/"+is.Pool), zap.String("reason", is.Reason))
+	}
+	out, err := alloc.Run(ctx, p, alloc.Options{Objective: r.Opts.Objective, Policy: r.Opts.Policy, Timeout: r.Opts.Timeout})
+	if err != nil {
+		return fmt.Errorf("solve: %w", err)
+	}
+	claims, err := alloc.Allocated(p, out)
+	if err != nil {
+		return fmt.Errorf("results: %w", err)
+	}
+	elapsed := time.Since(start)
+	r.Metrics.BatchSize.Observe(float64(len(solve)))
+	r.Metrics.SolveSeconds.Observe(elapsed.Seconds())
+	res.Optimal = out.Stats.Optimal
+	if out.Stats.Optimal {
+		r.Metrics.Optimal.Set(1)
+	} else {
+		r.Metrics.Optimal.Set(0)
+	}
+	r.Metrics.Gap.Set(out.Stats.Gap())
+	log.Info("batch solved", zap.Int("claims", len(solve)), zap.Int("admitted", out.Stats.Admitted),
+		zap.Bool("optimal", out.Stats.Optimal), zap.Int64("bound", out.Stats.Bound), zap.Duration("took", elapsed))
+
+	// Rejected claims: Event and annotation.
+	for i, why := range out.Rejected {
+		c := p.Claims[i].Obj
+		r.unallocatable(ctx, c, why)
+		res.Unallocated++
+	}
+	r.Metrics.UnallocatedClaims.Set(float64(res.Unallocated))
+
+	var todo []*resourceapi.ResourceClaim
+	for _, c := range claims {
+		if c.Status.Allocation != nil {
+			todo = append(todo, c)
+		}
+	}
+	if r.Opts.DryRun {
+		for _, c := range todo {
+			if r.DryRunOut != nil {
+				b, err := yaml.Marshal(c)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(r.DryRunOut, "---\n%s", b)
+			}
+			log.Info("dry run: would allocate", zap.String("claim", claimKey(c)), zap.String("devices", devices(c)))
+			res.Allocated++
+		}
+		return nil
+	}
+
+	// Write one by one, each re-checked against the latest cache first.
+	for _, c := range todo {
+		if ctx.Err() != nil {
+			// Shutting down: unwritten claims stay pending, which is safe.
+			res.Requeue = true
+			return nil
+		}
+		key := claimKey(c)
+		cur, err := r.Cache.Claims.ResourceClaims(c.Namespace).Get(c.Name)
+		switch {
+		case apierrors.IsNotFound(err):
+			log.Info("claim deleted while solving", zap.String("claim", key))
+			res.Requeue = true
+			continue
+		case err != nil:
+			return err
+		case cur.UID != c.UID || cur.ResourceVersion != c.ResourceVersion || !isPending(cur):
+			log.Info("claim changed while solving; re-solving", zap.String("claim", key))
+			r.Metrics.WriteConflicts.Inc()
+			res.Requeue = true
+			continue
+		}
+		// Check this claim against the latest cache plus what this pass
+		// wrote: devices free, counters not exceeded, selectors hold.
+		if err := r.checkWith(written, c); err != nil {
+			log.Warn("re-check failed; not writing", zap.String("claim", key), zap.Error(err))
+			r.Metrics.CheckRejections.Inc()
+			res.Requeue = true
+			continue
+		}
+		w, err := r.write(ctx, cur, c.Status.Allocation)
+		if err != nil {
+			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+				log.Info("write conflict; re-solving", zap.String("claim", key), zap.Error(err))
+				r.Metrics.WriteConflicts.Inc()
+				res.Requeue = true
+				continue
+			}
+			return fmt.Errorf("write %s: %w", key, err)
+		}
+		written[key] = w
+		res.Allocated++
+		r.Metrics.ClaimsAllocated.Inc()
+		delete(r.reported, string(w.UID))
+		log.Info("allocated", zap.String("claim", key), zap.String("devices", devices(w)))
+		if r.Recorder != nil {
+			r.Recorder.Eventf(w, corev1.EventTypeNormal, ReasonAllocated, "drasat allocated %s", devices(w))
+		}
+	}
+	return nil
+}
+
+// objects builds the engine input: all allocated claims (fixed) and the
+// batch (pending).
+func objects(snap *Snapshot, batch []*resourceapi.ResourceClaim) *model.Objects {
+	objs := &model.Objects{Slices: snap.Slices, Classes: snap.Classes, Nodes: snap.Nodes, Pods: snap.Pods}
+	for _, c := range snap.Claims {
+		if c.Status.Allocation != nil {
+			objs.Claims = append(objs.Claims, c)
+		}
+	}
+	objs.Claims = append(objs.Claims, batch...)
+	return objs
+}
+
+// checkWith verifies one allocated claim against a fresh snapshot of the
+// cache, overlaid with the claims this pass already wrote (the cache may not
+// show them yet): its devices must be free, counters must not be exceeded,
+// selectors and constraints must hold.
+func (r *Reconciler) checkWith(written map[string]*resourceapi.ResourceClaim, c *resourceapi.ResourceClaim) error {
+	snap, err := r.Cache.Snapshot()
+	if err != nil {
+		return err
+	}
+	objs := &model.Objects{Slices: snap.Slices, Classes: snap.Classes, Nodes: snap.Nodes, Pods: snap.Pods}
+	key := claimKey(c)
+	found := false
+	for _, cl := range snap.Claims {
+		k := claimKey(cl)
+		if w, ok := written[k]; ok && newer(w, cl) {
+			cl = w
+		}
+		if k == key {
+			found = true
+			// The claim itself as it was before allocation.
+			cl = cl.DeepCopy()
+			cl.Status.Allocation = nil
+		}
+		objs.Claims = append(objs.Claims, cl)
+	}
+	if !found {
+		return fmt.Errorf("claim %s no longer exists", key)
+	}
+	return check.Check(objs, []*resourceapi.ResourceClaim{c}, check.Options{Compat: r.Opts.Compat})
+}
+
+// newer reports whether a (written by this pass) is at least as recent as b
+// (from the cache). Resource versions are compared as the opaque strings
+// they are unless both parse as integers (etcd's).
+func newer(a, b *resourceapi.ResourceClaim) bool {
+	if a.UID != b.UID {
+		return false
+	}
+	x, err1 := strconv.ParseUint(a.ResourceVersion, 10, 64)
+	y, err2 := strconv.ParseUint(b.ResourceVersion, 10, 64)
+	if err1 != nil || err2 != nil {
+		return a.ResourceVersion != b.ResourceVersion
+	}
+	return x >= y
+}
+
+// write adds the finalizer (and clears drasat's unallocatable annotation),
+// then sets status.allocation; both updates carry the resourceVersion read,
+// so a claim changed meanwhile is never overwritten.
+func (r *Reconciler) write(ctx context.Context, cur *resourceapi.ResourceClaim, a *resourceapi.AllocationResult) (*resourceapi.ResourceClaim, error) {
+	// Finish the two requests even when shutdown starts in between.
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
+	defer cancel()
+	claims := r.Client.ResourceV1().ResourceClaims(cur.Namespace)
+	c := cur.DeepCopy()
+	if !slices.Contains(c.Finalizers, Finalizer) || c.Annotations[UnallocatableAnnotation] != "" || c.Annotations[AllocatedByAnnotation] != r.Opts.Identity {
+		if !slices.Contains(c.Finalizers, Finalizer) {
+			c.Finalizers = append(c.Finalizers, Finalizer)
+		}
+		if c.Annotations == nil {
+			c.Annotations = map[string]string{}
+		}
+		delete(c.Annotations, UnallocatableAnnotation)
+		c.Annotations[AllocatedByAnnotation] = r.Opts.Identity
+		var err error
+		if c, err = claims.Update(wctx, c, metav1.UpdateOptions{FieldManager: Component}); err != nil {
+			return nil, err
+		}
+		c = c.DeepCopy()
+	}
+	c.Status.Allocation = a.DeepCopy()
+	return claims.UpdateStatus(wctx, c, metav1.UpdateOptions{FieldManager: Component})
+}
+
+// unallocatable records why a claim could not be allocated: an Event and the
+// drasat.dev/unallocatable annotation, once per distinct reason.
+func (r *Reconciler) unallocatable(ctx context.Context, c *resourceapi.ResourceClaim, why string) {
+	why = strings.TrimSpace(why)
+	if r.reported[string(c.UID)] == why {
+		return
+	}
+	r.reported[string(c.UID)] = why
+	r.Metrics.ClaimsFailed.Inc()
+	r.Log.Info("unallocatable", zap.String("claim", claimKey(c)), zap.String("reason", why))
+	if r.Opts.DryRun {
+		return
+	}
+	if r.Recorder != nil {
+		r.Recorder.Event(c, corev1.EventTypeWarning, ReasonUnallocatable, why)
+	}
+	if c.Annotations[UnallocatableAnnotation] == why {
+		return
+	}
+	u := c.DeepCopy()
+	if u.Annotations == nil {
+		u.Annotations = map[string]string{}
+	}
+	u.Annotations[UnallocatableAnnotation] = why
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
+	defer cancel()
+	if _, err := r.Client.ResourceV1().ResourceClaims(c.Namespace).Update(wctx, u, metav1.UpdateOptions{FieldManager: Component}); err != nil {
+		// Not fatal: the next pass tries again.
+		delete(r.reported, string(c.UID))
+		r.Log.Info("could not annotate unallocatable claim", zap.String("claim", claimKey(c)), zap.Error(err))
+	}
+}
+
+// settle waits (bounded) until the cache shows this pass's writes, so that
+// the verification before ungating sees them and anything written
+// concurrently by others.
+func (r *Reconciler) settle(ctx context.Context, written map[string]*resourceapi.ResourceClaim) {
+	deadline := time.Now().Add(r.Opts.SettleTimeout)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		behind := false
+		for _, w := range written {
+			cur, err := r.Cache.Claims.ResourceClaims(w.Namespace).Get(w.Name)
+			if err == nil && cur.UID == w.UID && !newer(cur, w) {
+				behind = true
+				break
+			}
+		}
+		if !behind {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// ungate removes drasat's scheduling gate from every gated pod whose claims
+// all exist and are allocated. Before that, each claim drasat allocated that
+// no pod uses yet is verified once more against the cache; if another
+// writer (the scheduler) allocated an overlapping device meanwhile, drasat
+// withdraws its own allocation (the pod is still gated, so nothing uses it)
+// and the claim is solved again.
+func (r *Reconciler) ungate(ctx context.Context, written map[string]*resourceapi.ResourceClaim, res *PassResult) error {
+	snap, err := r.Cache.Snapshot()
+	if err != nil {
+		return err
+	}
+	byKey := map[string]*resourceapi.ResourceClaim{}
+	for _, c := range snap.Claims {
+		byKey[claimKey(c)] = c
+	}
+	for k, w := range written {
+		if c, ok := byKey[k]; !ok || newer(w, c) {
+			byKey[k] = w
+		}
+	}
+	verified := map[string]bool{}
+	for _, p := range snap.Pods {
+		if ctx.Err() != nil {
+			return nil
+		}
+		if !hasGate(p) || p.DeletionTimestamp != nil || (r.Opts.Namespace != "" && p.Namespace != r.Opts.Namespace) {
+			continue
+		}
+		names, complete := podClaimNames(p)
+		if !complete {
+			continue
+		}
+		ready := true
+		for _, n := range names {
+			c := byKey[p.Namespace+"/"+n]
+			if c == nil || c.Status.Allocation == nil || c.DeletionTimestamp != nil {
+				ready = false
+				break
+			}
+			key := claimKey(c)
+			if ok, done := verified[key]; done {
+				ready = ready && ok
+				continue
+			}
+			ok := true
+			if c.Annotations[AllocatedByAnnotation] != "" && len(c.Status.ReservedFor) == 0 {
+				if err := r.verify(written, c); err != nil {
+					ok = false
+					r.Log.Warn("allocation conflicts with one written by someone else; withdrawing it", zap.String("claim", key), zap.Error(err))
+					r.Metrics.CheckRejections.Inc()
+					if werr := r.withdraw(ctx, c, err); werr != nil {
+						r.Log.Info("could not withdraw allocation", zap.String("claim", key), zap.Error(werr))
+					} else {
+						res.Withdrawn++
+					}
+					res.Requeue = true
+				}
+			}
+			verified[key] = ok
+			ready = ready && ok
+		}
+		if !ready {
+			continue
+		}
+		u := p.DeepCopy()
+		u.Spec.SchedulingGates = slices.DeleteFunc(u.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool { return g.Name == SchedulingGate })
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
+		_, err := r.Client.CoreV1().Pods(p.Namespace).Update(wctx, u, metav1.UpdateOptions{FieldManager: Component})
+		cancel()
+		if err != nil {
+			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+				res.Requeue = true
+				continue
+			}
+			return fmt.Errorf("remove gate of pod %s/%s: %w", p.Namespace, p.Name, err)
+		}
+		res.Ungated++
+		r.Metrics.GatesRemoved.Inc()
+		r.Log.Info("scheduling gate removed", zap.String("pod", p.Namespace+"/"+p.Name), zap.Strings("claims", names))
+		if r.Recorder != nil {
+			r.Recorder.Eventf(p, corev1.EventTypeNormal, ReasonUngated, "all %d claims allocated; scheduling gate %s removed", len(names), SchedulingGate)
+		}
+	}
+	return nil
+}
+
+// verify checks an allocated claim against every other allocation in the
+// cache (overlaid with this pass's writes).
+func (r *Reconciler) verify(written map[string]*resourceapi.ResourceClaim, c *resourceapi.ResourceClaim) error {
+	return r.checkWith(written, c)
+}
+
+// withdraw clears an allocation drasat wrote (resourceVersion-guarded).
+func (r *Reconciler) withdraw(ctx context.Context, c *resourceapi.ResourceClaim, why error) error {
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
+	defer cancel()
+	u := c.DeepCopy()
+	u.Status.Allocation = nil
+	if _, err := r.Client.ResourceV1().ResourceClaims(c.Namespace).UpdateStatus(wctx, u, metav1.UpdateOptions{FieldManager: Component}); err != nil {
+		return err
+	}
+	if r.Recorder != nil {
+		r.Recorder.Eventf(c, corev1.EventTypeWarning, ReasonWithdrawn, "allocation withdrawn before use: %v", firstLine(why.Error()))
+	}
+	return nil
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// devices lists a claim's allocated devices for logs and Events.
+func devices(c *resourceapi.ResourceClaim) string {
+	if c.Status.Allocation == nil {
+		return ""
+	}
+	var parts []string
+	for _, r := range c.Status.Allocation.Devices.Results {
+		parts = append(parts, r.Driver+"/"+r.Pool+"/"+r.Device)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// writeTimeout bounds each write. Writes are not cancelled by shutdown or
+// lost leadership (a claim is never left half-written by drasat's own
+// cancellation); this bound is below the gap between the leader's renew
+// deadline and the lease duration, so a successor cannot start writing
+// while an old leader's write is still in flight.
+const writeTimeout = 4 * time.Second
