@@ -45,7 +45,7 @@ func slice(nodeName string, n int) *resourceapi.ResourceSlice {
 func class() *resourceapi.DeviceClass {
 	return &resourceapi.DeviceClass{
 		ObjectMeta: metav1.ObjectMeta{Name: "gpu"},
-		Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: `device.driver == "` + driver + `"`}}}},
+		Spec:       resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: `device.driver == "` + driver + `"`}}}},
 	}
 }
 
@@ -67,7 +67,6 @@ func claim(name string, count int64, labels map[string]string) *resourceapi.Reso
 		}}}},
 	}
 }
-
 
 func gatedPod(name string, claims ...string) *corev1.Pod {
 	p := &corev1.Pod{

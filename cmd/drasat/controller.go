@@ -128,4 +128,3 @@ func runController(c *cli.Context) error {
 	log.Info("stopped")
 	return err
 }
-
