@@ -353,3 +353,23 @@ func TestValidateCanceled(t *testing.T) {
 		t.Fatal("want an error from a canceled context")
 	}
 }
+
+func TestCheckLimits(t *testing.T) {
+	objs := loadValid(t)
+	if err := CheckLimits(objs); err != nil {
+		t.Fatal(err)
+	}
+	s := slice(objs, "gpu-devices")
+	for n := len(s.Spec.Devices); n <= MaxDevices; n += len(s.Spec.Devices) {
+		objs.Slices = append(objs.Slices, s)
+	}
+	err := CheckLimits(objs)
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("more than drasat's limit of %d", MaxDevices)) {
+		t.Fatalf("CheckLimits = %v, want the device limit", err)
+	}
+	objs = loadValid(t)
+	objs.Claims = make([]*resourceapi.ResourceClaim, MaxClaims+1)
+	if err := CheckLimits(objs); err == nil || !strings.Contains(err.Error(), "ResourceClaims") {
+		t.Fatalf("CheckLimits = %v, want the claim limit", err)
+	}
+}

@@ -62,6 +62,9 @@ func runExplain(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := model.CheckLimits(objs); err != nil {
+		return err
+	}
 	compat := model.Options{Compat: c.String("compat")}
 	var p, free *model.Problem
 	err = interruptible(ctx, "building the problem", func() error {

@@ -86,6 +86,9 @@ func runValidate(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := model.CheckLimits(objs); err != nil {
+		return err
+	}
 	fs, err := model.Validate(ctx, objs)
 	if err != nil {
 		return ctxError(ctx, "validating")
