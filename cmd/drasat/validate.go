@@ -45,6 +45,9 @@ func commandContext(c *cli.Context, timeout time.Duration) (context.Context, con
 // Ctrl-C), with an error naming what was interrupted. f keeps running in
 // the background; the command returns without writing anything.
 func interruptible(ctx context.Context, what string, f func() error) error {
+	if ctx.Err() != nil {
+		return ctxError(ctx, what)
+	}
 	done := make(chan error, 1)
 	go func() { done <- f() }()
 	select {

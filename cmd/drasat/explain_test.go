@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/urfave/cli/v2"
+)
+
+// runCmd runs `drasat args...` with the validate and explain commands
+// in-process and returns stdout, stderr and the error.
+func runCmd(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
+	dir := t.TempDir()
+	outF, _ := os.Create(filepath.Join(dir, "stdout"))
+	errF, _ := os.Create(filepath.Join(dir, "stderr"))
+	oldOut, oldErr := os.Stdout, os.Stderr
+	os.Stdout, os.Stderr = outF, errF
+	defer func() { os.Stdout, os.Stderr = oldOut, oldErr }()
+	app := &cli.App{Name: "drasat", Commands: []*cli.Command{validateCommand(), explainCommand()}, ExitErrHandler: func(*cli.Context, error) {}}
+	err := app.RunContext(context.Background(), append([]string{"drasat"}, args...))
+	outF.Close()
+	errF.Close()
+	o, _ := os.ReadFile(outF.Name())
+	e, _ := os.ReadFile(errF.Name())
+	return string(o), string(e), err
+}
+
+func TestValidateExamplesClean(t *testing.T) {
+	for _, dir := range exampleDirs(t) {
+		stdout, stderr, err := runCmd(t, "validate", "-f", filepath.Join(examplesDir, dir))
+		if err != nil || stdout != "" {
+			t.Errorf("validate %s: %v\n%s%s", dir, err, stdout, stderr)
+		}
+	}
+}
+
+func TestValidateReportsAndFails(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	doc := "apiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {name: s}\nspec:\n  driver: x.example.com\n  nodeName: n1\n  pool: {name: p, generation: 1, resourceSliceCount: 1}\n  devices:\n  - name: d\n    consumesCounters: [{counterSet: nope, counters: {c: {value: '1'}}}]\n"
+	if err := os.WriteFile(bad, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, _, err := runCmd(t, "validate", "-f", bad, "-o", "json")
+	if err == nil {
+		t.Fatal("validate of a bad slice succeeded")
+	}
+	var out struct {
+		Errors   int
+		Findings []struct{ Origin, Slice, Device, Field, Message string }
+	}
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatalf("%v\n%s", err, stdout)
+	}
+	if out.Errors != 1 || out.Findings[0].Origin != bad+"#1" || out.Findings[0].Device != "d" ||
+		out.Findings[0].Field != "spec.devices[0].consumesCounters[0].counterSet" || !strings.Contains(out.Findings[0].Message, `counter set "nope" does not exist`) {
+		t.Fatalf("unexpected findings: %s", stdout)
+	}
+}
+
+func TestExplainTPU(t *testing.T) {
+	stdout, stderr, err := runCmd(t, "explain", "-f", filepath.Join(examplesDir, "tpu-multihost"), "--claim", "train-4x8", "--what-if", "-o", "json")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	var out []claimExplanation
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatalf("%v\n%s", err, stdout)
+	}
+	if len(out) != 1 || out[0].Status != "unallocated" || len(out[0].Explanations) != 1 {
+		t.Fatalf("unexpected output: %s", stdout)
+	}
+	x := out[0].Explanations[0]
+	if !x.Minimal || len(x.Reasons) == 0 || x.Reasons[0].Kind != "counter" || len(x.Reasons[0].Claims) == 0 {
+		t.Fatalf("want a minimal counter reason naming claims: %s", stdout)
+	}
+	if w := x.WhatIf; w == nil || !w.Possible || len(w.Release) == 0 || len(w.Devices) != 1 {
+		t.Fatalf("want a what-if answer: %s", stdout)
+	}
+}
+
+func TestExplainFirstChoices(t *testing.T) {
+	stdout, _, err := runCmd(t, "explain", "-f", filepath.Join(examplesDir, "mig-a100"), "--claim", "default/mig-devices")
+	if err != nil || !strings.Contains(stdout, "default/mig-devices: allocated") || !strings.Contains(stdout, "nothing to explain") {
+		t.Fatalf("%v\n%s", err, stdout)
+	}
+	if _, _, err := runCmd(t, "explain", "-f", filepath.Join(examplesDir, "mig-a100"), "--claim", "nope"); err == nil || !strings.Contains(err.Error(), "default/nope is not in the input") {
+		t.Fatalf("unknown claim: %v", err)
+	}
+}
+
+// TestTimeoutWritesNothing: a command stopped by --timeout fails and writes
+// nothing to stdout.
+func TestTimeoutWritesNothing(t *testing.T) {
+	for _, args := range [][]string{
+		{"explain", "-f", filepath.Join(examplesDir, "mig-a100"), "--claim", "mig-devices", "--timeout", "1ns"},
+		{"validate", "-f", filepath.Join(examplesDir, "mig-a100"), "--timeout", "1ns"},
+	} {
+		stdout, _, err := runCmd(t, args...)
+		if err == nil || !strings.Contains(err.Error(), "--timeout reached") || stdout != "" {
+			t.Errorf("%s: err %v, stdout %q; want a timeout error and no output", args[0], err, stdout)
+		}
+	}
+}
