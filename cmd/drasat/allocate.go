@@ -42,8 +42,13 @@ func runAllocate(c *cli.Context) error {
 	if format != "yaml" && format != "json" && format != "table" {
 		return fmt.Errorf("flag --output: %q is not yaml, json or table", format)
 	}
-	objs, warnings, err := model.Load(c.StringSlice("filename"), os.Stdin)
+	// Loading stops on Ctrl-C; --timeout is the solve budget, after which
+	// the best allocation found is still written.
+	objs, warnings, err := loadObjects(ctx, c)
 	if err != nil {
+		return err
+	}
+	if err := model.CheckLimits(objs); err != nil {
 		return err
 	}
 	for _, w := range warnings {
