@@ -25,8 +25,9 @@ import (
 // Limits keep a run bounded; past them loading fails with a clear error
 // instead of exhausting memory.
 const (
-	MaxObjects  = 200_000
-	MaxDocBytes = 16 << 20
+	MaxObjects    = 200_000
+	MaxDocBytes   = 16 << 20
+	MaxInputBytes = 1 << 30 // all files and stdin together
 )
 
 // Loader reads Kubernetes objects the way kubectl -f does.
@@ -35,6 +36,24 @@ type Loader struct {
 	Warnings []string
 	objs     *Objects
 	count    int
+	read     int64 // bytes read from all inputs so far
+}
+
+// budgetReader fails a read once the loader's inputs together pass
+// MaxInputBytes, so no input, however large, is read into memory whole.
+type budgetReader struct {
+	r    io.Reader
+	l    *Loader
+	name string
+}
+
+func (b budgetReader) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	b.l.read += int64(n)
+	if b.l.read > MaxInputBytes {
+		return n, fmt.Errorf("%s: input larger than %d bytes in all; split it into several runs", b.name, MaxInputBytes)
+	}
+	return n, err
 }
 
 // Load reads every path (file, directory, or "-" for stdin) into Objects.
@@ -97,7 +116,7 @@ func (l *Loader) loadPath(p string) error {
 }
 
 func (l *Loader) loadStream(name string, r io.Reader) error {
-	reader := utilyaml.NewYAMLReader(bufio.NewReaderSize(r, 64<<10))
+	reader := utilyaml.NewYAMLReader(bufio.NewReaderSize(budgetReader{r, l, name}, 64<<10))
 	for doc := 1; ; doc++ {
 		raw, err := reader.Read()
 		if err == io.EOF {

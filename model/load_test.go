@@ -253,3 +253,14 @@ func TestLoadMissingFile(t *testing.T) {
 		t.Errorf("error %v, want one naming %s", err, path)
 	}
 }
+
+// Inputs past MaxInputBytes in all fail with an error naming the input,
+// instead of being read into memory.
+func TestLoadInputBudget(t *testing.T) {
+	l := &Loader{read: MaxInputBytes - 10}
+	l.objs = &Objects{CompatibleOnlyWith: map[DeviceID]string{}, Origin: map[string]string{}}
+	err := l.loadStream("big.yaml", strings.NewReader("apiVersion: v1\nkind: Node\nmetadata:\n  name: n1\n"))
+	if err == nil || !strings.Contains(err.Error(), "big.yaml: input larger than") {
+		t.Fatalf("loadStream = %v, want the input budget error", err)
+	}
+}
