@@ -2,11 +2,11 @@ package bench
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
 	"github.com/drasat/drasat/alloc"
+	"github.com/drasat/drasat/bound"
 	"github.com/drasat/drasat/model"
 )
 
@@ -43,25 +43,39 @@ func BenchmarkMIG8x8Claims300(b *testing.B)   { benchmarkMIG(b, 8, 8, 300) }
 func BenchmarkMIG8x8Claims500(b *testing.B)   { benchmarkMIG(b, 8, 8, 500) }
 func BenchmarkMIG64x8Claims2000(b *testing.B) { benchmarkMIG(b, 64, 8, 2000) }
 
-// TestMIGProbe prints one solve per size; a development aid (-run Probe -v).
-func TestMIGProbe(t *testing.T) {
-	if testing.Short() || !testing.Verbose() {
-		t.Skip("development aid: go test -run Probe -v ./bench/")
-	}
-	for _, sz := range [][3]int{{8, 8, 300}, {8, 8, 500}, {64, 8, 2000}} {
-		objs := MIG(DefaultMIG(sz[0], sz[1], sz[2], 1))
-		start := time.Now()
-		p, err := model.Build(objs, model.Options{})
-		if err != nil {
-			t.Fatal(err)
+func BenchmarkMIG256x8Claims8000(b *testing.B) { benchmarkMIG(b, 256, 8, 8000) }
+
+// benchmarkBuild measures turning objects into the problem: pools,
+// counters and CEL selection of candidates.
+func benchmarkBuild(b *testing.B, nodes, gpus, claims int) {
+	objs := MIG(DefaultMIG(nodes, gpus, claims, 1))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := model.Build(objs, model.Options{}); err != nil {
+			b.Fatal(err)
 		}
-		build := time.Since(start)
-		res, err := alloc.Run(context.Background(), p, alloc.Options{Timeout: 10 * time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		st := res.Stats
-		fmt.Printf("%v: build %v total %v admitted %d greedy %d bound %d optimal %v vars %d clauses %d comps %d\n",
-			sz, build, time.Since(start), st.Admitted, st.Greedy, st.Bound, st.Optimal, st.Variables, st.Clauses, st.Components)
 	}
 }
+
+func BenchmarkBuildMIG8x8Claims500(b *testing.B)   { benchmarkBuild(b, 8, 8, 500) }
+func BenchmarkBuildMIG64x8Claims2000(b *testing.B) { benchmarkBuild(b, 64, 8, 2000) }
+
+// benchmarkRelaxation measures the configuration relaxation alone: bins,
+// types, and the descent to its bound.
+func benchmarkRelaxation(b *testing.B, nodes, gpus, claims int) {
+	p, err := model.Build(MIG(DefaultMIG(nodes, gpus, claims, 1)), model.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	unit := func(*model.Claim) int64 { return 1 }
+	b.ResetTimer()
+	var value float64
+	for i := 0; i < b.N; i++ {
+		rel := bound.New(p, p.Claims, unit)
+		value = rel.Solve(context.Background(), 0, time.Now().Add(time.Minute), bound.Options{}).Value
+	}
+	b.ReportMetric(value, "bound")
+}
+
+func BenchmarkRelaxationMIG8x8Claims500(b *testing.B)   { benchmarkRelaxation(b, 8, 8, 500) }
+func BenchmarkRelaxationMIG64x8Claims2000(b *testing.B) { benchmarkRelaxation(b, 64, 8, 2000) }
