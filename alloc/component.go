@@ -155,6 +155,10 @@ func solveComponent(ctx context.Context, p *model.Problem, claims []*model.Claim
 			r.optimal = val >= r.bound
 		}
 		base = append(base, obj.Geq(int(val)))
+		// When best-fit found the optimum, the SAT model has no model of it
+		// yet, and finding one can be as hard as the proof was: it and the
+		// lower levels below get a bounded share of the budget.
+		deadline = secondaryDeadline(deadline)
 		if !haveModel && s.Solve(ctx, deadline, base...) == solver.Sat {
 			cur, haveModel = decode(p, m, s), true
 		}
@@ -185,6 +189,18 @@ func solveComponent(ctx context.Context, p *model.Problem, claims []*model.Claim
 		_, tv = secondary(p, cur)
 	}
 	return finish(cur)
+}
+
+// secondaryBudget bounds the time spent, once the admitted weight is
+// settled, on the lower objective levels (firstAvailable preference and
+// packing): they refine an answer that is already optimal in what counts.
+const secondaryBudget = 2 * time.Second
+
+func secondaryDeadline(deadline time.Time) time.Time {
+	if end := time.Now().Add(secondaryBudget); end.Before(deadline) {
+		return end
+	}
+	return deadline
 }
 
 func estimateVariables(claims []*model.Claim) int {
