@@ -44,6 +44,11 @@ type Reconciler struct {
 	// written, as YAML.
 	DryRunOut io.Writer
 
+	// AfterSolve, when set, is called after a batch is solved and before
+	// anything is written, with the claims about to be written (a test
+	// hook: the e2e suite modifies and deletes claims there).
+	AfterSolve func(claims []*resourceapi.ResourceClaim)
+
 	// reported remembers the last unallocatable reason per claim UID, so an
 	// Event is emitted once per reason rather than once per pass.
 	reported map[string]string
@@ -180,6 +185,12 @@ func (r *Reconciler) solveAndWrite(ctx context.Context, snap *Snapshot, batch []
 		return nil
 	}
 
+	if r.AfterSolve != nil {
+		r.AfterSolve(todo)
+		// Let the cache see what the hook did, as it would have by the
+		// time a slow solve ends.
+		time.Sleep(200 * time.Millisecond)
+	}
 	// Write one by one, each re-checked against the latest cache first.
 	for _, c := range todo {
 		if ctx.Err() != nil {
@@ -316,6 +327,15 @@ func (r *Reconciler) write(ctx context.Context, cur *resourceapi.ResourceClaim, 
 		c = c.DeepCopy()
 	}
 	c.Status.Allocation = a.DeepCopy()
+	if c.Status.Allocation.AllocationTimestamp == nil {
+		// The scheduler stamps its allocations. With DRADeviceBindingConditions
+		// and DRAResourceClaimDeviceStatus on (beta in 1.37), its PreBind
+		// stamps an unstamped allocation when reserving the claim for a pod,
+		// and the API server rejects that as a change of the immutable
+		// allocation: the pod would never bind. So drasat stamps it too.
+		now := metav1.NewTime(time.Now().Truncate(time.Second))
+		c.Status.Allocation.AllocationTimestamp = &now
+	}
 	return claims.UpdateStatus(wctx, c, metav1.UpdateOptions{FieldManager: Component})
 }
 
