@@ -69,7 +69,8 @@ func (c *Controller) Start(ctx context.Context) error {
 	return nil
 }
 
-// Stop flushes Events and stops the informers (after ctx ended).
+// Stop flushes Events and waits for the informers to stop. Call it after
+// the context given to Start has ended, or it blocks.
 func (c *Controller) Stop() {
 	c.broadcaster.Shutdown()
 	c.Reconciler.Cache.Shutdown()

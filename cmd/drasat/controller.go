@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/signal"
@@ -106,7 +107,11 @@ func runController(c *cli.Context) error {
 	}
 	log.Info("starting", zap.String("identity", opts.Identity), zap.String("namespace", opts.Namespace),
 		zap.Duration("batchWindow", opts.BatchWindow), zap.Int("maxBatch", opts.MaxBatch), zap.Bool("dryRun", opts.DryRun))
-	defer ctl.Stop()
+	ctx, cancel := context.WithCancel(ctx)
+	defer func() {
+		cancel() // the informers stop, then Stop waits for them
+		ctl.Stop()
+	}()
 	if err := ctl.Start(ctx); err != nil {
 		if ctx.Err() != nil {
 			return nil

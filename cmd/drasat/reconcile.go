@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/signal"
@@ -36,7 +37,11 @@ func runReconcile(c *cli.Context) error {
 	}
 	defer func() { _ = log.Sync() }()
 	ctl := k8s.NewController(client, opts, log, k8s.NewMetrics(), os.Stdout)
-	defer ctl.Stop()
+	ctx, cancel := context.WithCancel(ctx)
+	defer func() {
+		cancel() // the informers stop, then Stop waits for them
+		ctl.Stop()
+	}()
 	if err := ctl.Start(ctx); err != nil {
 		return err
 	}

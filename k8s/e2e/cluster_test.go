@@ -465,7 +465,6 @@ func (c *cluster) createNodes(nodes []*corev1.Node) {
 	}
 }
 
-
 func envOr(k, def string) string {
 	if v := os.Getenv(k); v != "" {
 		return v

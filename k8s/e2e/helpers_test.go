@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -316,5 +315,3 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
-
-var _ = fmt.Sprintf
