@@ -211,7 +211,10 @@ func testMidSolve(t *testing.T) {
 // is open; drasat reconnects and allocates everything.
 func testAPIServerRestart(t *testing.T) {
 	c := migCluster(t)
-	d := c.startDrasat("drasat-a", "--batch-window=3s")
+	// A lease that outlasts the outage: the process itself must ride it
+	// out (with the default 10 s renew deadline it would exit on losing the
+	// Lease and be restarted by its Deployment).
+	d := c.startDrasat("drasat-a", "--batch-window=3s", "--leader-elect-lease-duration=90s", "--leader-elect-renew-deadline=60s")
 	const ns = "restart"
 	c.namespace(ns)
 	c.eventually("drasat leads", 30*time.Second, func() (bool, error) { return c.leaseHolder() == "drasat-a", nil })
