@@ -2,6 +2,11 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -45,7 +50,7 @@ func TestMIGGatedPods(t *testing.T) {
 		t.Fatalf("scenario does not separate: first-fit admits %d of %d", ff.Admitted(), len(objs.Claims))
 	}
 
-	c.startDrasat("drasat-a")
+	d := c.startDrasat("drasat-a")
 	const ns = "mig"
 	c.namespace(ns)
 	for _, cl := range objs.Claims {
@@ -84,6 +89,45 @@ func TestMIGGatedPods(t *testing.T) {
 		t.Errorf("%d claims, want %d", n, len(objs.Claims))
 	}
 	c.assertFeasible()
+
+	// Health and metrics on --metrics-addr.
+	addr := metricsAddr(t, d)
+	for _, path := range []string{"/healthz", "/readyz"} {
+		if body := httpGet(t, "http://"+addr+path); strings.TrimSpace(body) != "ok" {
+			t.Errorf("%s: %q", path, body)
+		}
+	}
+	m := httpGet(t, "http://"+addr+"/metrics")
+	for _, want := range []string{"drasat_claims_allocated_total 10", "drasat_gates_removed_total 10", "drasat_leader 1", "drasat_last_solve_optimal 1", "drasat_solve_seconds_count"} {
+		if !strings.Contains(m, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+}
+
+// metricsAddr reads the address drasat logged for --metrics-addr=127.0.0.1:0.
+func metricsAddr(t *testing.T, p *proc) string {
+	t.Helper()
+	b, err := os.ReadFile(p.log)
+	must(t, err)
+	for _, l := range strings.Split(string(b), "\n") {
+		var e struct{ Msg, Addr string }
+		if json.Unmarshal([]byte(l), &e) == nil && e.Msg == "serving metrics and health" {
+			return e.Addr
+		}
+	}
+	t.Fatal("drasat did not log its metrics address")
+	return ""
+}
+
+func httpGet(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	must(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	must(t, err)
+	return string(b)
 }
 
 // Case 2: the multi-host TPU pool of examples/tpu-multihost. One shared
