@@ -210,18 +210,23 @@ func repeat(s string, n int) []string {
 }
 
 func pickProfile(rng *rand.Rand, gm *GPUModel) MIGProfile {
+	return gm.Profiles[pickWeighted(rng, len(gm.Profiles), func(i int) float64 { return gm.Profiles[i].ClaimShare })]
+}
+
+// pickWeighted draws an index in [0, n) with probability proportional to
+// weight(i).
+func pickWeighted(rng *rand.Rand, n int, weight func(i int) float64) int {
 	total := 0.0
-	for _, p := range gm.Profiles {
-		total += p.ClaimShare
+	for i := 0; i < n; i++ {
+		total += weight(i)
 	}
 	x := rng.Float64() * total
-	for _, p := range gm.Profiles {
-		x -= p.ClaimShare
-		if x < 0 {
-			return p
+	for i := 0; i < n; i++ {
+		if x -= weight(i); x < 0 {
+			return i
 		}
 	}
-	return gm.Profiles[0]
+	return 0
 }
 
 // pickSmallProfile picks a profile n instances of which fit on one GPU.

@@ -143,20 +143,8 @@ func Modes(cfg ModesConfig) *model.Objects {
 			}
 		}
 	}
-	total := 0.0
-	for _, m := range gpuModes {
-		total += m.share
-	}
 	for i := 0; i < cfg.Claims; i++ {
-		x := rng.Float64() * total
-		m := gpuModes[0]
-		for _, mm := range gpuModes {
-			x -= mm.share
-			if x < 0 {
-				m = mm
-				break
-			}
-		}
+		m := gpuModes[pickWeighted(rng, len(gpuModes), func(k int) float64 { return gpuModes[k].share })]
 		name := fmt.Sprintf("claim-%04d", i)
 		switch m.mode {
 		case "MIGSlicing":

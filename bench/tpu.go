@@ -125,20 +125,8 @@ func TPU(cfg TPUConfig) (*model.Objects, error) {
 			existing++
 		}
 	}
-	total := 0.0
-	for _, t := range TPUTopologies {
-		total += t.ClaimShare
-	}
 	for i := 0; i < cfg.Claims; i++ {
-		x := rng.Float64() * total
-		t := TPUTopologies[0]
-		for _, tt := range TPUTopologies {
-			x -= tt.ClaimShare
-			if x < 0 {
-				t = tt
-				break
-			}
-		}
+		t := TPUTopologies[pickWeighted(rng, len(TPUTopologies), func(k int) float64 { return TPUTopologies[k].ClaimShare })]
 		objs.Claims = append(objs.Claims, newClaim(fmt.Sprintf("claim-%04d", i), []string{TPUDriver}, tpuSelector(t.Name)))
 	}
 	return objs, nil

@@ -8,7 +8,6 @@ import (
 
 	resourceapi "k8s.io/api/resource/v1"
 	dracel "k8s.io/dynamic-resource-allocation/cel"
-	"k8s.io/dynamic-resource-allocation/resourceclaim"
 
 	"github.com/drasat/drasat/model"
 )
@@ -181,11 +180,11 @@ func (e *explainer) noMatch(c *model.Claim, ri int, a *model.Alternative) Reason
 	holders := map[string]bool{}
 	for _, d := range matching {
 		switch {
-		case taintPrevents(d.Spec, tols):
+		case model.TaintPrevents(d.Spec, tols):
 			tainted = append(tainted, d.ID.Device)
 		case d.MultiAlloc:
 			shared = append(shared, d.ID.Device)
-		case !fitsAlone(e.p, d):
+		case !model.FitsAlone(e.p, d):
 			tooBig = append(tooBig, d.ID.Device)
 			for _, cons := range d.Consumes {
 				for _, h := range e.bakedOfSet(cons.Set) {
@@ -248,35 +247,4 @@ func list(xs []string) string {
 		return xs[0]
 	}
 	return strings.Join(xs[:len(xs)-1], ", ") + " and " + xs[len(xs)-1]
-}
-
-func taintPrevents(dev *resourceapi.Device, tols []resourceapi.DeviceToleration) bool {
-	for _, t := range dev.Taints {
-		if t.Effect != resourceapi.DeviceTaintEffectNoSchedule && t.Effect != resourceapi.DeviceTaintEffectNoExecute {
-			continue
-		}
-		tolerated := false
-		for _, tol := range tols {
-			if resourceclaim.ToleratesTaint(tol, t) {
-				tolerated = true
-				break
-			}
-		}
-		if !tolerated {
-			return true
-		}
-	}
-	return false
-}
-
-func fitsAlone(p *model.Problem, d *model.Device) bool {
-	for _, cons := range d.Consumes {
-		set := p.CounterSets[cons.Set]
-		for j, a := range cons.Amounts {
-			if a > set.Free[j] {
-				return false
-			}
-		}
-	}
-	return true
 }

@@ -574,7 +574,7 @@ func (b *builder) match(class *resourceapi.DeviceClass, sels []resourceapi.Devic
 			// taken makes its nodes unusable; the encoder sees it in AllMatch.
 			allMatch = append(allMatch, d.Index)
 		}
-		if taintPrevents(d.Spec, tols) || !fitsAlone(b.p, d) {
+		if TaintPrevents(d.Spec, tols) || !FitsAlone(b.p, d) {
 			continue
 		}
 		if d.MultiAlloc {
@@ -601,9 +601,9 @@ func errSharedOnly(example DeviceID, n int) error {
 	return fmt.Errorf("the only matching devices (%d, e.g. %s) allow multiple allocations, which drasat does not support yet", n, example)
 }
 
-// fitsAlone: a device whose consumption exceeds what is free can never be
+// FitsAlone is false for a device whose consumption exceeds what is free: it can never be
 // allocated in this run.
-func fitsAlone(p *Problem, d *Device) bool {
+func FitsAlone(p *Problem, d *Device) bool {
 	for _, cons := range d.Consumes {
 		set := p.CounterSets[cons.Set]
 		for j, a := range cons.Amounts {
@@ -615,7 +615,9 @@ func fitsAlone(p *Problem, d *Device) bool {
 	return true
 }
 
-func taintPrevents(dev *resourceapi.Device, tols []resourceapi.DeviceToleration) bool {
+// TaintPrevents tells whether a NoSchedule or NoExecute taint of dev is not
+// tolerated.
+func TaintPrevents(dev *resourceapi.Device, tols []resourceapi.DeviceToleration) bool {
 	for _, t := range dev.Taints {
 		if t.Effect != resourceapi.DeviceTaintEffectNoSchedule && t.Effect != resourceapi.DeviceTaintEffectNoExecute {
 			continue
