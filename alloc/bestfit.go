@@ -43,7 +43,7 @@ func bestFit(ctx context.Context, p *model.Problem, claims []*model.Claim, r *bo
 		if v, ok := memo[key]; ok {
 			return v
 		}
-		v, _, _ := r.Value(b, s, price)
+		v, _ := r.Value(b, s, price)
 		memo[key] = v
 		return v
 	}
@@ -86,11 +86,11 @@ func bestFit(ctx context.Context, p *model.Problem, claims []*model.Claim, r *bo
 		looked := map[string]bool{}
 		for _, n := range nodes {
 			if _, ok := nodeBins[n]; ok {
-				if k := nodeKey(n); looked[k] {
+				k := nodeKey(n)
+				if looked[k] {
 					continue
-				} else {
-					looked[k] = true
 				}
+				looked[k] = true
 			}
 			g := &placer{s: s, c: c, node: n, budget: perNode, inClaim: map[int]bool{}}
 			g.each = func(picks []Pick) {
@@ -113,17 +113,19 @@ func bestFit(ctx context.Context, p *model.Problem, claims []*model.Claim, r *bo
 							key = binary.AppendUvarint(key, uint64(b.Position(q.Dev)))
 						}
 					}
-					bv := memo[before] // computed when the bin was committed
-					if _, ok := memo[before]; !ok {
+					bv, ok := memo[before]
+					if !ok {
+						// First look at this bin state: value it without
+						// the picks, then put them back.
 						for _, q := range picks {
 							if r.BinOf(q.Dev) == b {
-								s.Release(q.Dev, !excl(c, q))
+								s.Release(q.Dev, exclusive(c, q))
 							}
 						}
 						bv = value(before, b)
 						for _, q := range picks {
 							if r.BinOf(q.Dev) == b {
-								s.Take(q.Dev, !excl(c, q))
+								s.Take(q.Dev, exclusive(c, q))
 							}
 						}
 					}
@@ -141,8 +143,8 @@ func bestFit(ctx context.Context, p *model.Problem, claims []*model.Claim, r *bo
 		if best == nil {
 			continue
 		}
+		best.take(s)
 		for _, pk := range best.Picks {
-			s.Take(pk.Dev, !excl(c, pk))
 			if b := r.BinOf(pk.Dev); b != nil {
 				committed[b.Index] = ""
 				delete(nodeKeys, binNode(p, b))
@@ -172,10 +174,10 @@ const (
 	bestFitMinBudget = 300
 )
 
-// excl tells whether a pick is admin access (which does not occupy its
-// device).
-func excl(c *model.Claim, pk Pick) bool {
-	return c.Requests[pk.Req].Alternatives[pk.Alt].AdminAccess
+// exclusive tells whether a pick occupies its device (admin access does
+// not).
+func exclusive(c *model.Claim, pk Pick) bool {
+	return !c.Requests[pk.Req].Alternatives[pk.Alt].AdminAccess
 }
 
 func containsBin(bs []*bound.Bin, b *bound.Bin) bool {

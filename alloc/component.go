@@ -50,9 +50,7 @@ func solveComponent(ctx context.Context, p *model.Problem, claims []*model.Claim
 	for _, c := range claims {
 		if a, ok := place(alone, c); ok {
 			r.bound += weight(c)
-			for _, pk := range a.Picks {
-				alone.Release(pk.Dev, !excl(c, pk))
-			}
+			a.release(alone)
 		}
 	}
 	// Incumbents: first-fit in arrival order and smallest first.
@@ -65,8 +63,7 @@ func solveComponent(ctx context.Context, p *model.Problem, claims []*model.Claim
 	}
 	r.greedy = value(best)
 	// The configuration relaxation bounds max-claims and prices devices;
-	// best-fit at those prices packs far better than first-fit, and a
-	// neighbourhood search closes most of what is left.
+	// best-fit at those prices packs far better than first-fit.
 	if !ordered && value(best) < r.bound {
 		best = r.relax(ctx, p, claims, best, bySize, weight, value, deadline)
 	}
@@ -358,16 +355,15 @@ func byPrice(rel *bound.Relaxation, claims, bySize []*model.Claim, price []float
 }
 
 // relax bounds the component with the configuration relaxation and improves
-// best with price-guided best-fit and neighbourhood search.
+// best with price-guided best-fit.
 func (r *componentResult) relax(ctx context.Context, p *model.Problem, claims []*model.Claim, best []*Assignment,
 	bySize []*model.Claim, weight func(*model.Claim) int64, value func([]*Assignment) int64, deadline time.Time) []*Assignment {
 	start := time.Now()
-	defer func() { r.heuristicTime = time.Since(start) - r.boundTime }()
 	rel := bound.New(p, claims, weight)
-	t := time.Now()
 	lr := rel.Solve(ctx, value(best), start.Add(time.Until(deadline)/3), bound.Options{})
 	r.bound = min(r.bound, lr.Bound)
-	r.boundTime += time.Since(t)
+	r.boundTime = time.Since(start)
+	defer func() { r.heuristicTime = time.Since(start) - r.boundTime }()
 	r.boundIterations += lr.Iterations
 	if lr.Price == nil || value(best) >= r.bound {
 		return best

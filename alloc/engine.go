@@ -75,9 +75,9 @@ func (s Stats) Gap() float64 {
 }
 
 // defaultMaxVariables bounds the whole-component SAT model (estimated as
-// claim-device pairs). Larger components are solved by the relaxation,
-// best-fit and neighbourhood search: a whole model that large neither
-// improves on them nor proves anything (solver findings, 1).
+// claim-device pairs). Larger components are solved by the relaxation and
+// best-fit: a whole model that large neither improves on them nor proves
+// anything (solver findings, 1).
 const defaultMaxVariables = 40_000
 
 // Run allocates the pending claims of p.

@@ -15,6 +15,20 @@ type Assignment struct {
 // Pick is one device serving alternative Alt of request Req.
 type Pick struct{ Req, Alt, Dev int }
 
+// take allocates a's devices in s.
+func (a *Assignment) take(s *model.State) {
+	for _, pk := range a.Picks {
+		s.Take(pk.Dev, exclusive(a.Claim, pk))
+	}
+}
+
+// release undoes take.
+func (a *Assignment) release(s *model.State) {
+	for i := len(a.Picks) - 1; i >= 0; i-- {
+		s.Release(a.Picks[i].Dev, exclusive(a.Claim, a.Picks[i]))
+	}
+}
+
 // searchBudget bounds the depth-first search for one claim, so a greedy pass
 // stays fast even on claims the upstream allocator takes seconds to reject.
 const searchBudget = 20_000

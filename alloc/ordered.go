@@ -49,19 +49,13 @@ func orderedRepack(ctx context.Context, p *model.Problem, claims []*model.Claim,
 			admitted, admittedClaims = packed, all
 			s = model.NewState(p)
 			for _, a := range admitted {
-				take(s, a)
+				a.take(s)
 			}
 			continue
 		}
 		failed[c.ClassKey()] = true
 	}
 	return admitted
-}
-
-func take(s *model.State, a *Assignment) {
-	for _, pk := range a.Picks {
-		s.Take(pk.Dev, !excl(a.Claim, pk))
-	}
 }
 
 // sortBySize orders claims by claimSize, smallest first or, with

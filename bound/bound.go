@@ -253,9 +253,6 @@ func (r *Relaxation) signature(b *Bin) string {
 // Position is d's place in b.Devices.
 func (b *Bin) Position(d int) int { return b.pos[d] }
 
-// Types is the number of distinct bins.
-func (r *Relaxation) Types() int { return len(r.types) }
-
 // cost is the cheapest way to serve one claim of k at prices π, and for the
 // subgradient the kinds (with counts) that way uses.
 func (k *class) cost(price []float64, use func(kind int, n float64)) float64 {

@@ -13,10 +13,11 @@ const pricingBudget = 50_000
 // Value is the most a bin can still be worth at prices π given state s: the
 // largest total price of a set of its devices that can be allocated together
 // (counters, compatibility groups, compatibleOnlyWith — all as s decides).
-// It returns that value, the devices of a best layout found, and whether
-// the search was exhaustive; when it was not, the value is the sum of the
-// positive prices of the devices that still fit, which bounds any layout.
-func (r *Relaxation) Value(b *Bin, s *model.State, price []float64) (float64, []int, bool) {
+// It returns that value and the devices of a best layout found. A search
+// that runs out of budget returns the sum of the positive prices of the
+// devices that still fit instead, which bounds any layout: weaker, still
+// sound.
+func (r *Relaxation) Value(b *Bin, s *model.State, price []float64) (float64, []int) {
 	type cand struct {
 		d int
 		v float64
@@ -57,7 +58,7 @@ func (r *Relaxation) Value(b *Bin, s *model.State, price []float64) (float64, []
 	}
 	dfs(0, 0)
 	if budget <= 0 {
-		return suffix[0], bestSet, false
+		return suffix[0], bestSet
 	}
-	return best, bestSet, true
+	return best, bestSet
 }

@@ -16,9 +16,6 @@ type Result struct {
 	Price []float64
 	// Iterations of the subgradient method.
 	Iterations int
-	// Exact is false when some layout search ran out of budget (the bound
-	// is still valid, only weaker).
-	Exact bool
 	// Snapshots are the best π each time the step was halved, latest
 	// last: prices at several stages of convergence, for heuristics whose
 	// quality does not simply grow with it.
@@ -26,9 +23,8 @@ type Result struct {
 }
 
 // eval computes L(π) and a subgradient.
-func (r *Relaxation) eval(price []float64) (float64, []float64, bool) {
+func (r *Relaxation) eval(price []float64) (float64, []float64) {
 	g := make([]float64, r.Kinds)
-	exact := true
 	total := 0.0
 	for _, k := range r.classes {
 		var used []struct {
@@ -50,14 +46,13 @@ func (r *Relaxation) eval(price []float64) (float64, []float64, bool) {
 		}
 	}
 	for _, t := range r.types {
-		v, set, ok := r.Value(t.rep, r.state, price)
-		exact = exact && ok
+		v, set := r.Value(t.rep, r.state, price)
 		total += float64(t.m) * v
 		for _, d := range set {
 			g[r.kindOf[d]] += float64(t.m)
 		}
 	}
-	return total, g, exact
+	return total, g
 }
 
 // Options steer Solve.
@@ -74,7 +69,7 @@ type Options struct {
 // lower (the best admitted weight known), until the bound meets lower, the
 // steps vanish, or the deadline passes.
 func (r *Relaxation) Solve(ctx context.Context, lower int64, deadline time.Time, opts Options) Result {
-	res := Result{Value: math.Inf(1), Exact: true}
+	res := Result{Value: math.Inf(1)}
 	if r.Kinds == 0 {
 		res.Value, res.Price = 0, nil
 		return res
@@ -92,10 +87,10 @@ func (r *Relaxation) Solve(ctx context.Context, lower int64, deadline time.Time,
 		if ctx.Err() != nil || time.Now().After(deadline) {
 			break
 		}
-		v, g, exact := r.eval(price)
+		v, g := r.eval(price)
 		res.Iterations++
 		if v < res.Value-1e-9 {
-			res.Value, res.Price, res.Exact, stale = v, append([]float64(nil), price...), exact, 0
+			res.Value, res.Price, stale = v, append([]float64(nil), price...), 0
 		} else if stale++; stale >= patience {
 			theta, stale = theta/2, 0
 			if n := len(res.Snapshots); n == 0 || !equalPrices(res.Snapshots[n-1], res.Price) {

@@ -328,3 +328,21 @@ func sortedKeys[V any](m map[string]V) []string {
 	sort.Strings(out)
 	return out
 }
+
+// CheckAll checks every claim that holds an allocation in objs against all
+// the others, as if all were allocated at once: the test of a cluster's
+// whole state (no device twice, no counter overdrawn, every rule met).
+func CheckAll(objs *model.Objects, opts Options) error {
+	pending := *objs
+	pending.Claims = nil
+	var allocated []*resourceapi.ResourceClaim
+	for _, c := range objs.Claims {
+		if c.Status.Allocation != nil {
+			allocated = append(allocated, c)
+		}
+		c = c.DeepCopy()
+		c.Status.Allocation = nil
+		pending.Claims = append(pending.Claims, c)
+	}
+	return Check(&pending, allocated, opts)
+}

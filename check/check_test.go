@@ -577,3 +577,28 @@ func TestOrderIndependent(t *testing.T) {
 		t.Fatalf("results differ:\n%v\n---\n%v", want, got)
 	}
 }
+
+// CheckAll accepts the fixture's whole state once every allocation is in
+// place, and catches a device held by two claims.
+func TestCheckAll(t *testing.T) {
+	fx := newFixture()
+	whole := *fx.objs
+	whole.Claims = nil
+	for _, c := range fx.objs.Claims {
+		if c.Status.Allocation != nil {
+			whole.Claims = append(whole.Claims, c)
+		}
+	}
+	whole.Claims = append(whole.Claims, fx.out...)
+	if err := CheckAll(&whole, Options{}); err != nil {
+		t.Fatalf("valid state: %v", err)
+	}
+	twice := fx.alloc("c").Devices.Results[0]
+	twice.Pool, twice.Device = "node-1", "half-0"
+	fx.alloc("c").Devices.Results[0] = twice
+	fx.alloc("c").NodeSelector = nodeSel("node-1")
+	err := CheckAll(&whole, Options{})
+	if err == nil || !strings.Contains(err.Error(), "node-1/half-0 is also allocated to claim(s) default/c") {
+		t.Fatalf("half-0 allocated to a and c: CheckAll = %v", err)
+	}
+}
