@@ -43,7 +43,7 @@ func bestFit(ctx context.Context, p *model.Problem, claims []*model.Claim, r *bo
 		if v, ok := memo[key]; ok {
 			return v
 		}
-		v, _ := r.Value(b, s, price)
+		v := r.ValueAt(b, s, price)
 		memo[key] = v
 		return v
 	}
@@ -69,6 +69,20 @@ func bestFit(ctx context.Context, p *model.Problem, claims []*model.Claim, r *bo
 		nodeKeys[n] = strings.Join(keys, "/")
 		return nodeKeys[n]
 	}
+	// version[b] changes whenever a placement touches bin b: what was
+	// worked out for the bin before is stale then.
+	version := make([]int, len(r.Bins))
+	commit := func(a *Assignment) {
+		a.take(s)
+		for _, pk := range a.Picks {
+			if b := r.BinOf(pk.Dev); b != nil {
+				committed[b.Index] = ""
+				version[b.Index]++
+				delete(nodeKeys, binNode(p, b))
+			}
+		}
+	}
+	simples := map[string]*simpleClass{}
 	var out []*Assignment
 	var key []byte
 	for i, c := range claims {
@@ -76,6 +90,23 @@ func bestFit(ctx context.Context, p *model.Problem, claims []*model.Claim, r *bo
 			return nil
 		}
 		if c.Err != nil {
+			continue
+		}
+		if sc := simple(p, r, c, simples); sc != nil {
+			if d := sc.pick(s, version, func(b *bound.Bin, d int) (float64, float64) {
+				before := stateKey(b)
+				key = append(append(key[:0], before...), '+')
+				key = binary.AppendUvarint(key, uint64(b.Position(d)))
+				bv := value(before, b)
+				s.Take(d, true)
+				after := value(string(key), b)
+				s.Release(d, true)
+				return bv - after, bv
+			}); d >= 0 {
+				a := &Assignment{Claim: c, Node: deviceNode(p, d), Picks: []Pick{{0, 0, d}}}
+				commit(a)
+				out = append(out, a)
+			}
 			continue
 		}
 		best, bestScore, bestRoom := (*Assignment)(nil), math.Inf(1), math.Inf(1)
@@ -143,13 +174,7 @@ func bestFit(ctx context.Context, p *model.Problem, claims []*model.Claim, r *bo
 		if best == nil {
 			continue
 		}
-		best.take(s)
-		for _, pk := range best.Picks {
-			if b := r.BinOf(pk.Dev); b != nil {
-				committed[b.Index] = ""
-				delete(nodeKeys, binNode(p, b))
-			}
-		}
+		commit(best)
 		out = append(out, best)
 	}
 	return out
@@ -187,4 +212,81 @@ func containsBin(bs []*bound.Bin, b *bound.Bin) bool {
 		}
 	}
 	return false
+}
+
+// simpleClass is what best-fit keeps for claims that need one device of
+// one alternative and nothing else (most claims): their placements are
+// single devices, so the best device of each bin can be remembered until
+// a placement touches the bin, instead of enumerating the whole cluster
+// for every claim.
+type simpleClass struct {
+	bins  []*bound.Bin
+	cands [][]int // per bin, the class's candidates in it, in candidate order
+	cache []simpleBest
+}
+
+type simpleBest struct {
+	version     int
+	valid       bool
+	dev         int
+	score, room float64
+}
+
+// simple returns c's class when c is a simple claim, or nil.
+func simple(p *model.Problem, r *bound.Relaxation, c *model.Claim, classes map[string]*simpleClass) *simpleClass {
+	if c.FixedNode >= 0 || len(c.Requests) != 1 || len(c.Constraints) != 0 || len(c.Requests[0].Alternatives) != 1 {
+		return nil
+	}
+	a := c.Requests[0].Alternatives[0]
+	if a.All || a.AdminAccess || a.Count != 1 {
+		return nil
+	}
+	if sc, ok := classes[c.ClassKey()]; ok {
+		return sc
+	}
+	sc := &simpleClass{}
+	at := map[*bound.Bin]int{}
+	for _, d := range a.Candidates {
+		dev := p.Devices[d]
+		b := r.BinOf(d)
+		if b == nil || !(dev.All || len(dev.Reach) > 0) {
+			continue
+		}
+		i, ok := at[b]
+		if !ok {
+			i = len(sc.bins)
+			at[b] = i
+			sc.bins = append(sc.bins, b)
+			sc.cands = append(sc.cands, nil)
+		}
+		sc.cands[i] = append(sc.cands[i], d)
+	}
+	sc.cache = make([]simpleBest, len(sc.bins))
+	classes[c.ClassKey()] = sc
+	return sc
+}
+
+// pick returns the device that loses the least layout value (fullest bin
+// on ties), or -1 when none fits; loss scores one device.
+func (sc *simpleClass) pick(s *model.State, version []int, loss func(b *bound.Bin, d int) (score, room float64)) int {
+	best, bestScore, bestRoom := -1, math.Inf(1), math.Inf(1)
+	for i, b := range sc.bins {
+		e := &sc.cache[i]
+		if !e.valid || e.version != version[b.Index] {
+			*e = simpleBest{version: version[b.Index], valid: true, dev: -1, score: math.Inf(1), room: math.Inf(1)}
+			for _, d := range sc.cands[i] {
+				if !s.Fits(d, true) {
+					continue
+				}
+				score, room := loss(b, d)
+				if score < e.score-1e-6 || score < e.score+1e-6 && room < e.room-1e-6 {
+					e.dev, e.score, e.room = d, score, room
+				}
+			}
+		}
+		if e.dev >= 0 && (e.score < bestScore-1e-6 || e.score < bestScore+1e-6 && e.room < bestRoom-1e-6) {
+			best, bestScore, bestRoom = e.dev, e.score, e.room
+		}
+	}
+	return best
 }

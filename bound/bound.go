@@ -66,6 +66,19 @@ type Bin struct {
 type binType struct {
 	rep *Bin
 	m   int
+	// lay are the type's layouts, enumerated on first use; nil when there
+	// are too many, and the type is priced by search.
+	lay        *layouts
+	enumerated bool
+}
+
+// layoutsOf enumerates t's layouts once.
+func (r *Relaxation) layoutsOf(t *binType) *layouts {
+	if !t.enumerated {
+		t.enumerated = true
+		t.lay = r.enumerate(t.rep, r.state)
+	}
+	return t.lay
 }
 
 // New builds the relaxation of claims (one component) of p.

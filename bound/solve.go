@@ -46,6 +46,14 @@ func (r *Relaxation) eval(price []float64) (float64, []float64) {
 		}
 	}
 	for _, t := range r.types {
+		if lay := r.layoutsOf(t); lay != nil {
+			v, vec := lay.best(price)
+			total += float64(t.m) * v
+			for _, kc := range vec {
+				g[kc.kind] += float64(t.m) * kc.n
+			}
+			continue
+		}
 		v, set := r.Value(t.rep, r.state, price)
 		total += float64(t.m) * v
 		for _, d := range set {
