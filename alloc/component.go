@@ -2,7 +2,9 @@ package alloc
 
 import (
 	"context"
+	"runtime"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/go-air/gini/logic"
@@ -372,18 +374,71 @@ func (r *componentResult) relax(ctx context.Context, p *model.Problem, claims []
 	// claims ordered by price and by size. Fully converged prices are
 	// degenerate (many placements tie exactly) and pack worst; the stages
 	// just after the first halving pack best, so they go first and the
-	// first stage goes last. A fixed number of tries keeps the result
-	// deterministic.
-	tries := min(max(2, bestFitWork/len(claims)), len(lr.Snapshots)*2)
-	for i := 0; i < tries && value(best) < r.bound && ctx.Err() == nil && time.Now().Before(deadline); i++ {
-		price := lr.Snapshots[(1+i/2)%len(lr.Snapshots)]
+	// first stage goes last. Best-fit is sensitive to the prices, so two
+	// more descents, halving sooner and later, add stages of their own.
+	// A fixed number of tries keeps the result deterministic.
+	lists := [][][]float64{lr.Snapshots}
+	for _, patience := range []int{6, 40} {
+		more := rel.Solve(ctx, value(best), time.Now().Add(time.Until(deadline)/3), bound.Options{Patience: patience})
+		r.boundIterations += more.Iterations
+		r.bound = min(r.bound, more.Bound) // every descent's bound is sound
+		lists = append(lists, more.Snapshots)
+	}
+	stages := interleave(lists)
+	tries := min(max(2, bestFitWork/len(claims)), len(stages)*2)
+	try := func(i int) []*Assignment {
+		price := stages[i/2]
 		order := bySize
 		if i%2 == 0 {
 			order = byPrice(rel, claims, bySize, price, weight)
 		}
-		if alt := bestFit(ctx, p, order, rel, price, deadline); value(alt) > value(best) {
-			best = alt
+		return bestFit(ctx, p, order, rel, price, deadline)
+	}
+	// Tries run side by side, a batch per core; the first try (in try
+	// order) with the most weight wins, so the answer does not depend on
+	// the number of cores.
+	workers := runtime.GOMAXPROCS(0)
+	for i := 0; i < tries && value(best) < r.bound && ctx.Err() == nil && time.Now().Before(deadline); i += workers {
+		batch := make([][]*Assignment, min(workers, tries-i))
+		var wg sync.WaitGroup
+		for k := range batch {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				batch[k] = try(i + k)
+			}()
+		}
+		wg.Wait()
+		for _, alt := range batch {
+			if value(alt) > value(best) {
+				best = alt
+			}
 		}
 	}
 	return best
+}
+
+// interleave orders the stages of several descents for best-fit: the
+// second stages of each, then the third ones, and so on, the first stages
+// (prices barely moved from the start) last.
+func interleave(lists [][][]float64) [][]float64 {
+	var out [][]float64
+	for k := 1; ; k++ {
+		added := false
+		for _, l := range lists {
+			if k < len(l) {
+				out = append(out, l[k])
+				added = true
+			}
+		}
+		if !added {
+			break
+		}
+	}
+	for _, l := range lists {
+		if len(l) > 0 {
+			out = append(out, l[0])
+		}
+	}
+	return out
 }

@@ -22,11 +22,14 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/drasat/drasat/model"
 )
 
 // Relaxation is the configuration relaxation of one set of pending claims.
+// Solve is for one goroutine at a time; ValueAt, Value (with a state of the
+// caller's), ClaimCost and BinOf may be called concurrently.
 type Relaxation struct {
 	p       *model.Problem
 	Kinds   int
@@ -68,16 +71,14 @@ type binType struct {
 	m   int
 	// lay are the type's layouts, enumerated on first use; nil when there
 	// are too many, and the type is priced by search.
-	lay        *layouts
-	enumerated bool
+	lay  *layouts
+	once sync.Once
 }
 
-// layoutsOf enumerates t's layouts once.
+// layoutsOf enumerates t's layouts once. Best-fit tries run in parallel
+// over one Relaxation, so the enumeration has a state of its own.
 func (r *Relaxation) layoutsOf(t *binType) *layouts {
-	if !t.enumerated {
-		t.enumerated = true
-		t.lay = r.enumerate(t.rep, r.state)
-	}
+	t.once.Do(func() { t.lay = r.enumerate(t.rep, model.NewState(r.p)) })
 	return t.lay
 }
 
