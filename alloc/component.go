@@ -34,6 +34,7 @@ type componentResult struct {
 // solveComponent allocates one independent group of claims.
 func solveComponent(ctx context.Context, p *model.Problem, claims []*model.Claim, opts Options, deadline time.Time) *componentResult {
 	r := &componentResult{}
+	started := time.Now()
 	ordered := opts.Objective == Ordered
 	weight := func(c *model.Claim) int64 {
 		if ordered {
@@ -82,6 +83,15 @@ func solveComponent(ctx context.Context, p *model.Problem, claims []*model.Claim
 	if r.bound == 0 {
 		r.optimal = true
 		return finish(nil)
+	}
+	// An optimum whose lower levels are provably optimal too needs no SAT
+	// model: no firstAvailable fallback is used, and no more fresh counter
+	// sets are touched than any allocation of that weight must touch.
+	if !ordered && opts.Policy == Binpack && value(best) == r.bound {
+		if pen, tv := secondary(p, best); pen == 0 && tv <= touchFloor(p, claims, value(best), weight) {
+			r.optimal = true
+			return finish(best)
+		}
 	}
 	if estimateVariables(claims) > opts.MaxVariables {
 		r.noSAT = true
@@ -157,9 +167,13 @@ func solveComponent(ctx context.Context, p *model.Problem, claims []*model.Claim
 		// When best-fit found the optimum, the SAT model has no model of it
 		// yet, and finding one can be as hard as the proof was: it and the
 		// lower levels below get a bounded share of the budget.
-		deadline = secondaryDeadline(deadline)
-		if !haveModel && s.Solve(ctx, deadline, base...) == solver.Sat {
-			cur, haveModel = decode(p, m, s), true
+		deadline = secondaryDeadline(deadline, started)
+		if !haveModel {
+			if h, ok := hint(m, cur); ok && s.Solve(ctx, deadline, append(base, h...)...) == solver.Sat {
+				cur, haveModel = decode(p, m, s), true
+			} else if s.Solve(ctx, deadline, base...) == solver.Sat {
+				cur, haveModel = decode(p, m, s), true
+			}
 		}
 	}
 	if !haveModel {
@@ -176,12 +190,17 @@ func solveComponent(ctx context.Context, p *model.Problem, claims []*model.Claim
 	}
 	base = append(base, pen.Leq(int(pv)))
 	_, tv := secondary(p, cur)
+	floor := 0
+	if opts.Policy == Binpack {
+		floor = touchFloor(p, claims, value(cur), weight)
+	}
 	for {
 		goal := touch.Leq(tv - 1)
 		if opts.Policy == Spread {
 			goal = touch.Geq(tv + 1)
 		}
-		if (opts.Policy == Binpack && tv == 0) || s.Solve(ctx, deadline, append(base, goal)...) != solver.Sat {
+		settled := opts.Policy == Binpack && tv <= floor || opts.Policy == Spread && tv >= len(m.Touched)
+		if settled || s.Solve(ctx, deadline, append(base, goal)...) != solver.Sat {
 			break
 		}
 		cur = decode(p, m, s)
@@ -190,13 +209,19 @@ func solveComponent(ctx context.Context, p *model.Problem, claims []*model.Claim
 	return finish(cur)
 }
 
-// secondaryBudget bounds the time spent, once the admitted weight is
-// settled, on the lower objective levels (firstAvailable preference and
-// packing): they refine an answer that is already optimal in what counts.
-const secondaryBudget = 2 * time.Second
+// The lower objective levels (firstAvailable preference and packing)
+// refine an answer that is already optimal in what counts. Once the
+// admitted weight is settled they get as long as settling it took, at least
+// secondaryMin and at most secondaryMax: proving a packing optimal can take
+// SAT far longer than finding it, and a batch should not wait for that.
+const (
+	secondaryMin = 100 * time.Millisecond
+	secondaryMax = 2 * time.Second
+)
 
-func secondaryDeadline(deadline time.Time) time.Time {
-	if end := time.Now().Add(secondaryBudget); end.Before(deadline) {
+func secondaryDeadline(deadline, started time.Time) time.Time {
+	budget := min(max(time.Since(started), secondaryMin), secondaryMax)
+	if end := time.Now().Add(budget); end.Before(deadline) {
 		return end
 	}
 	return deadline
