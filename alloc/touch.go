@@ -1,6 +1,7 @@
 package alloc
 
 import (
+	"maps"
 	"math"
 	"sort"
 
@@ -33,28 +34,49 @@ func touchFloor(p *model.Problem, claims []*model.Claim, val int64, weight func(
 			}
 		}
 	}
+	// Needs per class of identical claims, per counter.
+	type class struct {
+		need map[string]float64
+		w    float64
+		n    int
+	}
+	var classes []*class
+	byKey := map[string]*class{}
+	cache := &needCache{devices: map[int]map[string]float64{}, alts: map[candidatesKey]map[string]float64{}}
+	for _, cl := range claims {
+		if cl.Err != nil || weight(cl) <= 0 {
+			continue
+		}
+		if k := byKey[cl.ClassKey()]; k != nil {
+			k.n++
+			continue
+		}
+		k := &class{need: claimNeeds(p, cl, cache), w: float64(weight(cl)), n: 1}
+		byKey[cl.ClassKey()] = k
+		classes = append(classes, k)
+	}
+	names := make([]string, 0, len(capacity))
+	for name := range capacity {
+		names = append(names, name)
+	}
+	sort.Strings(names)
 	floor := 0
-	for name, c := range capacity {
+	for _, name := range names {
+		c := capacity[name]
 		if c <= 0 {
 			continue
 		}
-		type item struct{ need, w float64 }
-		var items []item
-		for _, cl := range claims {
-			if cl.Err != nil || weight(cl) <= 0 {
-				continue
-			}
-			items = append(items, item{claimNeed(p, cl, name), float64(weight(cl))})
-		}
-		sort.SliceStable(items, func(a, b int) bool { return items[a].need/items[a].w < items[b].need/items[b].w })
+		sort.SliceStable(classes, func(a, b int) bool {
+			return classes[a].need[name]/classes[a].w < classes[b].need[name]/classes[b].w
+		})
 		need, left := 0.0, float64(val)
-		for _, it := range items {
+		for _, k := range classes {
 			if left <= 0 {
 				break
 			}
-			take := math.Min(1, left/it.w)
-			need += take * it.need
-			left -= take * it.w
+			take := math.Min(float64(k.n), left/k.w)
+			need += take * k.need[name]
+			left -= take * k.w
 		}
 		if k := int(math.Ceil((need-free[name])/c - 1e-9)); k > floor {
 			floor = k
@@ -63,38 +85,80 @@ func touchFloor(p *model.Problem, claims []*model.Claim, val int64, weight func(
 	return floor
 }
 
-// claimNeed is the least of counter name that claim c can take.
-func claimNeed(p *model.Problem, c *model.Claim, name string) float64 {
-	total := 0.0
+// needCache remembers what devices and candidate lists need: claims built
+// from the same class and selectors share their candidate slice.
+type needCache struct {
+	devices map[int]map[string]float64
+	alts    map[candidatesKey]map[string]float64
+}
+
+type candidatesKey struct {
+	first *int
+	n     int
+	count int
+}
+
+// claimNeeds is the least of each counter that claim c can take.
+func claimNeeds(p *model.Problem, c *model.Claim, cache *needCache) map[string]float64 {
+	total := map[string]float64{}
 	for _, r := range c.Requests {
-		least := math.Inf(1)
-		for _, a := range r.Alternatives {
-			if a.AdminAccess || a.All {
-				least = 0
+		var least map[string]float64 // over the alternatives so far
+		for ai, a := range r.Alternatives {
+			alt := altNeeds(p, a, cache)
+			if ai == 0 {
+				least = maps.Clone(alt)
 				continue
 			}
-			each := math.Inf(1)
-			for _, d := range a.Candidates {
-				each = math.Min(each, deviceAmount(p, d, name))
+			for name, v := range least {
+				least[name] = math.Min(v, alt[name])
 			}
-			least = math.Min(least, float64(a.Count)*each)
 		}
-		if !math.IsInf(least, 1) {
-			total += least
+		for name, v := range least {
+			total[name] += v
 		}
 	}
 	return total
 }
 
-// deviceAmount is how much of counter name device d takes, over its sets.
-func deviceAmount(p *model.Problem, d int, name string) float64 {
-	v := 0.0
-	for _, c := range p.Devices[d].Consumes {
-		for j, n := range p.CounterSets[c.Set].Counters {
-			if n == name {
-				v += float64(c.Amounts[j])
+// altNeeds is the least of each counter alternative a takes: count times
+// the least over its candidates (a counter one of them does not consume is
+// needed 0); nothing for admin access and allocationMode All.
+func altNeeds(p *model.Problem, a *model.Alternative, cache *needCache) map[string]float64 {
+	if a.AdminAccess || a.All || len(a.Candidates) == 0 {
+		return nil
+	}
+	key := candidatesKey{&a.Candidates[0], len(a.Candidates), a.Count}
+	if v, ok := cache.alts[key]; ok {
+		return v
+	}
+	need := map[string]float64{}
+	for i, d := range a.Candidates {
+		am, ok := cache.devices[d]
+		if !ok {
+			am = deviceAmounts(p, d)
+			cache.devices[d] = am
+		}
+		if i == 0 {
+			for name, v := range am {
+				need[name] = float64(a.Count) * v
 			}
+			continue
+		}
+		for name, v := range need {
+			need[name] = math.Min(v, float64(a.Count)*am[name])
 		}
 	}
-	return v
+	cache.alts[key] = need
+	return need
+}
+
+// deviceAmounts is how much of each counter device d takes, over its sets.
+func deviceAmounts(p *model.Problem, d int) map[string]float64 {
+	out := map[string]float64{}
+	for _, c := range p.Devices[d].Consumes {
+		for j, n := range p.CounterSets[c.Set].Counters {
+			out[n] += float64(c.Amounts[j])
+		}
+	}
+	return out
 }

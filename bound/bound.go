@@ -63,7 +63,7 @@ type Bin struct {
 	Index   int   // in Relaxation.Bins
 	Devices []int // candidate devices, in device order
 	Type    int
-	pos     map[int]int
+	pos     []int // device -> position in its bin, shared by all bins
 }
 
 type binType struct {
@@ -203,11 +203,12 @@ func (r *Relaxation) buildBins(devs []int) {
 		}
 	}
 	byRoot := map[int]*Bin{}
+	pos := make([]int, len(r.p.Devices))
 	for _, d := range devs {
 		root := find(d)
 		b := byRoot[root]
 		if b == nil {
-			b = &Bin{Index: len(r.Bins), pos: map[int]int{}}
+			b = &Bin{Index: len(r.Bins), pos: pos}
 			byRoot[root] = b
 			r.Bins = append(r.Bins, b)
 		}
@@ -253,8 +254,8 @@ func (r *Relaxation) signature(b *Bin) string {
 			fmt.Fprintf(&sb, " c%d%v%q", pos, c.Amounts, c.Groups)
 		}
 		for _, o := range dev.Incompatible {
-			if p, ok := b.pos[o]; ok {
-				fmt.Fprintf(&sb, " x%d", p)
+			if r.binOf[o] == b.Index {
+				fmt.Fprintf(&sb, " x%d", b.pos[o])
 			} else if r.p.Devices[o].InUse {
 				sb.WriteString(" X")
 			}
@@ -264,7 +265,7 @@ func (r *Relaxation) signature(b *Bin) string {
 	return sb.String()
 }
 
-// Position is d's place in b.Devices.
+// Position is d's place in b.Devices (d must be one of them).
 func (b *Bin) Position(d int) int { return b.pos[d] }
 
 // cost is the cheapest way to serve one claim of k at prices π, and for the
