@@ -399,11 +399,16 @@ func (r *componentResult) relax(ctx context.Context, p *model.Problem, claims []
 	// claims ordered by price and by size. Fully converged prices are
 	// degenerate (many placements tie exactly) and pack worst; the stages
 	// just after the first halving pack best, so they go first and the
-	// first stage goes last. Best-fit is sensitive to the prices, so two
-	// more descents, halving sooner and later, add stages of their own.
-	// A fixed number of tries keeps the result deterministic.
+	// first stage goes last. Best-fit is sensitive to the prices, so when
+	// descents are cheap (every bin priced from its layouts) two more,
+	// halving sooner and later, add stages of their own. A fixed number of
+	// tries keeps the result deterministic.
 	lists := [][][]float64{lr.Snapshots}
-	for _, patience := range []int{6, 40} {
+	more := []int{6, 40}
+	if !rel.Enumerated() {
+		more = nil
+	}
+	for _, patience := range more {
 		more := rel.Solve(ctx, value(best), time.Now().Add(time.Until(deadline)/3), bound.Options{Patience: patience})
 		r.boundIterations += more.Iterations
 		r.bound = min(r.bound, more.Bound) // every descent's bound is sound

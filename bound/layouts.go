@@ -243,3 +243,15 @@ func (r *Relaxation) fitsRest(b *Bin, s *model.State, set, used bitset) bool {
 	}
 	return ok
 }
+
+// Enumerated tells whether every bin type is priced from enumerated
+// layouts: a descent step is then a scan, cheap enough to repeat the
+// descent; otherwise some bin is priced by search at every step.
+func (r *Relaxation) Enumerated() bool {
+	for _, t := range r.types {
+		if r.layoutsOf(t) == nil {
+			return false
+		}
+	}
+	return true
+}
