@@ -98,7 +98,7 @@ func WriteHTML(w io.Writer, rep *Report) error {
 		b.WriteString("</div>\n")
 		for _, in := range instances {
 			if len(byInst[in]) > 0 && byInst[in][0].Picture != nil {
-				fmt.Fprintf(&b, "<h3>Placements on %s</h3>\n<p class=\"note\">One row per GPU, one cell per memory slice (as in KEP-4815's diagrams); hatched grey cells were in use before the batch, coloured blocks are this batch's devices, labelled with their MIG profile; white is free. %s</p>\n<div class=\"charts\">\n", html.EscapeString(in), profileLegend())
+				fmt.Fprintf(&b, "<h3>Placements on %s</h3>\n<p class=\"note\">One row per GPU, one cell per memory slice (as in KEP-4815's diagrams); hatched grey cells were in use before the batch, coloured blocks are this batch's devices, labelled with their MIG profile; white is free. %s</p>\n<div class=\"charts\">\n", html.EscapeString(in), profileLegend(pictureModels(byInst[in][0].Picture)))
 				for _, r := range byInst[in] {
 					pictureChart(&b, r)
 				}
@@ -294,7 +294,13 @@ func freeChart(b *strings.Builder, instance string, rows []*Row) {
 // pictureChart draws one policy's placement: a row per GPU, a cell per
 // memory slice.
 func pictureChart(b *strings.Builder, r *Row) {
-	const cell, rowH, left, top = 26, 22, 92, 44
+	const cell, rowH, top = 26, 22, 44
+	// Name the model on each row when the GPUs are of several models.
+	mixed := len(pictureModels(r.Picture)) > 1
+	left := 92
+	if mixed {
+		left += 34
+	}
 	width := left + 8*cell + 10
 	height := top + len(r.Picture)*(rowH+4) + 10
 	fmt.Fprintf(b, "<figure><svg xmlns=\"http://www.w3.org/2000/svg\" class=\"chart placement\" data-policy=\"%s\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\">\n",
@@ -307,7 +313,11 @@ func pictureChart(b *strings.Builder, r *Row) {
 	b.WriteString("\n")
 	for i, g := range r.Picture {
 		y := top + i*(rowH+4)
-		fmt.Fprintf(b, "<text x=\"%d\" y=\"%d\" font-size=\"10\" text-anchor=\"end\">%s</text>", left-4, y+rowH/2+4, html.EscapeString(g.GPU))
+		gpu := g.GPU
+		if mixed && g.Model != "" {
+			gpu += " " + shortModel(g.Model)
+		}
+		fmt.Fprintf(b, "<text x=\"%d\" y=\"%d\" font-size=\"10\" text-anchor=\"end\">%s</text>", left-4, y+rowH/2+4, html.EscapeString(gpu))
 		for s := 0; s < 8; {
 			u := g.Slices[s]
 			e := s + 1
@@ -323,7 +333,7 @@ func pictureChart(b *strings.Builder, r *Row) {
 				fmt.Fprintf(b, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"url(#hatch-%s)\" stroke=\"#666\"><title>%s (running): %s</title></rect>", x, y, wd, rowH, html.EscapeString(r.Policy), html.EscapeString(u.Claim), html.EscapeString(u.Device))
 			default:
 				label := profileLabel(u.Device)
-				fmt.Fprintf(b, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\" stroke=\"#333\"><title>%s: %s</title></rect>", x, y, wd, rowH, claimColor(label), html.EscapeString(u.Claim), html.EscapeString(u.Device))
+				fmt.Fprintf(b, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\" stroke=\"#333\"><title>%s: %s</title></rect>", x, y, wd, rowH, claimColor(label, e-s), html.EscapeString(u.Claim), html.EscapeString(u.Device))
 				if wd >= 2*cell || len(label) <= 3 {
 					fmt.Fprintf(b, "<text x=\"%d\" y=\"%d\" font-size=\"9\" text-anchor=\"middle\">%s</text>", x+wd/2, y+rowH/2+3, html.EscapeString(label))
 				}
@@ -343,30 +353,70 @@ func profileLabel(device string) string {
 		if j := strings.LastIndex(rest, "-"); j >= 0 {
 			rest = rest[:j]
 		}
-		if len(rest) > 2 && rest[1] == 'g' {
-			return rest
-		}
 		return rest
 	}
 	return "full"
 }
 
-func profileLegend() string {
+// pictureModels lists the GPU models named in a picture, in order of
+// appearance; none for the default A100 fleet.
+func pictureModels(pic []GPUPicture) []string {
+	var out []string
+	for _, g := range pic {
+		if g.Model != "" && !contains(out, g.Model) {
+			out = append(out, g.Model)
+		}
+	}
+	return out
+}
+
+// shortModel: "H100-SXM5-80GB" -> "H100".
+func shortModel(product string) string {
+	m, _, _ := strings.Cut(product, "-")
+	return m
+}
+
+// profileLegend lists the profiles of the pictured models (A100 when none
+// is named), grouped by model when there are several. Colours follow the
+// placement's shape, not its name: an A100 1g.10gb and an H100 1g.20gb
+// (one compute slice, two memory slices) share a colour, an A100 and an
+// H100 1g.10gb do not.
+func profileLegend(products []string) string {
+	var models []*GPUModel
+	for _, p := range products {
+		for _, gm := range []*GPUModel{&A100, &H100} {
+			if gm.Name == p {
+				models = append(models, gm)
+			}
+		}
+	}
+	if len(models) == 0 {
+		models = []*GPUModel{&A100}
+	}
 	var b strings.Builder
-	for _, l := range []string{"1g.5gb", "1g.5gb+me", "1g.10gb", "2g.10gb", "3g.20gb", "4g.20gb", "7g.40gb"} {
-		fmt.Fprintf(&b, `<svg width="12" height="12" role="img" aria-label="%s"><rect width="12" height="12" fill="%s" stroke="#333"/></svg> %s &#160; `, l, claimColor(l), l)
+	for _, gm := range models {
+		if len(models) > 1 {
+			fmt.Fprintf(&b, "<b>%s</b>: ", html.EscapeString(shortModel(gm.Name)))
+		}
+		for _, pr := range gm.Profiles {
+			l := pr.Name
+			fmt.Fprintf(&b, `<svg width="12" height="12" role="img" aria-label="%s"><rect width="12" height="12" fill="%s" stroke="#333"/></svg> %s &#160; `, l, claimColor(l, pr.Slices), l)
+		}
 	}
 	return b.String()
 }
 
-func claimColor(label string) string {
+// claimColor colours a placement by its profile's shape: compute slices
+// ("1g", "2g", ...), media extensions, and for 1g profiles the memory
+// slices it spans.
+func claimColor(label string, slices int) string {
 	palette := []string{"#8dd3c7", "#bebada", "#fb8072", "#80b1d3", "#fdb462", "#b3de69", "#fccde5", "#ffffb3"}
 	switch {
 	case strings.HasPrefix(label, "1g"):
 		if strings.Contains(label, "+me") {
 			return palette[7]
 		}
-		if strings.Contains(label, "10gb") {
+		if slices >= 2 {
 			return palette[1]
 		}
 		return palette[0]

@@ -37,11 +37,15 @@ type world struct {
 	// devSet tells, for MIG pictures, the profile and slices of a device.
 	devAttrs map[model.DeviceID]map[resourceapi.QualifiedName]resourceapi.DeviceAttribute
 	nodeOf   map[string]string // driver/pool -> node name, when the slice names one
+	// product is the productName attribute of the devices consuming a
+	// counter set (key without counter), when they carry one.
+	product map[counterKey]string
 }
 
 func newWorld(objs *model.Objects) *world {
 	w := &world{devs: map[model.DeviceID][]resourceapi.DeviceCounterConsumption{}, capacity: map[counterKey]float64{},
-		devAttrs: map[model.DeviceID]map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{}, nodeOf: map[string]string{}}
+		devAttrs: map[model.DeviceID]map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{}, nodeOf: map[string]string{},
+		product: map[counterKey]string{}}
 	gen := map[string]int64{}
 	for _, s := range objs.Slices {
 		k := s.Spec.Driver + "/" + s.Spec.Pool.Name
@@ -76,6 +80,11 @@ func newWorld(objs *model.Objects) *world {
 			id := model.DeviceID{Driver: s.Spec.Driver, Pool: s.Spec.Pool.Name, Device: d.Name}
 			w.devs[id] = d.ConsumesCounters
 			w.devAttrs[id] = d.Attributes
+			if a, ok := d.Attributes["productName"]; ok && a.StringValue != nil {
+				for _, cc := range d.ConsumesCounters {
+					w.product[counterKey{s.Spec.Driver, s.Spec.Pool.Name, cc.CounterSet, ""}] = *a.StringValue
+				}
+			}
 		}
 	}
 	return w
@@ -151,7 +160,10 @@ func (w *world) usage(in *Instance, added []*resourceapi.ResourceClaim) Usage {
 // KEP-4815-style diagrams: per slice the claim holding it ("" free) and
 // whether that claim was already running.
 type GPUPicture struct {
-	GPU    string      `json:"gpu"`
+	GPU string `json:"gpu"`
+	// Model is the GPU's productName, given for fleets other than the
+	// default A100 one.
+	Model  string      `json:"model,omitempty"`
 	Slices [8]SliceUse `json:"slices"`
 }
 
@@ -163,8 +175,8 @@ type SliceUse struct {
 }
 
 // pictures draws the memory slices of every GPU (counter set with
-// memory-slice counters).
-func (w *world) pictures(objs *model.Objects, added []*resourceapi.ResourceClaim) []GPUPicture {
+// memory-slice counters), naming each GPU's model when withModel is set.
+func (w *world) pictures(objs *model.Objects, added []*resourceapi.ResourceClaim, withModel bool) []GPUPicture {
 	idx := map[counterKey]int{}
 	var out []GPUPicture
 	for _, set := range w.setOrder {
@@ -176,7 +188,11 @@ func (w *world) pictures(objs *model.Objects, added []*resourceapi.ResourceClaim
 		if n, ok := w.nodeOf[set.driver+"/"+set.pool]; ok {
 			name = n + "/" + strings.TrimSuffix(set.set, "-counter-set")
 		}
-		out = append(out, GPUPicture{GPU: name})
+		pic := GPUPicture{GPU: name}
+		if withModel {
+			pic.Model = w.product[set]
+		}
+		out = append(out, pic)
 	}
 	mark := func(c *resourceapi.ResourceClaim, existing bool) {
 		for _, r := range c.Status.Allocation.Devices.Results {

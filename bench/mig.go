@@ -5,6 +5,7 @@ package bench
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -35,18 +36,19 @@ type MIGProfile struct {
 // GPUModel is a MIG-capable GPU as the NVIDIA DRA driver publishes it: one
 // counter set, a full-GPU device and a device per MIG placement.
 type GPUModel struct {
-	Name     string
-	MemoryMi int64
-	SMs      int64
-	CopyEng  int64
-	Decoders int64
-	JPEG     int64
-	OFA      int64
-	Profiles []MIGProfile
+	Name         string // productName attribute and node label
+	Architecture string // architecture attribute
+	MemoryMi     int64
+	SMs          int64
+	CopyEng      int64
+	Decoders     int64
+	JPEG         int64
+	OFA          int64
+	Profiles     []MIGProfile
 }
 
 // A100 is the A100-40GB with the placements of KEP-4815 (26 devices).
-var A100 = GPUModel{Name: "A100-SXM4-40GB", MemoryMi: 40960, SMs: 98, CopyEng: 7, Decoders: 5, JPEG: 1, OFA: 1, Profiles: []MIGProfile{
+var A100 = GPUModel{Name: "A100-SXM4-40GB", Architecture: "Ampere", MemoryMi: 40960, SMs: 98, CopyEng: 7, Decoders: 5, JPEG: 1, OFA: 1, Profiles: []MIGProfile{
 	{Name: "1g.5gb", MemoryMi: 4864, Slices: 1, Starts: []int{0, 1, 2, 3, 4, 5, 6}, SMs: 14, CopyEng: 1, ClaimShare: 30},
 	{Name: "1g.5gb+me", MemoryMi: 4864, Slices: 1, Starts: []int{0, 1, 2, 3, 4, 5, 6}, SMs: 14, CopyEng: 1, Decoders: 1, JPEG: 1, OFA: 1, ClaimShare: 5},
 	{Name: "1g.10gb", MemoryMi: 9856, Slices: 2, Starts: []int{0, 2, 4, 6}, SMs: 14, CopyEng: 1, Decoders: 1, ClaimShare: 15},
@@ -56,16 +58,35 @@ var A100 = GPUModel{Name: "A100-SXM4-40GB", MemoryMi: 40960, SMs: 98, CopyEng: 7
 	{Name: "7g.40gb", MemoryMi: 40192, Slices: 8, Starts: []int{0}, SMs: 98, CopyEng: 7, Decoders: 5, JPEG: 1, OFA: 1, ClaimShare: 7},
 }}
 
-// H100 is the H100-80GB (SMs 16/26/32/60/64/132).
-var H100 = GPUModel{Name: "H100-SXM5-80GB", MemoryMi: 81920, SMs: 132, CopyEng: 8, Decoders: 7, JPEG: 7, OFA: 1, Profiles: []MIGProfile{
-	{Name: "1g.10gb", MemoryMi: 9984, Slices: 1, Starts: []int{0, 1, 2, 3, 4, 5, 6}, SMs: 16, CopyEng: 1, Decoders: 1, ClaimShare: 30},
+// H100 is the H100-80GB (SMs 16/26/32/60/64/132). The numbers are those
+// `nvidia-smi mig -lgip` lists for the H100 80GB: every profile has as many
+// JPEG engines as decoders, memory is 9.75, 19.62, 39.50 and 79.25 GiB.
+var H100 = GPUModel{Name: "H100-SXM5-80GB", Architecture: "Hopper", MemoryMi: 81920, SMs: 132, CopyEng: 8, Decoders: 7, JPEG: 7, OFA: 1, Profiles: []MIGProfile{
+	{Name: "1g.10gb", MemoryMi: 9984, Slices: 1, Starts: []int{0, 1, 2, 3, 4, 5, 6}, SMs: 16, CopyEng: 1, Decoders: 1, JPEG: 1, ClaimShare: 30},
 	{Name: "1g.10gb+me", MemoryMi: 9984, Slices: 1, Starts: []int{0, 1, 2, 3, 4, 5, 6}, SMs: 16, CopyEng: 1, Decoders: 1, JPEG: 1, OFA: 1, ClaimShare: 5},
-	{Name: "1g.20gb", MemoryMi: 19968, Slices: 2, Starts: []int{0, 2, 4, 6}, SMs: 26, CopyEng: 1, Decoders: 1, JPEG: 1, ClaimShare: 15},
-	{Name: "2g.20gb", MemoryMi: 19968, Slices: 2, Starts: []int{0, 2, 4}, SMs: 32, CopyEng: 2, Decoders: 2, JPEG: 1, ClaimShare: 20},
-	{Name: "3g.40gb", MemoryMi: 40448, Slices: 4, Starts: []int{0, 4}, SMs: 60, CopyEng: 3, Decoders: 3, JPEG: 2, ClaimShare: 15},
-	{Name: "4g.40gb", MemoryMi: 40448, Slices: 4, Starts: []int{0}, SMs: 64, CopyEng: 4, Decoders: 4, JPEG: 2, ClaimShare: 8},
-	{Name: "7g.80gb", MemoryMi: 80896, Slices: 8, Starts: []int{0}, SMs: 132, CopyEng: 8, Decoders: 7, JPEG: 7, OFA: 1, ClaimShare: 7},
+	{Name: "1g.20gb", MemoryMi: 20096, Slices: 2, Starts: []int{0, 2, 4, 6}, SMs: 26, CopyEng: 1, Decoders: 1, JPEG: 1, ClaimShare: 15},
+	{Name: "2g.20gb", MemoryMi: 20096, Slices: 2, Starts: []int{0, 2, 4}, SMs: 32, CopyEng: 2, Decoders: 2, JPEG: 2, ClaimShare: 20},
+	{Name: "3g.40gb", MemoryMi: 40448, Slices: 4, Starts: []int{0, 4}, SMs: 60, CopyEng: 3, Decoders: 3, JPEG: 3, ClaimShare: 15},
+	{Name: "4g.40gb", MemoryMi: 40448, Slices: 4, Starts: []int{0}, SMs: 64, CopyEng: 4, Decoders: 4, JPEG: 4, ClaimShare: 8},
+	{Name: "7g.80gb", MemoryMi: 81152, Slices: 8, Starts: []int{0}, SMs: 132, CopyEng: 8, Decoders: 7, JPEG: 7, OFA: 1, ClaimShare: 7},
 }}
+
+// MIGFleets are the GPU fleets of the mig scenario (--mig-gpu): a100 (the
+// default), h100, and mixed (A100 and H100 nodes alternating).
+var MIGFleets = []string{"a100", "h100", "mixed"}
+
+// MIGFleet returns the GPU models of a fleet ("" is a100).
+func MIGFleet(name string) ([]GPUModel, error) {
+	switch name {
+	case "", "a100":
+		return []GPUModel{A100}, nil
+	case "h100":
+		return []GPUModel{H100}, nil
+	case "mixed":
+		return []GPUModel{A100, H100}, nil
+	}
+	return nil, fmt.Errorf("mig GPU fleet %q: want one of %s", name, strings.Join(MIGFleets, ", "))
+}
 
 // MIGConfig sizes a mig scenario.
 type MIGConfig struct {
@@ -78,7 +99,11 @@ type MIGConfig struct {
 	// GPU (matchAttribute parentUUID) or on one node.
 	MultiDevice float64
 	// Models are the GPU models of the fleet, assigned to nodes round
-	// robin; empty means A100 only.
+	// robin; empty means A100 only. Each pending claim picks a model at
+	// random and a profile of it; with more than one distinct model its
+	// requests also select the model's productName, since profile names
+	// alone are ambiguous (1g.10gb is two memory slices on an A100 and one
+	// on an H100).
 	Models []GPUModel
 }
 
@@ -95,6 +120,19 @@ func MIG(cfg MIGConfig) *model.Objects {
 	models := cfg.Models
 	if len(models) == 0 {
 		models = []GPUModel{A100}
+	}
+	// selectors asks for a profile, and for the model when the fleet has
+	// more than one.
+	mixed := false
+	for _, m := range models {
+		mixed = mixed || m.Name != models[0].Name
+	}
+	selectors := func(gm *GPUModel, profile string) []resourceapi.DeviceSelector {
+		sel := profileSelector(profile)
+		if mixed {
+			sel = append(sel, productSelector(gm.Name))
+		}
+		return sel
 	}
 	objs := &model.Objects{CompatibleOnlyWith: map[model.DeviceID]string{}, Origin: map[string]string{}}
 	objs.Classes = migClasses()
@@ -141,14 +179,15 @@ func MIG(cfg MIGConfig) *model.Objects {
 		}
 	}
 	// Existing allocations: 1–2 MIG devices on a share of the GPUs, on
-	// disjoint memory slices so the start state is valid.
+	// disjoint memory slices and within every counter of the GPU's model so
+	// the start state is valid.
 	existing := 0
 	for _, gp := range gpus {
 		if rng.Float64() >= cfg.Fragmented {
 			continue
 		}
 		var used [8]bool
-		jpeg, ofa := int64(0), int64(0)
+		var engines engineUse
 		n := 1 + rng.IntN(2)
 		for k := 0; k < n; k++ {
 			pr := pickProfile(rng, gp.model)
@@ -156,20 +195,20 @@ func MIG(cfg MIGConfig) *model.Objects {
 				continue // a whole GPU in use is not fragmentation
 			}
 			start := pr.Starts[rng.IntN(len(pr.Starts))]
-			free := jpeg+pr.JPEG <= gp.model.JPEG && ofa+pr.OFA <= gp.model.OFA
+			free := engines.plus(pr, 1).fits(gp.model)
 			for s := start; s < start+pr.Slices; s++ {
 				free = free && !used[s]
 			}
 			if !free {
 				continue
 			}
-			jpeg, ofa = jpeg+pr.JPEG, ofa+pr.OFA
+			engines = engines.plus(pr, 1)
 			for s := start; s < start+pr.Slices; s++ {
 				used[s] = true
 			}
 			name := migName(gp.index, pr.Name, start)
 			c := newClaim(fmt.Sprintf("running-%04d", existing), []string{"mig.nvidia.com"}, nil)
-			c.Spec.Devices.Requests[0].Exactly.Selectors = profileSelector(pr.Name)
+			c.Spec.Devices.Requests[0].Exactly.Selectors = selectors(gp.model, pr.Name)
 			c.Status.Allocation = &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{{
 				Request: "r0", Driver: NVIDIADriver, Pool: gp.node, Device: name}}},
 				NodeSelector: nodeSelectorFor(gp.node)}
@@ -185,7 +224,7 @@ func MIG(cfg MIGConfig) *model.Objects {
 			n := 2 + rng.IntN(3)
 			c := newClaim(name, repeat("mig.nvidia.com", n), nil)
 			for r := range c.Spec.Devices.Requests {
-				c.Spec.Devices.Requests[r].Exactly.Selectors = profileSelector(pickSmallProfile(rng, gm, n).Name)
+				c.Spec.Devices.Requests[r].Exactly.Selectors = selectors(gm, pickSmallProfile(rng, gm, n).Name)
 			}
 			if rng.IntN(2) == 0 {
 				c.Spec.Devices.Constraints = []resourceapi.DeviceConstraint{{MatchAttribute: ptr.To(resourceapi.FullyQualifiedName(NVIDIADriver + "/parentUUID"))}}
@@ -195,10 +234,27 @@ func MIG(cfg MIGConfig) *model.Objects {
 		}
 		pr := pickProfile(rng, gm)
 		c := newClaim(name, []string{"mig.nvidia.com"}, nil)
-		c.Spec.Devices.Requests[0].Exactly.Selectors = profileSelector(pr.Name)
+		c.Spec.Devices.Requests[0].Exactly.Selectors = selectors(gm, pr.Name)
 		objs.Claims = append(objs.Claims, c)
 	}
 	return objs
+}
+
+// engineUse sums the counters other than memory slices that MIG devices
+// on one GPU consume.
+type engineUse struct {
+	memoryMi, sms, copyEng, decoders, jpeg, ofa int64
+}
+
+func (u engineUse) plus(pr MIGProfile, n int64) engineUse {
+	return engineUse{u.memoryMi + n*pr.MemoryMi, u.sms + n*pr.SMs, u.copyEng + n*pr.CopyEng,
+		u.decoders + n*pr.Decoders, u.jpeg + n*pr.JPEG, u.ofa + n*pr.OFA}
+}
+
+// fits tells whether the use stays within a GPU of the model.
+func (u engineUse) fits(gm *GPUModel) bool {
+	return u.memoryMi <= gm.MemoryMi && u.sms <= gm.SMs && u.copyEng <= gm.CopyEng &&
+		u.decoders <= gm.Decoders && u.jpeg <= gm.JPEG && u.ofa <= gm.OFA
 }
 
 func repeat(s string, n int) []string {
@@ -233,7 +289,7 @@ func pickWeighted(rng *rand.Rand, n int, weight func(i int) float64) int {
 func pickSmallProfile(rng *rand.Rand, gm *GPUModel, n int) MIGProfile {
 	for {
 		p := pickProfile(rng, gm)
-		if p.Slices*n <= 8 && len(p.Starts) >= n && p.JPEG*int64(n) <= gm.JPEG && p.OFA*int64(n) <= gm.OFA {
+		if p.Slices*n <= 8 && len(p.Starts) >= n && (engineUse{}).plus(p, int64(n)).fits(gm) {
 			return p
 		}
 	}
@@ -242,6 +298,11 @@ func pickSmallProfile(rng *rand.Rand, gm *GPUModel, n int) MIGProfile {
 func profileSelector(profile string) []resourceapi.DeviceSelector {
 	return []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
 		Expression: fmt.Sprintf("device.attributes['%s'].profile == '%s'", NVIDIADriver, profile)}}}
+}
+
+func productSelector(product string) resourceapi.DeviceSelector {
+	return resourceapi.DeviceSelector{CEL: &resourceapi.CELDeviceSelector{
+		Expression: fmt.Sprintf("device.attributes['%s'].productName == '%s'", NVIDIADriver, product)}}
 }
 
 func newClaim(name string, classes []string, sel []resourceapi.DeviceSelector) *resourceapi.ResourceClaim {
@@ -290,20 +351,20 @@ func (gm *GPUModel) counterSet(name string) resourceapi.CounterSet {
 	return cs
 }
 
-func gpuAttrs(uuid, typ, product string, index int) map[resourceapi.QualifiedName]resourceapi.DeviceAttribute {
+func (gm *GPUModel) gpuAttrs(uuid, typ string, index int) map[resourceapi.QualifiedName]resourceapi.DeviceAttribute {
 	return map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{
 		"type":         {StringValue: ptr.To(typ)},
 		"uuid":         {StringValue: ptr.To(uuid)},
 		"parentUUID":   {StringValue: ptr.To(uuid)},
-		"productName":  {StringValue: ptr.To(product)},
+		"productName":  {StringValue: ptr.To(gm.Name)},
 		"index":        {IntValue: ptr.To(int64(index))},
-		"architecture": {StringValue: ptr.To("Ampere")},
+		"architecture": {StringValue: ptr.To(gm.Architecture)},
 	}
 }
 
 func (gm *GPUModel) fullDevice(g int, uuid, set string) resourceapi.Device {
 	cons := gm.counterSet(set)
-	d := resourceapi.Device{Name: fmt.Sprintf("gpu-%d", g), Attributes: gpuAttrs(uuid, "gpu", gm.Name, g),
+	d := resourceapi.Device{Name: fmt.Sprintf("gpu-%d", g), Attributes: gm.gpuAttrs(uuid, "gpu", g),
 		ConsumesCounters: []resourceapi.DeviceCounterConsumption{{CounterSet: set, Counters: cons.Counters}}}
 	d.Attributes["profile"] = resourceapi.DeviceAttribute{StringValue: ptr.To("full")}
 	return d
@@ -328,7 +389,7 @@ func (gm *GPUModel) migDevice(g int, uuid, set string, pr MIGProfile, start int)
 	for s := start; s < start+pr.Slices; s++ {
 		counters[fmt.Sprintf("memory-slice-%d", s)] = q(1)
 	}
-	attrs := gpuAttrs(uuid, "mig", gm.Name, g)
+	attrs := gm.gpuAttrs(uuid, "mig", g)
 	attrs["uuid"] = resourceapi.DeviceAttribute{StringValue: ptr.To(fmt.Sprintf("MIG-%s-%s-%d", uuid, pr.Name, start))}
 	attrs["profile"] = resourceapi.DeviceAttribute{StringValue: ptr.To(pr.Name)}
 	attrs["memorySliceStart"] = resourceapi.DeviceAttribute{IntValue: ptr.To(int64(start))}

@@ -35,7 +35,10 @@ type Config struct {
 	Repeat    int // runs per policy; the median wall time is reported
 	Policies  []string
 	Timeout   time.Duration // drasat's budget per batch
-	OpenB     OpenBConfig
+	// MIGGPU is the GPU fleet of the mig scenario: a100 (default, also ""),
+	// h100 or mixed.
+	MIGGPU string
+	OpenB  OpenBConfig
 	// Progress, when set, is called before each step and at the end.
 	Progress func(done, total int, label string)
 }
@@ -178,6 +181,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 10 * time.Second
 	}
+	if _, err := MIGFleet(cfg.MIGGPU); err != nil {
+		return nil, err
+	}
 	rep := &Report{Seed: cfg.Seed, Repeat: cfg.Repeat, TimeoutS: cfg.Timeout.Seconds(),
 		Machine: Machine{GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, CPUs: runtime.NumCPU(), GoVersion: runtime.Version()}}
 	type job struct {
@@ -227,7 +233,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			}
 			continue
 		}
-		insts, err := Generate(j.scenario, j.size, cfg.Seed)
+		insts, err := Generate(j.scenario, j.size, cfg.Seed, GenerateOptions{MIGGPU: cfg.MIGGPU})
 		if err != nil {
 			return nil, err
 		}
@@ -293,7 +299,7 @@ func runRow(ctx context.Context, in *Instance, w *world, pol string, cfg Config)
 		row.Optimal, row.Bound, row.Gap = &opt, &bound, &gap
 	}
 	if in.Picture {
-		row.Picture = w.pictures(in.Objs, first.allocated)
+		row.Picture = w.pictures(in.Objs, first.allocated, in.Fleet != "" && in.Fleet != "a100")
 	}
 	return row, nil
 }

@@ -77,15 +77,28 @@ type Instance struct {
 	UtilName string
 	// Picture: draw a per-GPU memory-slice picture of each placement.
 	Picture bool
+	// Fleet is the GPU fleet of a mig instance (MIGFleets); "" elsewhere.
+	Fleet string
 }
 
-// Name is "scenario size [compat]".
+// Name is "scenario size [compat]", and for mig "scenario size [fleet]"
+// where the fleet is not the default a100.
 func (in *Instance) Name() string {
 	n := in.Scenario + " " + in.Size.String()
 	if in.Scenario == "modes" {
 		n += " " + in.Compat
 	}
+	if in.Fleet != "" && in.Fleet != "a100" {
+		n += " " + in.Fleet
+	}
 	return n
+}
+
+// GenerateOptions are the scenario options beyond the size and seed.
+type GenerateOptions struct {
+	// MIGGPU is the mig scenario's GPU fleet: a100 ("" too), h100 or
+	// mixed (see MIGFleet).
+	MIGGPU string
 }
 
 // Scenarios lists the batch scenarios and the replay.
@@ -106,7 +119,7 @@ func memorySlices(c string) bool { return strings.HasPrefix(c, "memory-slice-") 
 
 // Generate builds the batch instances of a scenario at one size. modes
 // gives two instances, one per compatibility semantics.
-func Generate(scenario string, sz Size, seed uint64) ([]*Instance, error) {
+func Generate(scenario string, sz Size, seed uint64, opts GenerateOptions) ([]*Instance, error) {
 	switch scenario {
 	case "mig":
 		g := sz.GPUs
@@ -114,10 +127,21 @@ func Generate(scenario string, sz Size, seed uint64) ([]*Instance, error) {
 			g = 8
 		}
 		sz.GPUs = g
-		objs := MIG(DefaultMIG(sz.Nodes, g, sz.Claims, seed))
-		return []*Instance{{Scenario: scenario, Size: sz, Compat: model.CompatKEP5963, Objs: objs,
+		fleet := opts.MIGGPU
+		if fleet == "" {
+			fleet = "a100"
+		}
+		models, err := MIGFleet(fleet)
+		if err != nil {
+			return nil, err
+		}
+		cfg := DefaultMIG(sz.Nodes, g, sz.Claims, seed)
+		cfg.Models = models
+		// Utilisation counts memory slices: every GPU of either model has
+		// eight, so in a mixed fleet each GPU weighs the same.
+		return []*Instance{{Scenario: scenario, Size: sz, Compat: model.CompatKEP5963, Objs: MIG(cfg),
 			Unit: counterSetUnit, UnitName: "GPUs", Util: memorySlices, UtilName: "memory slices",
-			Picture: sz.Nodes*g <= 16}}, nil
+			Picture: sz.Nodes*g <= 16, Fleet: fleet}}, nil
 	case "tpu":
 		objs, err := TPU(TPUConfig{Nodes: sz.Nodes, Claims: sz.Claims, Seed: seed, Fragmented: 0.15})
 		if err != nil {

@@ -19,9 +19,10 @@ func benchCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "bench",
 		Usage: "compare drasat with the kube-scheduler's allocator and first-fit baselines on generated clusters and the Alibaba trace",
-		Description: `Scenarios: mig (A100 MIG partitions), tpu (multi-host TPU slices), modes (GPUs with
-mutually exclusive modes, under --compat kep5963 and wildcard), openb (replay of the
-Alibaba GPU trace in ../shared/data/alibaba-openb). Sizes are NODESxGPUS:CLAIMS (mig,
+		Description: `Scenarios: mig (MIG partitions of A100s, H100s or both, --mig-gpu), tpu
+(multi-host TPU slices), modes (GPUs with mutually exclusive modes, under --compat
+kep5963 and wildcard), openb (replay of the Alibaba GPU trace in
+../shared/data/alibaba-openb). Sizes are NODESxGPUS:CLAIMS (mig,
 modes), NODES:CLAIMS (tpu; NODES a multiple of 16) or NODES:TASKS (openb; 0 = all).
 Every allocation of every policy is validated by the independent feasibility checker;
 an invalid one fails the run.`,
@@ -35,6 +36,7 @@ an invalid one fails the run.`,
 			&cli.DurationFlag{Name: "timeout", Value: 10 * time.Second, Usage: "drasat's budget per batch"},
 			&cli.StringFlag{Name: "json", Usage: "write the report as JSON to this file"},
 			&cli.StringFlag{Name: "html", Usage: "write a self-contained HTML report with SVG charts to this file"},
+			&cli.StringFlag{Name: "mig-gpu", Value: "a100", Usage: "GPU fleet of the mig scenario: a100 (A100-40GB), h100 (H100-80GB) or mixed (A100 and H100 nodes alternating)"},
 			&cli.StringFlag{Name: "openb-data", Usage: "directory of the Alibaba trace (default: ../shared/data/alibaba-openb beside the repository)"},
 			&cli.StringFlag{Name: "openb-pods", Value: "default", Usage: "task list: default, gpushare100 or multigpu50"},
 			&cli.StringFlag{Name: "openb-gpu", Value: "a100", Usage: "GPU model every trace GPU is published as: a100 or h100"},
@@ -49,28 +51,9 @@ an invalid one fails the run.`,
 func runBench(c *cli.Context) error {
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	cfg := bench.Config{
-		Scenarios: c.StringSlice("scenario"),
-		Sizes:     map[string][]bench.Size{},
-		Seed:      c.Uint64("seed"),
-		Repeat:    c.Int("repeat"),
-		Policies:  c.StringSlice("policy"),
-		Timeout:   c.Duration("timeout"),
-		OpenB: bench.OpenBConfig{Dir: c.String("openb-data"), Pods: c.String("openb-pods"), GPU: c.String("openb-gpu"),
-			Window: c.Duration("openb-window"), Load: c.Float64("openb-load")},
-	}
-	for _, s := range c.StringSlice("size") {
-		scs := cfg.Scenarios
-		if sc, sizes, ok := strings.Cut(s, "="); ok {
-			scs, s = []string{sc}, sizes
-		}
-		sizes, err := bench.ParseSizes(s)
-		if err != nil {
-			return fmt.Errorf("flag --size: %w", err)
-		}
-		for _, sc := range scs {
-			cfg.Sizes[sc] = append(cfg.Sizes[sc], sizes...)
-		}
+	cfg, err := benchConfig(c)
+	if err != nil {
+		return err
 	}
 	if !c.Bool("no-progress") && isTerminal(os.Stderr) {
 		cfg.Progress = progressBar(os.Stderr)
@@ -105,6 +88,39 @@ func runBench(c *cli.Context) error {
 		}
 	}
 	return nil
+}
+
+// benchConfig reads the flags into a run configuration, rejecting bad
+// values with the flag's name.
+func benchConfig(c *cli.Context) (bench.Config, error) {
+	cfg := bench.Config{
+		Scenarios: c.StringSlice("scenario"),
+		Sizes:     map[string][]bench.Size{},
+		Seed:      c.Uint64("seed"),
+		Repeat:    c.Int("repeat"),
+		Policies:  c.StringSlice("policy"),
+		Timeout:   c.Duration("timeout"),
+		MIGGPU:    strings.ToLower(strings.TrimSpace(c.String("mig-gpu"))),
+		OpenB: bench.OpenBConfig{Dir: c.String("openb-data"), Pods: c.String("openb-pods"), GPU: c.String("openb-gpu"),
+			Window: c.Duration("openb-window"), Load: c.Float64("openb-load")},
+	}
+	for _, s := range c.StringSlice("size") {
+		scs := cfg.Scenarios
+		if sc, sizes, ok := strings.Cut(s, "="); ok {
+			scs, s = []string{sc}, sizes
+		}
+		sizes, err := bench.ParseSizes(s)
+		if err != nil {
+			return cfg, fmt.Errorf("flag --size: %w", err)
+		}
+		for _, sc := range scs {
+			cfg.Sizes[sc] = append(cfg.Sizes[sc], sizes...)
+		}
+	}
+	if _, err := bench.MIGFleet(cfg.MIGGPU); err != nil {
+		return cfg, fmt.Errorf("flag --mig-gpu: %w", err)
+	}
+	return cfg, nil
 }
 
 func isTerminal(f *os.File) bool {

@@ -1,0 +1,455 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	resourceapi "k8s.io/api/resource/v1"
+
+	"github.com/drasat/drasat/check"
+	"github.com/drasat/drasat/model"
+)
+
+// The GPU fleets of the mig scenario: --mig-gpu a100 (default), h100 and
+// mixed.
+
+func genMIG(t *testing.T, fleet string, sz Size, seed uint64) *Instance {
+	t.Helper()
+	insts, err := Generate("mig", sz, seed, GenerateOptions{MIGGPU: fleet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(insts) != 1 {
+		t.Fatalf("%d instances, want 1", len(insts))
+	}
+	return insts[0]
+}
+
+// lgipRow is one profile as `nvidia-smi mig -lgip` lists it: instances,
+// memory in GiB (two decimals, as printed), SMs, decoders, copy engines,
+// JPEG and OFA engines.
+type lgipRow struct {
+	name                     string
+	instances                int
+	memGiB                   float64
+	sm, dec, ce, jpeg, ofa   int64
+	memorySlices, placements int
+}
+
+// TestMIGModelsMatchNvidiaSMI compares the profile tables with what
+// nvidia-smi reports on an A100-SXM4-40GB and an H100 80GB.
+func TestMIGModelsMatchNvidiaSMI(t *testing.T) {
+	for _, tc := range []struct {
+		gm   *GPUModel
+		arch string
+		rows []lgipRow
+	}{
+		{&A100, "Ampere", []lgipRow{
+			{"1g.5gb", 7, 4.75, 14, 0, 1, 0, 0, 1, 7},
+			{"1g.5gb+me", 1, 4.75, 14, 1, 1, 1, 1, 1, 7},
+			{"1g.10gb", 4, 9.62, 14, 1, 1, 0, 0, 2, 4},
+			{"2g.10gb", 3, 9.62, 28, 1, 2, 0, 0, 2, 3},
+			{"3g.20gb", 2, 19.50, 42, 2, 3, 0, 0, 4, 2},
+			{"4g.20gb", 1, 19.50, 56, 2, 4, 0, 0, 4, 1},
+			{"7g.40gb", 1, 39.25, 98, 5, 7, 1, 1, 8, 1},
+		}},
+		{&H100, "Hopper", []lgipRow{
+			{"1g.10gb", 7, 9.75, 16, 1, 1, 1, 0, 1, 7},
+			{"1g.10gb+me", 1, 9.75, 16, 1, 1, 1, 1, 1, 7},
+			{"1g.20gb", 4, 19.62, 26, 1, 1, 1, 0, 2, 4},
+			{"2g.20gb", 3, 19.62, 32, 2, 2, 2, 0, 2, 3},
+			{"3g.40gb", 2, 39.50, 60, 3, 3, 3, 0, 4, 2},
+			{"4g.40gb", 1, 39.50, 64, 4, 4, 4, 0, 4, 1},
+			{"7g.80gb", 1, 79.25, 132, 7, 8, 7, 1, 8, 1},
+		}},
+	} {
+		gm := tc.gm
+		if gm.Architecture != tc.arch {
+			t.Errorf("%s: architecture %q, want %q", gm.Name, gm.Architecture, tc.arch)
+		}
+		if len(gm.Profiles) != len(tc.rows) {
+			t.Fatalf("%s: %d profiles, want %d", gm.Name, len(gm.Profiles), len(tc.rows))
+		}
+		full := tc.rows[len(tc.rows)-1]
+		if gm.SMs != full.sm || gm.Decoders != full.dec || gm.CopyEng != full.ce || gm.JPEG != full.jpeg || gm.OFA != full.ofa {
+			t.Errorf("%s: GPU counters SM %d DEC %d CE %d JPEG %d OFA %d, want the 7g profile's %+v", gm.Name, gm.SMs, gm.Decoders, gm.CopyEng, gm.JPEG, gm.OFA, full)
+		}
+		for i, want := range tc.rows {
+			p := gm.Profiles[i]
+			gib := float64(p.MemoryMi) / 1024
+			if p.Name != want.name || p.SMs != want.sm || p.Decoders != want.dec || p.CopyEng != want.ce || p.JPEG != want.jpeg || p.OFA != want.ofa ||
+				p.Slices != want.memorySlices || len(p.Starts) != want.placements || math.Abs(gib-want.memGiB) >= 0.01 {
+				t.Errorf("%s %s: %+v (%.3f GiB), want %+v", gm.Name, p.Name, p, gib, want)
+			}
+			// The instances nvidia-smi allows on an empty GPU are what
+			// the counters and the memory slices allow.
+			n := 0
+			var used [8]bool
+			var eng engineUse
+			for _, s := range p.Starts {
+				free := eng.plus(p, 1).fits(gm)
+				for k := s; k < s+p.Slices; k++ {
+					free = free && !used[k]
+				}
+				if free {
+					n++
+					eng = eng.plus(p, 1)
+					for k := s; k < s+p.Slices; k++ {
+						used[k] = true
+					}
+				}
+			}
+			if n != want.instances {
+				t.Errorf("%s %s: %d instances fit on one GPU, nvidia-smi allows %d", gm.Name, p.Name, n, want.instances)
+			}
+		}
+	}
+}
+
+func TestMIGFleetNames(t *testing.T) {
+	sz := Size{Nodes: 8, GPUs: 8, Claims: 300}
+	for fleet, want := range map[string]string{"": "mig 8x8:300", "a100": "mig 8x8:300", "h100": "mig 8x8:300 h100", "mixed": "mig 8x8:300 mixed"} {
+		if got := genMIG(t, fleet, sz, 1).Name(); got != want {
+			t.Errorf("fleet %q: instance %q, want %q", fleet, got, want)
+		}
+	}
+	for _, bad := range []string{"a10", "H100x", "both"} {
+		_, err := Generate("mig", sz, 1, GenerateOptions{MIGGPU: bad})
+		if err == nil || !strings.Contains(err.Error(), "a100, h100, mixed") {
+			t.Errorf("fleet %q: err = %v, want one naming a100, h100, mixed", bad, err)
+		}
+	}
+	_, err := Run(context.Background(), Config{Scenarios: []string{"mig"}, MIGGPU: "v100", Policies: []string{PolicyFirstFit}})
+	if err == nil || !strings.Contains(err.Error(), `"v100"`) {
+		t.Errorf("Run with fleet v100: err = %v", err)
+	}
+	// The other scenarios ignore the fleet.
+	insts, err := Generate("tpu", Size{Nodes: 16, Claims: 4}, 1, GenerateOptions{MIGGPU: "mixed"})
+	if err != nil || insts[0].Name() != "tpu 16:4" {
+		t.Errorf("tpu with a mig fleet: %v %v", insts, err)
+	}
+}
+
+// TestMIGDefaultFleetUnchanged: the a100 fleet is the generator's default
+// instance family, and its claims select on the profile alone.
+func TestMIGDefaultFleetUnchanged(t *testing.T) {
+	sz := Size{Nodes: 3, GPUs: 4, Claims: 80}
+	a, def := genMIG(t, "a100", sz, 5), genMIG(t, "", sz, 5)
+	plain := MIG(DefaultMIG(3, 4, 80, 5))
+	if !reflect.DeepEqual(a.Objs, plain) || !reflect.DeepEqual(def.Objs, plain) {
+		t.Fatal("the a100 fleet differs from MIG(DefaultMIG(...))")
+	}
+	for _, c := range plain.Claims {
+		for _, r := range c.Spec.Devices.Requests {
+			if len(r.Exactly.Selectors) != 1 || strings.Contains(r.Exactly.Selectors[0].CEL.Expression, "productName") {
+				t.Fatalf("claim %s: selectors %v, want the profile alone", c.Name, r.Exactly.Selectors)
+			}
+		}
+	}
+}
+
+// deviceIndex maps devices to their attributes and counter consumption.
+type deviceIndex struct {
+	attrs map[model.DeviceID]map[resourceapi.QualifiedName]resourceapi.DeviceAttribute
+	cons  map[model.DeviceID]map[string]int64
+	node  map[model.DeviceID]string
+}
+
+func indexDevices(objs *model.Objects) deviceIndex {
+	x := deviceIndex{attrs: map[model.DeviceID]map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{},
+		cons: map[model.DeviceID]map[string]int64{}, node: map[model.DeviceID]string{}}
+	for _, s := range objs.Slices {
+		for _, d := range s.Spec.Devices {
+			id := model.DeviceID{Driver: s.Spec.Driver, Pool: s.Spec.Pool.Name, Device: d.Name}
+			x.attrs[id] = d.Attributes
+			x.node[id] = *s.Spec.NodeName
+			x.cons[id] = map[string]int64{}
+			for _, cc := range d.ConsumesCounters {
+				for n, c := range cc.Counters {
+					x.cons[id][n] += c.Value.Value()
+				}
+			}
+		}
+	}
+	return x
+}
+
+func (x deviceIndex) str(id model.DeviceID, attr resourceapi.QualifiedName) string {
+	if a, ok := x.attrs[id][attr]; ok && a.StringValue != nil {
+		return *a.StringValue
+	}
+	return ""
+}
+
+func modelByName(t *testing.T, name string) *GPUModel {
+	t.Helper()
+	for _, gm := range []*GPUModel{&A100, &H100} {
+		if gm.Name == name {
+			return gm
+		}
+	}
+	t.Fatalf("unknown GPU model %q", name)
+	return nil
+}
+
+// TestMIGFleetObjects: the h100 and mixed fleets publish each GPU as its
+// own model (attributes, counter set, per-profile consumption), their
+// slices pass the API-like validator as far as the default fleet does,
+// and their running allocations pass the independent checker.
+func TestMIGFleetObjects(t *testing.T) {
+	// Finding kinds of the default fleet. Known and shared by every fleet:
+	// MIG device names carry the profile ("gpu-0-mig-1g.5gb-0"), which is
+	// not a DNS label.
+	baseline := map[string]bool{}
+	for _, fleet := range []string{"a100", "h100", "mixed"} {
+		for _, seed := range []uint64{1, 2, 3} {
+			in := genMIG(t, fleet, Size{Nodes: 4, GPUs: 8, Claims: 200}, seed)
+			objs := in.Objs
+			fs, err := model.Validate(context.Background(), objs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range fs {
+				kind := f.Severity + " " + regexp.MustCompile(`\[\d+\]`).ReplaceAllString(f.Field, "[]")
+				if fleet == "a100" {
+					baseline[kind] = true
+				} else if !baseline[kind] {
+					t.Errorf("%s seed %d: %s (not found on the a100 fleet)", in.Name(), seed, f)
+				}
+			}
+			if err := check.CheckAll(objs, check.Options{}); err != nil {
+				t.Errorf("%s seed %d: running allocations: %v", in.Name(), seed, err)
+			}
+
+			products := map[string]string{} // node -> label
+			for _, n := range objs.Nodes {
+				products[n.Name] = n.Labels["nvidia.com/gpu.product"]
+			}
+			seen := map[string]int{}
+			for _, n := range objs.Nodes {
+				seen[products[n.Name]]++
+			}
+			want := map[string]map[string]int{"a100": {A100.Name: 4}, "h100": {H100.Name: 4}, "mixed": {A100.Name: 2, H100.Name: 2}}[fleet]
+			if !reflect.DeepEqual(seen, want) {
+				t.Errorf("%s: nodes per model %v, want %v", in.Name(), seen, want)
+			}
+			for _, s := range objs.Slices {
+				gm := modelByName(t, products[*s.Spec.NodeName])
+				for _, cs := range s.Spec.SharedCounters {
+					for name, want := range map[string]int64{"memory": gm.MemoryMi << 20, "multiprocessors": gm.SMs, "copy-engines": gm.CopyEng,
+						"decoders": gm.Decoders, "jpeg-engines": gm.JPEG, "ofa-engines": gm.OFA, "memory-slice-7": 1} {
+						if got := cs.Counters[name]; got.Value.Value() != want {
+							t.Errorf("%s: %s/%s: %s = %s, want %d (%s)", in.Name(), s.Name, cs.Name, name, got.Value.String(), want, gm.Name)
+						}
+					}
+				}
+			}
+			x := indexDevices(objs)
+			for id := range x.attrs {
+				gm := modelByName(t, products[x.node[id]])
+				if p, a := x.str(id, "productName"), x.str(id, "architecture"); p != gm.Name || a != gm.Architecture {
+					t.Fatalf("%s: %v on a %s node: productName %q architecture %q", in.Name(), id, gm.Name, p, a)
+				}
+				prof := x.str(id, "profile")
+				if prof == "full" {
+					continue
+				}
+				pr := profileOf(gm, prof)
+				if pr == nil {
+					t.Fatalf("%s: %v: profile %q is not a %s profile", in.Name(), id, prof, gm.Name)
+				}
+				c := x.cons[id]
+				slices := 0
+				for n := range c {
+					if memorySlices(n) {
+						slices++
+					}
+				}
+				if slices != pr.Slices || c["multiprocessors"] != pr.SMs || c["jpeg-engines"] != pr.JPEG || c["decoders"] != pr.Decoders ||
+					c["ofa-engines"] != pr.OFA || c["copy-engines"] != pr.CopyEng || c["memory"] != pr.MemoryMi<<20 {
+					t.Fatalf("%s: %v consumes %v, want %s %s %+v", in.Name(), id, c, gm.Name, pr.Name, *pr)
+				}
+			}
+		}
+	}
+	t.Logf("finding kinds shared with the a100 fleet: %v", baseline)
+}
+
+func profileOf(gm *GPUModel, name string) *MIGProfile {
+	for i := range gm.Profiles {
+		if gm.Profiles[i].Name == name {
+			return &gm.Profiles[i]
+		}
+	}
+	return nil
+}
+
+var productSelectorRE = regexp.MustCompile(`\.productName == '([^']+)'`)
+
+// requestedModel is the GPU model a mixed-fleet request selects.
+func requestedModel(t *testing.T, c *resourceapi.ResourceClaim, request string) string {
+	t.Helper()
+	for _, r := range c.Spec.Devices.Requests {
+		if r.Name != request {
+			continue
+		}
+		var models []string
+		for _, s := range r.Exactly.Selectors {
+			if m := productSelectorRE.FindStringSubmatch(s.CEL.Expression); m != nil {
+				models = append(models, m[1])
+			}
+		}
+		if len(models) != 1 {
+			t.Fatalf("claim %s request %s: selects models %v, want exactly one", c.Name, request, models)
+		}
+		return models[0]
+	}
+	t.Fatalf("claim %s: no request %s", c.Name, request)
+	return ""
+}
+
+// TestMIGMixedFleetPolicies runs every policy on small mixed instances:
+// each result passes check.Check, and every device a claim gets is of the
+// model it asked for, with that model's profile (so an H100 1g.10gb, one
+// memory slice, never lands on an A100's two-slice 1g.10gb).
+func TestMIGMixedFleetPolicies(t *testing.T) {
+	sizes := []Size{{Nodes: 2, GPUs: 4, Claims: 40}}
+	if !testing.Short() {
+		sizes = append(sizes, Size{Nodes: 4, GPUs: 4, Claims: 90})
+	}
+	ambiguous := 0 // H100 requests for a profile name the A100 has too
+	for _, sz := range sizes {
+		for _, seed := range []uint64{1, 2} {
+			in := genMIG(t, "mixed", sz, seed)
+			x := indexDevices(in.Objs)
+			perModel := map[string]int{}
+			for _, c := range in.Objs.Claims {
+				for _, r := range c.Spec.Devices.Requests {
+					m := requestedModel(t, c, r.Name)
+					perModel[m]++
+					if m == H100.Name && profileOf(&A100, requestedProfile(t, c, r.Name)) != nil {
+						ambiguous++
+					}
+				}
+			}
+			if perModel[A100.Name] == 0 || perModel[H100.Name] == 0 {
+				t.Fatalf("%s seed %d: requests per model %v, want both", in.Name(), seed, perModel)
+			}
+			for _, pol := range Policies {
+				out, err := runPolicy(context.Background(), pol, in.Objs, in.Compat, 3*time.Second)
+				if err != nil {
+					t.Fatalf("%s %s: %v", in.Name(), pol, err)
+				}
+				if err := check.Check(in.Objs, out.allocated, check.Options{Compat: in.Compat}); err != nil {
+					t.Errorf("%s seed %d %s: %v", in.Name(), seed, pol, err)
+				}
+				if len(out.allocated) == 0 {
+					t.Errorf("%s seed %d %s: nothing allocated", in.Name(), seed, pol)
+				}
+				onH100 := 0
+				for _, c := range out.allocated {
+					for _, r := range c.Status.Allocation.Devices.Results {
+						id := model.DeviceID{Driver: r.Driver, Pool: r.Pool, Device: r.Device}
+						want := requestedModel(t, c, r.Request)
+						got := x.str(id, "productName")
+						if got != want {
+							t.Errorf("%s %s: claim %s request %s asks for %s, got %v on a %s", in.Name(), pol, c.Name, r.Request, want, id, got)
+							continue
+						}
+						gm := modelByName(t, got)
+						pr := profileOf(gm, requestedProfile(t, c, r.Request))
+						slices := 0
+						for n := range x.cons[id] {
+							if memorySlices(n) {
+								slices++
+							}
+						}
+						if pr == nil || x.str(id, "profile") != pr.Name || slices != pr.Slices {
+							t.Errorf("%s %s: claim %s got %v (%d memory slices), want %s %v", in.Name(), pol, c.Name, id, slices, gm.Name, pr)
+						}
+						if got == H100.Name {
+							onH100++
+						}
+					}
+				}
+				if onH100 == 0 {
+					t.Errorf("%s seed %d %s: no device allocated on an H100", in.Name(), seed, pol)
+				}
+			}
+		}
+	}
+	if ambiguous == 0 {
+		t.Error("no H100 request for a profile name the A100 has too (1g.10gb): the test shows nothing")
+	}
+}
+
+var profileSelectorRE = regexp.MustCompile(`\.profile == '([^']+)'`)
+
+func requestedProfile(t *testing.T, c *resourceapi.ResourceClaim, request string) string {
+	t.Helper()
+	for _, r := range c.Spec.Devices.Requests {
+		if r.Name == request {
+			for _, s := range r.Exactly.Selectors {
+				if m := profileSelectorRE.FindStringSubmatch(s.CEL.Expression); m != nil {
+					return m[1]
+				}
+			}
+		}
+	}
+	t.Fatalf("claim %s request %s: no profile selector", c.Name, request)
+	return ""
+}
+
+// TestBenchMIGFleets runs the bench on the h100 and mixed fleets (Run
+// validates every result): drasat is never behind a baseline, the rows are
+// named after the fleet, and units and utilisation agree with the
+// placement pictures (eight memory slices per GPU of either model).
+func TestBenchMIGFleets(t *testing.T) {
+	for _, fleet := range []string{"h100", "mixed"} {
+		rep, err := Run(context.Background(), Config{Scenarios: []string{"mig"}, Sizes: map[string][]Size{"mig": {{Nodes: 2, GPUs: 4, Claims: 40}}},
+			Seed: 1, Timeout: 3 * time.Second, MIGGPU: fleet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		assertDrasatBest(t, rep)
+		for _, r := range rep.Rows {
+			if r.Instance != "mig 2x4:40 "+fleet {
+				t.Errorf("row instance %q", r.Instance)
+			}
+			if r.Units != 8 || len(r.Picture) != 8 {
+				t.Fatalf("%s %s: %d units, %d pictured GPUs, want 8", r.Instance, r.Policy, r.Units, len(r.Picture))
+			}
+			used, busy := 0, 0
+			models := map[string]int{}
+			for _, g := range r.Picture {
+				models[g.Model]++
+				n := 0
+				for _, s := range g.Slices {
+					if s.Claim != "" {
+						n++
+					}
+				}
+				used += n
+				if n > 0 {
+					busy++
+				}
+			}
+			if util := float64(used) / 64; fmt.Sprintf("%.6f", util) != fmt.Sprintf("%.6f", r.Util) {
+				t.Errorf("%s %s: utilisation %.4f, the picture shows %d/64 memory slices", r.Instance, r.Policy, r.Util, used)
+			}
+			if r.UnitsUsed != busy || r.UnitsFree != 8-busy {
+				t.Errorf("%s %s: %d GPUs used, %d free; the picture shows %d busy", r.Instance, r.Policy, r.UnitsUsed, r.UnitsFree, busy)
+			}
+			want := map[string]map[string]int{"h100": {H100.Name: 8}, "mixed": {A100.Name: 4, H100.Name: 4}}[fleet]
+			if !reflect.DeepEqual(models, want) {
+				t.Errorf("%s %s: pictured models %v, want %v", r.Instance, r.Policy, models, want)
+			}
+		}
+	}
+}
