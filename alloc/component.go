@@ -29,6 +29,8 @@ type componentResult struct {
 	boundTime             time.Duration
 	heuristicTime         time.Duration
 	boundIterations       int
+	lnsSteps              int
+	lnsTime               time.Duration
 }
 
 // solveComponent allocates one independent group of claims.
@@ -67,8 +69,20 @@ func solveComponent(ctx context.Context, p *model.Problem, claims []*model.Claim
 	r.greedy = value(best)
 	// The configuration relaxation bounds max-claims and prices devices;
 	// best-fit at those prices packs far better than first-fit.
+	var rel *bound.Relaxation
 	if !ordered && value(best) < r.bound {
-		best = r.relax(ctx, p, claims, best, bySize, weight, value, deadline)
+		best, rel = r.relax(ctx, p, claims, best, bySize, weight, value, deadline)
+	}
+	// Short of the bound: neighbourhood search, with half of what is left
+	// when the whole SAT model comes next, else all of it.
+	if rel != nil && value(best) < r.bound {
+		start := time.Now()
+		end := deadline
+		if estimateVariables(claims) <= opts.MaxVariables {
+			end = start.Add(time.Until(deadline) / 2)
+		}
+		best, r.lnsSteps = neighbourhoodSearch(ctx, p, claims, best, rel, weight, r.bound, end)
+		r.lnsTime = time.Since(start)
 	}
 	finish := func(as []*Assignment) *componentResult {
 		sort.Slice(as, func(i, j int) bool { return as[i].Claim.Index < as[j].Claim.Index })
@@ -384,7 +398,7 @@ func byPrice(rel *bound.Relaxation, claims, bySize []*model.Claim, price []float
 // relax bounds the component with the configuration relaxation and improves
 // best with price-guided best-fit.
 func (r *componentResult) relax(ctx context.Context, p *model.Problem, claims []*model.Claim, best []*Assignment,
-	bySize []*model.Claim, weight func(*model.Claim) int64, value func([]*Assignment) int64, deadline time.Time) []*Assignment {
+	bySize []*model.Claim, weight func(*model.Claim) int64, value func([]*Assignment) int64, deadline time.Time) ([]*Assignment, *bound.Relaxation) {
 	start := time.Now()
 	rel := bound.New(p, claims, weight)
 	lr := rel.Solve(ctx, value(best), start.Add(time.Until(deadline)/3), bound.Options{})
@@ -393,7 +407,7 @@ func (r *componentResult) relax(ctx context.Context, p *model.Problem, claims []
 	defer func() { r.heuristicTime = time.Since(start) - r.boundTime }()
 	r.boundIterations += lr.Iterations
 	if lr.Price == nil || value(best) >= r.bound {
-		return best
+		return best, rel
 	}
 	// Best-fit at prices from several stages of the descent, each with
 	// claims ordered by price and by size. Fully converged prices are
@@ -445,7 +459,7 @@ func (r *componentResult) relax(ctx context.Context, p *model.Problem, claims []
 			}
 		}
 	}
-	return best
+	return best, rel
 }
 
 // interleave orders the stages of several descents for best-fit: the

@@ -60,10 +60,14 @@ type Stats struct {
 	// best-fit; BoundIterations counts the relaxation's descent steps.
 	BoundTime, HeuristicTime time.Duration
 	BoundIterations          int
-	FirstAvailablePenalty    int64
-	CounterSetsTouched       int
-	ComponentsWithoutSAT     int
-	ComponentsNotProven      int
+	// NeighbourhoodSteps counts the neighbourhood search's steps, which
+	// took NeighbourhoodTime.
+	NeighbourhoodSteps    int
+	NeighbourhoodTime     time.Duration
+	FirstAvailablePenalty int64
+	CounterSetsTouched    int
+	ComponentsWithoutSAT  int
+	ComponentsNotProven   int
 }
 
 // Gap is (bound - objective) / bound.
@@ -158,6 +162,8 @@ func Run(ctx context.Context, p *model.Problem, opts Options) (*Result, error) {
 		st.BoundTime += r.boundTime
 		st.HeuristicTime += r.heuristicTime
 		st.BoundIterations += r.boundIterations
+		st.NeighbourhoodSteps += r.lnsSteps
+		st.NeighbourhoodTime += r.lnsTime
 		st.FirstAvailablePenalty += r.penalty
 		st.CounterSetsTouched += r.touched
 		if !r.optimal {

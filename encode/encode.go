@@ -13,7 +13,10 @@
 package encode
 
 import (
+	"encoding/json"
+	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/go-air/gini/logic"
 	"github.com/go-air/gini/z"
@@ -43,6 +46,13 @@ type Model struct {
 	impliedCache map[string][]bool
 	groupsOn     bool
 	guard        z.Lit // current group's literal while its clauses are added
+	allowed      func(dev int) bool
+}
+
+// candidate tells whether device d may get a variable: it is reachable from
+// some node and allowed by Options.Allowed.
+func (m *Model) candidate(d int) bool {
+	return reachable(m.P.Devices[d]) && (m.allowed == nil || m.allowed(d))
 }
 
 // Unit is one claim, or a class of identical simple claims.
@@ -109,6 +119,17 @@ type Options struct {
 	// devices used: they then take part in exclusivity, counters,
 	// compatibility groups and compatibleOnlyWith like any allocation.
 	Fixed []Fixed
+	// Allowed, when set, limits the devices claims may be given: the
+	// others get no variable. Neighbourhood search uses it to repack a few
+	// bins while the rest of the cluster stays as it is. Alternatives in
+	// allocation mode All must not be limited (they need every matching
+	// device of their node).
+	Allowed func(dev int) bool
+	// DeviceSymmetry orders interchangeable devices (see
+	// breakDeviceSymmetry). It is sound for finding allocations, but a
+	// caller that assumes a given allocation (a hint) may find it
+	// excluded, so it is off unless asked for.
+	DeviceSymmetry bool
 }
 
 // Fixed is an allocation held in place: the devices it occupies.
@@ -171,7 +192,7 @@ func (m *Model) guarded(g *Group, f func()) {
 
 // Encode builds the model for the given claims of p.
 func Encode(p *model.Problem, claims []*model.Claim, opts Options) (*Model, error) {
-	m := &Model{P: p, C: logic.NewC(), Used: map[int]z.Lit{}, impliedCache: map[string][]bool{}, groupsOn: opts.Groups}
+	m := &Model{P: p, C: logic.NewC(), Used: map[int]z.Lit{}, impliedCache: map[string][]bool{}, groupsOn: opts.Groups, allowed: opts.Allowed}
 	m.buildUnits(claims, opts)
 	uses := map[int][]z.Lit{}
 	var admin []consumer
@@ -247,7 +268,61 @@ func Encode(p *model.Problem, claims []*model.Claim, opts Options) (*Model, erro
 		m.guarded(&g, func() { m.groups(si, bySet[si]) })
 	}
 	m.compatibleOnlyWith(devs)
+	if opts.DeviceSymmetry {
+		m.breakDeviceSymmetry(devs, opts.Fixed)
+	}
 	return m, nil
+}
+
+// breakDeviceSymmetry adds u(d') → u(d) for interchangeable devices d < d'
+// of one counter set: the same consumption, groups, nodes and attributes,
+// no compatibleOnlyWith, and candidates of exactly the same alternatives.
+// Swapping two such devices maps every allocation to another with the same
+// objective, so some best allocation uses a prefix of each group. The four
+// MPS shares or time-slice slots of a GPU are such a group; without the
+// order, proving that a few GPUs cannot take one more claim makes the
+// solver try every permutation of them.
+func (m *Model) breakDeviceSymmetry(devs []int, fixed []Fixed) {
+	held := map[int]bool{}
+	for _, f := range fixed {
+		for _, d := range f.Devices {
+			held[d] = true
+		}
+	}
+	refs := map[int]*strings.Builder{}
+	for ui, u := range m.Units {
+		for _, x := range u.X {
+			b := refs[x.Dev]
+			if b == nil {
+				b = &strings.Builder{}
+				refs[x.Dev] = b
+			}
+			fmt.Fprintf(b, "%d/%d/%d,", ui, x.Req, x.Alt)
+		}
+	}
+	groups := map[string][]int{}
+	var keys []string
+	for _, d := range devs {
+		dev := m.P.Devices[d]
+		if held[d] || len(dev.Incompatible) > 0 || dev.Spec == nil || refs[d] == nil {
+			continue
+		}
+		spec, _ := json.Marshal(struct {
+			A, C, T, B any
+		}{dev.Spec.Attributes, dev.Spec.Capacity, dev.Spec.Taints, dev.Spec.BindingConditions})
+		key := fmt.Sprintf("%s|%s|%v|%t|%t|%t|%v|%s|%s", dev.ID.Driver, dev.ID.Pool, dev.Reach, dev.All, dev.NodeLocal, dev.BindsToNode,
+			dev.Consumes, spec, refs[d].String())
+		if _, ok := groups[key]; !ok {
+			keys = append(keys, key)
+		}
+		groups[key] = append(groups[key], d)
+	}
+	for _, k := range keys {
+		g := groups[k]
+		for i := 1; i < len(g); i++ {
+			m.clause(m.Used[g[i]].Not(), m.Used[g[i-1]])
+		}
+	}
 }
 
 // consumer is a literal that, when true, takes a device's counters.
@@ -259,6 +334,10 @@ type consumer struct {
 func (u *Unit) altOf(x X) *model.Alternative {
 	return u.Claims[0].Requests[x.Req].Alternatives[x.Alt]
 }
+
+// IsSimple tells whether c is a simple claim (one request for one device,
+// no constraints): interchangeable simple claims share one unit.
+func IsSimple(c *model.Claim) bool { return simpleKey(c) != "" }
 
 // simpleKey returns a key identical for interchangeable simple claims, or
 // "" when the claim is not simple.
@@ -304,7 +383,7 @@ func (m *Model) buildUnits(claims []*model.Claim, opts Options) {
 		alt := u.Claims[0].Requests[0].Alternatives[0]
 		var lits []z.Lit
 		for _, d := range alt.Candidates {
-			if !reachable(m.P.Devices[d]) {
+			if !m.candidate(d) {
 				continue
 			}
 			l := m.C.Lit()
@@ -344,6 +423,9 @@ func (m *Model) claimUnit(c *model.Claim) *Unit {
 	for _, r := range c.Requests {
 		for _, a := range r.Alternatives {
 			for _, d := range a.Candidates {
+				if m.allowed != nil && !m.allowed(d) {
+					continue
+				}
 				dev := m.P.Devices[d]
 				if !dev.All {
 					needNode = true
@@ -406,7 +488,7 @@ func (m *Model) claimUnit(c *model.Claim) *Unit {
 			var xs []z.Lit
 			for _, d := range a.Candidates {
 				dev := m.P.Devices[d]
-				if !reachable(dev) || (c.FixedNode >= 0 && !reachesNode(dev, c.FixedNode) && !m.groupsOn) {
+				if !m.candidate(d) || (c.FixedNode >= 0 && !reachesNode(dev, c.FixedNode) && !m.groupsOn) {
 					continue
 				}
 				l := m.C.Lit()
