@@ -11,10 +11,20 @@ import (
 
 // celEnv compiles and evaluates device selectors with the scheduler's own CEL
 // package, caching results per (expression, device): many claims share
-// selectors, and a device's answer never changes within a run.
+// selectors, and a device's answer never changes within a run. Devices that
+// look alike to an expression share one evaluation (celproject.go).
 type celEnv struct {
 	cache   *dracel.Cache
-	results map[string][]celResult // expression -> per device
+	exprs   map[string]*celExpr
+	devices []*celDevice // by device index, built when first needed
+	keyBuf  []byte
+	evals   int // DeviceMatches calls, for tests
+}
+
+// celExpr is what celEnv remembers of one expression.
+type celExpr struct {
+	results []celResult // by device index
+	celProjection
 }
 
 type celResult uint8
@@ -28,8 +38,8 @@ const (
 
 func newCELEnv() *celEnv {
 	return &celEnv{
-		cache:   dracel.NewCache(1000, dracel.Features{EnableConsumableCapacity: true, EnableListTypeAttributes: true}),
-		results: map[string][]celResult{},
+		cache: dracel.NewCache(1000, dracel.Features{EnableConsumableCapacity: true, EnableListTypeAttributes: true}),
+		exprs: map[string]*celExpr{},
 	}
 }
 
@@ -45,20 +55,33 @@ func (e *celEnv) compile(expr string) error {
 // matches evaluates expr for device d (cached). Compile errors must have
 // been checked with compile.
 func (e *celEnv) matches(expr string, d *Device, nDevices int) (bool, error) {
-	rs := e.results[expr]
-	if rs == nil {
-		rs = make([]celResult, nDevices)
-		e.results[expr] = rs
-	}
+	x := e.expr(expr, nDevices)
+	rs := x.results
 	switch rs[d.Index] {
 	case celTrue:
 		return true, nil
 	case celFalse:
 		return false, nil
 	}
+	// A device that agrees with an evaluated one on everything expr reads
+	// gets its answer.
+	var key []byte
+	share := x.ok && e.device(d, nDevices).shareable
+	if share {
+		key = x.key(e.keyBuf[:0], d.ID.Driver, d.Spec, e.devices[d.Index])
+		e.keyBuf = key
+		if ok, found := x.byKey[string(key)]; found {
+			rs[d.Index] = celFalse
+			if ok {
+				rs[d.Index] = celTrue
+			}
+			return ok, nil
+		}
+	}
 	ok, err := e.eval(expr, d.ID.Driver, d.Spec)
 	switch {
 	case err != nil:
+		// Not shared: the message names the device.
 		rs[d.Index] = celError
 		return false, err
 	case ok:
@@ -66,7 +89,35 @@ func (e *celEnv) matches(expr string, d *Device, nDevices int) (bool, error) {
 	default:
 		rs[d.Index] = celFalse
 	}
+	if share {
+		x.byKey[string(key)] = ok
+	}
 	return ok, nil
+}
+
+// expr returns expr's memo; the first call parses it for its paths.
+func (e *celEnv) expr(expr string, nDevices int) *celExpr {
+	x := e.exprs[expr]
+	if x == nil {
+		x = &celExpr{results: make([]celResult, nDevices)}
+		x.byKey = map[string]bool{}
+		if res := e.cache.GetOrCompile(expr); res.Error == nil {
+			x.paths, x.ok = celPaths(res.Environment, expr)
+		}
+		e.exprs[expr] = x
+	}
+	return x
+}
+
+// device returns d as CEL sees it, built once per run.
+func (e *celEnv) device(d *Device, nDevices int) *celDevice {
+	if e.devices == nil {
+		e.devices = make([]*celDevice, nDevices)
+	}
+	if e.devices[d.Index] == nil {
+		e.devices[d.Index] = newCELDevice(d.ID.Driver, d.Spec)
+	}
+	return e.devices[d.Index]
 }
 
 func (e *celEnv) eval(expr, driver string, dev *resourceapi.Device) (bool, error) {
@@ -74,6 +125,7 @@ func (e *celEnv) eval(expr, driver string, dev *resourceapi.Device) (bool, error
 	if res.Error != nil {
 		return false, fmt.Errorf("CEL expression %q: %s", expr, res.Error.Detail)
 	}
+	e.evals++
 	ok, _, err := res.DeviceMatches(context.Background(), dracel.Device{
 		Driver:                   driver,
 		AllowMultipleAllocations: dev.AllowMultipleAllocations,
