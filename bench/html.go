@@ -332,7 +332,7 @@ func pictureChart(b *strings.Builder, r *Row) {
 			case u.Existing:
 				fmt.Fprintf(b, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"url(#hatch-%s)\" stroke=\"#666\"><title>%s (running): %s</title></rect>", x, y, wd, rowH, html.EscapeString(r.Policy), html.EscapeString(u.Claim), html.EscapeString(u.Device))
 			default:
-				label := profileLabel(u.Device)
+				label := profileLabel(u)
 				fmt.Fprintf(b, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\" stroke=\"#333\"><title>%s: %s</title></rect>", x, y, wd, rowH, claimColor(label, e-s), html.EscapeString(u.Claim), html.EscapeString(u.Device))
 				if wd >= 2*cell || len(label) <= 3 {
 					fmt.Fprintf(b, "<text x=\"%d\" y=\"%d\" font-size=\"9\" text-anchor=\"middle\">%s</text>", x+wd/2, y+rowH/2+3, html.EscapeString(label))
@@ -345,17 +345,14 @@ func pictureChart(b *strings.Builder, r *Row) {
 	b.WriteString("</svg></figure>\n")
 }
 
-// profileLabel shortens "gpu-3-mig-2g.10gb-4" to "2g.10gb" and "gpu-3" to
-// "full".
-func profileLabel(device string) string {
-	if i := strings.Index(device, "-mig-"); i >= 0 {
-		rest := device[i+5:]
-		if j := strings.LastIndex(rest, "-"); j >= 0 {
-			rest = rest[:j]
-		}
-		return rest
+// profileLabel labels a placement with its device's profile attribute
+// ("2g.10gb" for gpu-3-mig-2g10gb-4); a device without one (the whole GPU)
+// is "full".
+func profileLabel(u SliceUse) string {
+	if u.Profile == "" {
+		return "full"
 	}
-	return "full"
+	return u.Profile
 }
 
 // pictureModels lists the GPU models named in a picture, in order of

@@ -34,7 +34,8 @@ type world struct {
 	keys     []counterKey
 	// setOrder lists counter sets (driver/pool/set) in publication order.
 	setOrder []counterKey
-	// devSet tells, for MIG pictures, the profile and slices of a device.
+	// devAttrs are the devices' attributes (for MIG pictures, the
+	// profile).
 	devAttrs map[model.DeviceID]map[resourceapi.QualifiedName]resourceapi.DeviceAttribute
 	nodeOf   map[string]string // driver/pool -> node name, when the slice names one
 	// product is the productName attribute of the devices consuming a
@@ -169,9 +170,21 @@ type GPUPicture struct {
 
 // SliceUse is one memory slice's occupant.
 type SliceUse struct {
-	Claim    string `json:"claim,omitempty"`
-	Device   string `json:"device,omitempty"`
+	Claim  string `json:"claim,omitempty"`
+	Device string `json:"device,omitempty"`
+	// Profile is the device's profile attribute ("2g.10gb", "full" for a
+	// whole GPU); device names cannot carry it, they are DNS labels.
+	Profile  string `json:"profile,omitempty"`
 	Existing bool   `json:"existing,omitempty"`
+}
+
+// profile is the string value of a device's profile attribute, "" when it
+// has none.
+func (w *world) profile(id model.DeviceID) string {
+	if a, ok := w.devAttrs[id]["profile"]; ok && a.StringValue != nil {
+		return *a.StringValue
+	}
+	return ""
 }
 
 // pictures draws the memory slices of every GPU (counter set with
@@ -196,14 +209,15 @@ func (w *world) pictures(objs *model.Objects, added []*resourceapi.ResourceClaim
 	}
 	mark := func(c *resourceapi.ResourceClaim, existing bool) {
 		for _, r := range c.Status.Allocation.Devices.Results {
-			for _, cc := range w.devs[model.DeviceID{Driver: r.Driver, Pool: r.Pool, Device: r.Device}] {
+			id := model.DeviceID{Driver: r.Driver, Pool: r.Pool, Device: r.Device}
+			for _, cc := range w.devs[id] {
 				i, ok := idx[counterKey{r.Driver, r.Pool, cc.CounterSet, ""}]
 				if !ok {
 					continue
 				}
 				for s := 0; s < 8; s++ {
 					if _, uses := cc.Counters[fmt.Sprintf("memory-slice-%d", s)]; uses {
-						out[i].Slices[s] = SliceUse{Claim: c.Name, Device: r.Device, Existing: existing}
+						out[i].Slices[s] = SliceUse{Claim: c.Name, Device: r.Device, Profile: w.profile(id), Existing: existing}
 					}
 				}
 			}

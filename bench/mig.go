@@ -370,8 +370,27 @@ func (gm *GPUModel) fullDevice(g int, uuid, set string) resourceapi.Device {
 	return d
 }
 
+// migName names the MIG device of a profile placed at a memory slice:
+// "gpu-0-mig-1g5gb-3" for 1g.5gb at slice 3 of GPU 0. A device name is a
+// DNS label, so the profile appears as profileLabelName gives it; the
+// device's profile attribute keeps the real name.
 func migName(g int, profile string, start int) string {
-	return fmt.Sprintf("gpu-%d-mig-%s-%d", g, profile, start)
+	return fmt.Sprintf("gpu-%d-mig-%s-%d", g, profileLabelName(profile), start)
+}
+
+// profileLabelName is a MIG profile as part of a DNS label: lowercase,
+// with everything but letters, digits and '-' dropped ("1g.5gb+me" ->
+// "1g5gbme"), as examples/mig-a100 names its devices.
+func profileLabelName(profile string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-':
+			return r
+		case r >= 'A' && r <= 'Z':
+			return r - 'A' + 'a'
+		}
+		return -1
+	}, profile)
 }
 
 func (gm *GPUModel) migDevice(g int, uuid, set string, pr MIGProfile, start int) resourceapi.Device {

@@ -87,17 +87,24 @@ func Modes(cfg ModesConfig) *model.Objects {
 	for n := 0; n < cfg.Nodes; n++ {
 		node := fmt.Sprintf("node-%03d", n)
 		objs.Nodes = append(objs.Nodes, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}})
+		// A GPU has 23 devices, all consuming counters, and the API allows
+		// 64 such devices and 8 counter sets per slice: two GPUs per device
+		// slice, eight per counter slice.
+		const perSlice, perCounterSlice = 2, 8
+		total := int64((cfg.GPUsPerNode+perSlice-1)/perSlice + (cfg.GPUsPerNode+perCounterSlice-1)/perCounterSlice)
 		mk := func(name string) *resourceapi.ResourceSlice {
 			return &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: resourceapi.ResourceSliceSpec{
 				Driver: ModesDriver, NodeName: ptr.To(node),
-				Pool: resourceapi.ResourcePool{Name: node, Generation: 1, ResourceSliceCount: 1 + int64((cfg.GPUsPerNode+3)/4)}}}
+				Pool: resourceapi.ResourcePool{Name: node, Generation: 1, ResourceSliceCount: total}}}
 		}
-		counters := mk(node + "-counters")
-		objs.Slices = append(objs.Slices, counters)
-		var devs *resourceapi.ResourceSlice
+		var counters, devs *resourceapi.ResourceSlice
 		for g := 0; g < cfg.GPUsPerNode; g++ {
-			if g%4 == 0 {
-				devs = mk(fmt.Sprintf("%s-gpus-%d", node, g/4))
+			if g%perCounterSlice == 0 {
+				counters = mk(fmt.Sprintf("%s-counters-%d", node, g/perCounterSlice))
+				objs.Slices = append(objs.Slices, counters)
+			}
+			if g%perSlice == 0 {
+				devs = mk(fmt.Sprintf("%s-gpus-%d", node, g/perSlice))
 				objs.Slices = append(objs.Slices, devs)
 			}
 			set := fmt.Sprintf("gpu-%d", g)
@@ -126,7 +133,7 @@ func Modes(cfg ModesConfig) *model.Objects {
 					for s := st; s < st+pr.slices; s++ {
 						cons[fmt.Sprintf("memory-slice-%d", s)] = q(1)
 					}
-					dev(fmt.Sprintf("mig-%s-%d", pr.profile, st), "MIGSlicing", []string{"mig"}, cons,
+					dev(fmt.Sprintf("mig-%s-%d", profileLabelName(pr.profile), st), "MIGSlicing", []string{"mig"}, cons,
 						map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{"profile": {StringValue: ptr.To(pr.profile)}})
 				}
 			}
