@@ -32,15 +32,20 @@ const (
 	lnsPatience = 80
 	// lnsStepBudget caps one step's solve; a step that runs out counts as
 	// no improvement and makes the neighbourhoods smaller.
-	lnsStepBudget = 250 * time.Millisecond
+	lnsStepBudget = 200 * time.Millisecond
+	// lnsGiveUp ends the search after that many steps in a row that ran
+	// out of their budget at the smallest neighbourhood: the component's
+	// bins are too hard to repack by SAT within a step.
+	lnsGiveUp = 10
 	// lnsMinBins and lnsMaxBins bound the neighbourhood size, which grows
 	// while steps are decided quickly.
 	lnsMinBins = 2
 	lnsMaxBins = 16
 	lnsQuick   = 20 * time.Millisecond
-	// lnsClassCap bounds the claims of one class of non-simple claims
-	// that a step considers beyond those it freed.
-	lnsClassCap = 8
+	// A step considers, beyond the claims it freed, at most lnsOthers
+	// non-simple claims not admitted, lnsClassCap of a class.
+	lnsClassCap = 2
+	lnsOthers   = 12
 )
 
 // neighbourhoodSearch improves best (claims admitted, of the component
@@ -74,8 +79,8 @@ func neighbourhoodSearch(ctx context.Context, p *model.Problem, claims []*model.
 	for _, a := range cur {
 		a.take(state)
 	}
-	steps, idle := 0, 0
-	for ; steps < lnsSteps && idle < lnsPatience && value(cur) < target; steps++ {
+	steps, idle, stuck := 0, 0, 0
+	for ; steps < lnsSteps && idle < lnsPatience && stuck < lnsGiveUp && value(cur) < target; steps++ {
 		if ctx.Err() != nil || !time.Now().Before(deadline) {
 			break
 		}
@@ -120,7 +125,7 @@ func neighbourhoodSearch(ctx context.Context, p *model.Problem, claims []*model.
 				inB[d] = true
 			}
 		}
-		next, res, took := lnsStep(ctx, p, claims, cur, inB, weight, deadline)
+		next, res, took := lnsStep(ctx, p, claims, cur, inB, weight, rng, deadline)
 		for _, b := range nb {
 			picked[b] = false
 			for _, d := range rel.Bins[b].Devices {
@@ -128,6 +133,11 @@ func neighbourhoodSearch(ctx context.Context, p *model.Problem, claims []*model.
 			}
 		}
 		idle++
+		if res == solver.Unknown && k == lnsMinBins {
+			stuck++
+		} else {
+			stuck = 0
+		}
 		switch {
 		case res == solver.Sat && value(next) > value(cur):
 			for i := len(cur) - 1; i >= 0; i-- {
@@ -150,7 +160,7 @@ func neighbourhoodSearch(ctx context.Context, p *model.Problem, claims []*model.
 // inB and repacks those devices with them and with the claims cur does not
 // admit. It returns the new allocation when one with more weight exists.
 func lnsStep(ctx context.Context, p *model.Problem, claims []*model.Claim, cur []*Assignment, inB []bool,
-	weight func(*model.Claim) int64, deadline time.Time) ([]*Assignment, solver.Result, time.Duration) {
+	weight func(*model.Claim) int64, rng *rand.Rand, deadline time.Time) ([]*Assignment, solver.Result, time.Duration) {
 	start := time.Now()
 	admitted := map[int]bool{}
 	var keep, freed []*Assignment
@@ -188,9 +198,11 @@ func lnsStep(ctx context.Context, p *model.Problem, claims []*model.Claim, cur [
 	for _, a := range freed {
 		free = append(free, a.Claim)
 	}
-	// Claims not admitted, but of each class of non-simple claims only as
-	// many as a few bins could take: each is a unit of its own.
+	// Claims not admitted: all simple ones (a class shares one unit), but
+	// non-simple ones are units of their own, and a few bins hold only a
+	// few of them: a random sample of them, at most lnsClassCap of a class.
 	perClass := map[string]int{}
+	var others []*model.Claim
 	for _, c := range claims {
 		if admitted[c.Index] || c.Err != nil || hasAll(c) || !mayUse(c, inB) {
 			continue
@@ -199,8 +211,14 @@ func lnsStep(ctx context.Context, p *model.Problem, claims []*model.Claim, cur [
 			free = append(free, c)
 			continue
 		}
-		if k := c.ClassKey(); perClass[k] < lnsClassCap {
+		others = append(others, c)
+	}
+	taken := 0
+	for _, i := range rng.Perm(len(others)) {
+		c := others[i]
+		if k := c.ClassKey(); perClass[k] < lnsClassCap && taken < lnsOthers {
 			perClass[k]++
+			taken++
 			free = append(free, c)
 		}
 	}
