@@ -98,15 +98,6 @@ func solveComponent(ctx context.Context, p *model.Problem, claims []*model.Claim
 		r.optimal = true
 		return finish(nil)
 	}
-	// An optimum whose lower levels are provably optimal too needs no SAT
-	// model: no firstAvailable fallback is used, and no more fresh counter
-	// sets are touched than any allocation of that weight must touch.
-	if !ordered && opts.Policy == Binpack && value(best) == r.bound {
-		if pen, tv := secondary(p, best); pen == 0 && tv <= touchFloor(p, claims, value(best), weight) {
-			r.optimal = true
-			return finish(best)
-		}
-	}
 	if estimateVariables(claims) > opts.MaxVariables {
 		r.noSAT = true
 		r.optimal = !ordered && value(best) == r.bound
@@ -182,10 +173,18 @@ func solveComponent(ctx context.Context, p *model.Problem, claims []*model.Claim
 		// yet, and finding one can be as hard as the proof was: it and the
 		// lower levels below get a bounded share of the budget.
 		deadline = secondaryDeadline(deadline, started)
+		//
+		// The solver's own model goes first, not best-fit's allocation:
+		// which placements a GPU's claims take decides what fits on it
+		// later, and on the Alibaba replay (drasat bench -s openb) keeping
+		// first-fit's placements admitted 420 tasks where the solver's
+		// admit 487. Only when the solver finds none in time is best-fit's
+		// allocation handed over as assumptions, so that the lower levels
+		// still run.
 		if !haveModel {
-			if h, ok := hint(m, cur); ok && s.Solve(ctx, deadline, append(base, h...)...) == solver.Sat {
+			if s.Solve(ctx, deadline, base...) == solver.Sat {
 				cur, haveModel = decode(p, m, s), true
-			} else if s.Solve(ctx, deadline, base...) == solver.Sat {
+			} else if h, ok := hint(m, cur); ok && s.Solve(ctx, time.Now().Add(secondaryMin), append(base, h...)...) == solver.Sat {
 				cur, haveModel = decode(p, m, s), true
 			}
 		}
