@@ -31,6 +31,7 @@ type componentResult struct {
 	boundIterations       int
 	lnsSteps              int
 	lnsTime               time.Duration
+	fitsAlone             []*model.Claim
 }
 
 // solveComponent allocates one independent group of claims.
@@ -50,17 +51,22 @@ func solveComponent(ctx context.Context, p *model.Problem, claims []*model.Claim
 		}
 		return v
 	}
-	// Upper bound: claims that fit at all, alone.
+	// Upper bound: claims that fit at all, alone. The others never fit
+	// (taking devices only removes placements): the greedy passes skip
+	// them, and their reasons need not place them again.
 	alone := model.NewState(p)
+	var fitting []*model.Claim
 	for _, c := range claims {
 		if a, ok := place(alone, c); ok {
 			r.bound += weight(c)
 			a.release(alone)
+			fitting = append(fitting, c)
 		}
 	}
+	r.fitsAlone = fitting
 	// Incumbents: first-fit in arrival order and smallest first.
-	best := greedy(p, claims)
-	bySize := sortBySize(p, claims, false)
+	best := greedy(p, fitting)
+	bySize := sortBySize(p, fitting, false)
 	if !ordered {
 		if alt := greedy(p, bySize); value(alt) > value(best) {
 			best = alt
@@ -97,6 +103,18 @@ func solveComponent(ctx context.Context, p *model.Problem, claims []*model.Claim
 	if r.bound == 0 {
 		r.optimal = true
 		return finish(nil)
+	}
+	// An optimum on devices without counters, whose lower levels are
+	// provably optimal too, needs no SAT model: no firstAvailable fallback
+	// is used and no more fresh counter sets are touched than any
+	// allocation of that weight must touch. (With counters the SAT model
+	// still runs: which partitions claims take decides what fits later;
+	// see below.)
+	if !ordered && opts.Policy == Binpack && value(best) == r.bound && !drawsOnCounters(p, best) {
+		if pen, tv := secondary(p, best); pen == 0 && tv <= touchFloor(p, claims, value(best), weight) {
+			r.optimal = true
+			return finish(best)
+		}
 	}
 	if estimateVariables(claims) > opts.MaxVariables {
 		r.noSAT = true
@@ -220,6 +238,18 @@ func solveComponent(ctx context.Context, p *model.Problem, claims []*model.Claim
 		_, tv = secondary(p, cur)
 	}
 	return finish(cur)
+}
+
+// drawsOnCounters tells whether some pick consumes from a counter set.
+func drawsOnCounters(p *model.Problem, as []*Assignment) bool {
+	for _, a := range as {
+		for _, pk := range a.Picks {
+			if len(p.Devices[pk.Dev].Consumes) > 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // The lower objective levels (firstAvailable preference and packing)

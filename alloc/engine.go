@@ -180,15 +180,16 @@ func Run(ctx context.Context, p *model.Problem, opts Options) (*Result, error) {
 	for _, a := range res.Assignments {
 		admitted[a.Claim.Index] = true
 	}
+	fitsAlone := map[int]bool{}
+	for _, r := range results {
+		for _, c := range r.fitsAlone {
+			fitsAlone[c.Index] = true
+		}
+	}
 	for _, c := range p.Claims {
 		if !admitted[c.Index] {
-			res.Rejected[c.Index] = rejectReason(p, c, opts.Objective)
+			res.Rejected[c.Index] = claimReason(p, c, opts.Objective, fitsAlone[c.Index])
 		}
 	}
 	return res, nil
-}
-
-// rejectReason gives a one-line reason for an unallocated claim.
-func rejectReason(p *model.Problem, c *model.Claim, objective string) string {
-	return claimReason(p, c, objective)
 }

@@ -12,14 +12,15 @@ import (
 // claim that does not fit even alone.
 const reasonBudget = 250 * time.Millisecond
 
-// claimReason is rejectReason's body: the claim's own error, the objective's
-// verdict for claims that fit alone, and otherwise the reasons of
+// claimReason gives a one-line reason for an unallocated claim: its own
+// error, the objective's verdict for claims that fit alone (the component
+// placed each claim alone already), and otherwise the reasons of
 // `drasat explain` (explain.Short), so stderr, --report and explain agree.
-func claimReason(p *model.Problem, c *model.Claim, objective string) string {
+func claimReason(p *model.Problem, c *model.Claim, objective string, fitsAlone bool) string {
 	if c.Err != nil {
 		return c.Err.Error()
 	}
-	if _, ok := place(model.NewState(p), c); ok {
+	if fitsAlone {
 		return fitsAloneReason(objective)
 	}
 	if r, ok := explain.Short(context.Background(), p, c, time.Now().Add(reasonBudget)); ok {
