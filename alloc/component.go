@@ -189,16 +189,15 @@ func solveComponent(ctx context.Context, p *model.Problem, claims []*model.Claim
 		base = append(base, obj.Geq(int(val)))
 		// When best-fit found the optimum, the SAT model has no model of it
 		// yet, and finding one can be as hard as the proof was: it and the
-		// lower levels below get a bounded share of the budget.
-		deadline = secondaryDeadline(deadline, started)
-		//
-		// The solver's own model goes first, not best-fit's allocation:
-		// which placements a GPU's claims take decides what fits on it
-		// later, and on the Alibaba replay (drasat bench -s openb) keeping
+		// lower levels below get a bounded share of the budget. The
+		// solver's own model goes first, not best-fit's allocation: which
+		// placements a GPU's claims take decides what fits on it later,
+		// and on the Alibaba replay (drasat bench -s openb) keeping
 		// first-fit's placements admitted 420 tasks where the solver's
 		// admit 487. Only when the solver finds none in time is best-fit's
 		// allocation handed over as assumptions, so that the lower levels
 		// still run.
+		deadline = secondaryDeadline(deadline, started)
 		if !haveModel {
 			if s.Solve(ctx, deadline, base...) == solver.Sat {
 				cur, haveModel = decode(p, m, s), true
