@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/drasat/drasat/bound"
+	"github.com/drasat/drasat/encode"
 	"github.com/drasat/drasat/model"
 )
 
@@ -234,13 +235,10 @@ type simpleBest struct {
 
 // simple returns c's class when c is a simple claim, or nil.
 func simple(p *model.Problem, r *bound.Relaxation, c *model.Claim, classes map[string]*simpleClass) *simpleClass {
-	if c.FixedNode >= 0 || len(c.Requests) != 1 || len(c.Constraints) != 0 || len(c.Requests[0].Alternatives) != 1 {
+	if !encode.IsSimple(c) {
 		return nil
 	}
 	a := c.Requests[0].Alternatives[0]
-	if a.All || a.AdminAccess || a.Count != 1 {
-		return nil
-	}
 	if sc, ok := classes[c.ClassKey()]; ok {
 		return sc
 	}

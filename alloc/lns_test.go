@@ -26,12 +26,7 @@ import (
 // two quarters of one GPU.
 func sharesInstance(seed uint64) *model.Objects {
 	rng := rand.New(rand.NewPCG(seed, 11))
-	objs := &model.Objects{CompatibleOnlyWith: map[model.DeviceID]string{}, Origin: map[string]string{}}
-	objs.Classes = append(objs.Classes, &resourceapi.DeviceClass{
-		ObjectMeta: metav1.ObjectMeta{Name: "gpu"},
-		Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
-			Expression: `device.driver == "` + testDriver + `"`}}}},
-	})
+	objs := testObjects()
 	q := func(v int64) resourceapi.Counter {
 		return resourceapi.Counter{Value: *resource.NewQuantity(v, resource.DecimalSI)}
 	}
@@ -167,5 +162,60 @@ func TestNeighbourhoodSearch(t *testing.T) {
 	t.Logf("%d runs below the optimum: %d improved, %d reached the optimum", runs, improved, reached)
 	if runs == 0 || improved == 0 {
 		t.Fatalf("neighbourhood search improved none of %d first-fit allocations below the optimum", runs)
+	}
+}
+
+// A rejected claim that fits alone is told so (the component placed it
+// alone already); one that fits nowhere gets explain's reason instead.
+func TestRejectReasonsUseTheComponentsPlacements(t *testing.T) {
+	objs := testObjects()
+	q := func(v int64) resourceapi.Counter {
+		return resourceapi.Counter{Value: *resource.NewQuantity(v, resource.DecimalSI)}
+	}
+	slice := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "node-0-gpus"},
+		Spec: resourceapi.ResourceSliceSpec{Driver: testDriver, NodeName: ptr.To("node-0"), Pool: resourceapi.ResourcePool{Name: "node-0", Generation: 1, ResourceSliceCount: 1},
+			SharedCounters: []resourceapi.CounterSet{{Name: "gpu-0", Counters: map[string]resourceapi.Counter{"memory": q(8)}}}}}
+	for _, d := range []struct {
+		name string
+		mem  int64
+	}{{"whole", 8}, {"half-0", 4}, {"half-1", 4}} {
+		slice.Spec.Devices = append(slice.Spec.Devices, resourceapi.Device{Name: d.name,
+			Attributes:       map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{"size": {IntValue: ptr.To(d.mem)}},
+			ConsumesCounters: []resourceapi.DeviceCounterConsumption{{CounterSet: "gpu-0", Counters: map[string]resourceapi.Counter{"memory": q(d.mem)}}}})
+	}
+	objs.Nodes = append(objs.Nodes, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-0"}})
+	objs.Slices = append(objs.Slices, slice)
+	claim := func(name string, size int) {
+		objs.Claims = append(objs.Claims, &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+			Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{Name: "r",
+				Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: "gpu", Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
+					Expression: fmt.Sprintf(`device.attributes["%s"].size == %d`, testDriver, size)}}}}}}}}})
+	}
+	claim("whole", 8)
+	claim("half-a", 4)
+	claim("half-b", 4)
+	claim("huge", 16)
+	p := build(t, objs, "")
+	res := run(t, p, Options{})
+	if res.Stats.Admitted != 2 {
+		t.Fatalf("admitted %d claims, want the two halves", res.Stats.Admitted)
+	}
+	want := fitsAloneReason(MaxClaims)
+	for _, c := range p.Claims {
+		why, rejected := res.Rejected[c.Index]
+		switch c.Key {
+		case "default/whole":
+			if why != want {
+				t.Errorf("%s: reason %q, want %q", c.Key, why, want)
+			}
+		case "default/huge":
+			if !rejected || why == want || why == "" {
+				t.Errorf("%s: reason %q, want explain's reason why it fits nowhere", c.Key, why)
+			}
+		default:
+			if rejected {
+				t.Errorf("%s rejected: %s", c.Key, why)
+			}
+		}
 	}
 }

@@ -15,18 +15,25 @@ import (
 
 const testDriver = "gpu.example.com"
 
-// randomInstance builds a small partitionable-GPU problem: nodes with GPUs of
-// four memory slices, partitions of size 1, 2 and 4 (some with
-// compatibility groups), claims of one to three devices with constraints,
-// firstAvailable and weights, and sometimes an existing allocation.
-func randomInstance(seed uint64) *model.Objects {
-	rng := rand.New(rand.NewPCG(seed, 7))
+// testObjects starts a test instance: no objects yet but the device class
+// "gpu", every device of testDriver.
+func testObjects() *model.Objects {
 	objs := &model.Objects{CompatibleOnlyWith: map[model.DeviceID]string{}, Origin: map[string]string{}}
 	objs.Classes = append(objs.Classes, &resourceapi.DeviceClass{
 		ObjectMeta: metav1.ObjectMeta{Name: "gpu"},
 		Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
 			Expression: `device.driver == "` + testDriver + `"`}}}},
 	})
+	return objs
+}
+
+// randomInstance builds a small partitionable-GPU problem: nodes with GPUs of
+// four memory slices, partitions of size 1, 2 and 4 (some with
+// compatibility groups), claims of one to three devices with constraints,
+// firstAvailable and weights, and sometimes an existing allocation.
+func randomInstance(seed uint64) *model.Objects {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	objs := testObjects()
 	nodes := 1 + rng.IntN(2)
 	gpus := 1 + rng.IntN(2)
 	useGroups := rng.IntN(3) == 0

@@ -359,14 +359,12 @@ func RunOpenB(ctx context.Context, cfg OpenBConfig, sz Size, seed uint64, policy
 	if cfg.Load <= 0 {
 		cfg.Load = DefaultOpenBLoad
 	}
-	gm := &A100
-	switch strings.ToLower(cfg.GPU) {
-	case "", "a100":
-	case "h100":
-		gm = &H100
-	default:
+	// Every trace GPU is one model: a fleet of one.
+	models, err := MIGFleet(strings.ToLower(cfg.GPU))
+	if err != nil || len(models) != 1 {
 		return nil, fmt.Errorf("openb: GPU model %q: want a100 or h100", cfg.GPU)
 	}
+	gm := &models[0]
 	nodes, tasks, err := loadOpenB(cfg)
 	if err != nil {
 		return nil, err

@@ -299,7 +299,7 @@ func runRow(ctx context.Context, in *Instance, w *world, pol string, cfg Config)
 		row.Optimal, row.Bound, row.Gap = &opt, &bound, &gap
 	}
 	if in.Picture {
-		row.Picture = w.pictures(in.Objs, first.allocated, in.Fleet != "" && in.Fleet != "a100")
+		row.Picture = w.pictures(in.Objs, first.allocated, in.namedFleet())
 	}
 	return row, nil
 }

@@ -88,11 +88,16 @@ func (in *Instance) Name() string {
 	if in.Scenario == "modes" {
 		n += " " + in.Compat
 	}
-	if in.Fleet != "" && in.Fleet != "a100" {
+	if in.namedFleet() {
 		n += " " + in.Fleet
 	}
 	return n
 }
+
+// namedFleet tells whether the instance's fleet is not the default A100
+// one: such instances name their fleet, and their pictures each GPU's
+// model.
+func (in *Instance) namedFleet() bool { return in.Fleet != "" && in.Fleet != "a100" }
 
 // GenerateOptions are the scenario options beyond the size and seed.
 type GenerateOptions struct {
