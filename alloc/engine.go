@@ -27,9 +27,11 @@ const (
 type Options struct {
 	Objective string        // max-claims (default) or ordered
 	Policy    string        // binpack (default) or spread
-	Timeout   time.Duration // for the whole run; 0 means 30s
-	// MaxVariables bounds one component's SAT model; larger components keep
-	// the greedy result and report the gap.
+	Timeout   time.Duration // for the whole run; 0 means 30s, negative is an error
+	// MaxVariables bounds one component's SAT model (estimated as
+	// claim-device pairs); larger components keep what the heuristics
+	// found (max-claims) or the ordered repack (ordered) and report the
+	// gap. 0 means 40,000; negative means no component gets the model.
 	MaxVariables int
 	// Workers solving components concurrently; 0 means GOMAXPROCS.
 	Workers int
@@ -40,7 +42,11 @@ type Options struct {
 // Result of a run.
 type Result struct {
 	Assignments []*Assignment // admitted claims, input order
+	// Rejected gives each claim not admitted a one-line reason. For the
+	// claims in Unplaceable it only says that no placement was found;
+	// explain.Reasons says why, within a budget the caller chooses.
 	Rejected    map[int]string
+	Unplaceable []int // claims that fit nowhere even alone, input order
 	Stats       Stats
 }
 
@@ -68,6 +74,9 @@ type Stats struct {
 	CounterSetsTouched    int
 	ComponentsWithoutSAT  int
 	ComponentsNotProven   int
+	// Stages is the time of each pipeline stage, summed over the
+	// components, in pipeline order.
+	Stages []StageTime
 }
 
 // Gap is (bound - objective) / bound.
@@ -81,27 +90,40 @@ func (s Stats) Gap() float64 {
 // defaultMaxVariables bounds the whole-component SAT model (estimated as
 // claim-device pairs). Larger components are solved by the relaxation and
 // best-fit: a whole model that large neither improves on them nor proves
-// anything (solver findings, 1).
+// anything within a batch's budget (docs/encoding.md, "Scale").
 const defaultMaxVariables = 40_000
 
-// Run allocates the pending claims of p.
+// CheckOptions tells whether objective and policy are known; empty means
+// the default.
+func CheckOptions(objective, policy string) error {
+	if objective != "" && objective != MaxClaims && objective != Ordered {
+		return fmt.Errorf("objective %q: want %s or %s", objective, MaxClaims, Ordered)
+	}
+	if policy != "" && policy != Binpack && policy != Spread {
+		return fmt.Errorf("policy %q: want %s or %s", policy, Binpack, Spread)
+	}
+	return nil
+}
+
+// Run allocates the pending claims of p. It returns the best allocation
+// found within opts.Timeout, or ctx's error when ctx ends first.
 func Run(ctx context.Context, p *model.Problem, opts Options) (*Result, error) {
+	if err := CheckOptions(opts.Objective, opts.Policy); err != nil {
+		return nil, err
+	}
+	if opts.Timeout < 0 {
+		return nil, fmt.Errorf("timeout %v: want a positive duration", opts.Timeout)
+	}
 	if opts.Objective == "" {
 		opts.Objective = MaxClaims
 	}
 	if opts.Policy == "" {
 		opts.Policy = Binpack
 	}
-	if opts.Objective != MaxClaims && opts.Objective != Ordered {
-		return nil, fmt.Errorf("objective %q: want %s or %s", opts.Objective, MaxClaims, Ordered)
-	}
-	if opts.Policy != Binpack && opts.Policy != Spread {
-		return nil, fmt.Errorf("policy %q: want %s or %s", opts.Policy, Binpack, Spread)
-	}
-	if opts.Timeout <= 0 {
+	if opts.Timeout == 0 {
 		opts.Timeout = 30 * time.Second
 	}
-	if opts.MaxVariables <= 0 {
+	if opts.MaxVariables == 0 {
 		opts.MaxVariables = defaultMaxVariables
 	}
 	if opts.Workers <= 0 {
@@ -110,68 +132,103 @@ func Run(ctx context.Context, p *model.Problem, opts Options) (*Result, error) {
 	deadline := time.Now().Add(opts.Timeout)
 	comps := components(p)
 	results := make([]*componentResult, len(comps))
-	var wg sync.WaitGroup
-	next := make(chan int)
-	var mu sync.Mutex
-	done := 0
-	for w := 0; w < opts.Workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				results[i] = solveComponent(ctx, p, comps[i], opts, deadline)
-				if opts.Progress != nil {
-					mu.Lock()
-					done++
-					opts.Progress(done, len(comps))
-					mu.Unlock()
+	solve := func(i, workers int) {
+		useSAT := opts.MaxVariables > 0 && estimateVariables(comps[i]) <= opts.MaxVariables
+		cs := &componentState{p: p, claims: comps[i], opts: opts, ordered: opts.Objective == Ordered,
+			deadline: deadline, plan: newPlan(useSAT), workers: workers, noSAT: !useSAT}
+		results[i] = cs.solve(ctx)
+	}
+	if len(comps) == 1 {
+		// One component: it alone uses the workers (for best-fit's tries).
+		solve(0, opts.Workers)
+		if opts.Progress != nil {
+			opts.Progress(1, 1)
+		}
+	} else {
+		var wg sync.WaitGroup
+		next := make(chan int)
+		var mu sync.Mutex
+		done := 0
+		for w := 0; w < opts.Workers; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range next {
+					solve(i, 1)
+					if opts.Progress != nil {
+						mu.Lock()
+						done++
+						opts.Progress(done, len(comps))
+						mu.Unlock()
+					}
 				}
-			}
-		}()
+			}()
+		}
+		// Largest components first, so they get the most time.
+		order := make([]int, len(comps))
+		for i := range order {
+			order[i] = i
+		}
+		sort.SliceStable(order, func(a, b int) bool { return len(comps[order[a]]) > len(comps[order[b]]) })
+		for _, i := range order {
+			next <- i
+		}
+		close(next)
+		wg.Wait()
 	}
-	// Largest components first, so they get the most time.
-	order := make([]int, len(comps))
-	for i := range order {
-		order[i] = i
-	}
-	sort.SliceStable(order, func(a, b int) bool { return len(comps[order[a]]) > len(comps[order[b]]) })
-	for _, i := range order {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	return gather(p, opts, results), nil
+}
+
+// gather sums the components' results.
+func gather(p *model.Problem, opts Options, results []*componentResult) *Result {
 	res := &Result{Rejected: map[int]string{}}
 	st := &res.Stats
 	st.Pending = len(p.Claims)
-	st.Components = len(comps)
+	st.Components = len(results)
 	st.Optimal = true
+	unplaceable := map[int]bool{}
 	for _, r := range results {
 		res.Assignments = append(res.Assignments, r.assignments...)
 		st.Objective += r.objective
 		st.Bound += r.bound
 		st.Greedy += r.greedy
-		st.Variables += r.vars
-		st.Clauses += r.clauses
-		st.SolverCalls += r.calls
-		st.ImpliedCounters += r.implied
-		st.EncodeTime += r.encodeTime
-		st.SolveTime += r.solveTime
-		st.BoundTime += r.boundTime
-		st.HeuristicTime += r.heuristicTime
-		st.BoundIterations += r.boundIterations
-		st.NeighbourhoodSteps += r.lnsSteps
-		st.NeighbourhoodTime += r.lnsTime
+		st.Variables += r.counts.vars
+		st.Clauses += r.counts.clauses
+		st.SolverCalls += r.counts.calls
+		st.ImpliedCounters += r.counts.implied
+		st.BoundIterations += r.counts.boundIterations
+		st.NeighbourhoodSteps += r.counts.lnsSteps
 		st.FirstAvailablePenalty += r.penalty
 		st.CounterSetsTouched += r.touched
+		for _, t := range r.stages {
+			st.addStage(t)
+		}
 		if !r.optimal {
 			st.Optimal = false
 			st.ComponentsNotProven++
 		}
 		if r.noSAT {
 			st.ComponentsWithoutSAT++
+		}
+		for _, c := range r.unplaceable {
+			unplaceable[c.Index] = true
+		}
+	}
+	for _, t := range st.Stages {
+		switch t.Stage {
+		case "relaxation":
+			st.BoundTime += t.Time
+		case "best-fit", "ordered-repack":
+			st.HeuristicTime += t.Time
+		case "neighbourhood":
+			st.NeighbourhoodTime += t.Time
+		case "encode":
+			st.EncodeTime += t.Time
+		case "sat-maximise", "ordered-sat", "lower-levels":
+			st.SolveTime += t.Time
 		}
 	}
 	sort.Slice(res.Assignments, func(i, j int) bool { return res.Assignments[i].Claim.Index < res.Assignments[j].Claim.Index })
@@ -180,16 +237,31 @@ func Run(ctx context.Context, p *model.Problem, opts Options) (*Result, error) {
 	for _, a := range res.Assignments {
 		admitted[a.Claim.Index] = true
 	}
-	fitsAlone := map[int]bool{}
-	for _, r := range results {
-		for _, c := range r.fitsAlone {
-			fitsAlone[c.Index] = true
-		}
-	}
 	for _, c := range p.Claims {
-		if !admitted[c.Index] {
-			res.Rejected[c.Index] = claimReason(p, c, opts.Objective, fitsAlone[c.Index])
+		switch {
+		case admitted[c.Index]:
+		case c.Err != nil:
+			res.Rejected[c.Index] = c.Err.Error()
+		case unplaceable[c.Index]:
+			res.Rejected[c.Index] = NoPlacementReason
+			res.Unplaceable = append(res.Unplaceable, c.Index)
+		default:
+			res.Rejected[c.Index] = fitsAloneReason(opts.Objective)
 		}
 	}
-	return res, nil
+	return res
+}
+
+// addStage adds t to the stage of its name, or appends it.
+func (st *Stats) addStage(t StageTime) {
+	for i := range st.Stages {
+		if st.Stages[i].Stage == t.Stage {
+			st.Stages[i].Time += t.Time
+			st.Stages[i].Seconds = st.Stages[i].Time.Seconds()
+			st.Stages[i].Runs += t.Runs
+			return
+		}
+	}
+	t.Seconds = t.Time.Seconds()
+	st.Stages = append(st.Stages, t)
 }

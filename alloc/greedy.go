@@ -1,6 +1,8 @@
 package alloc
 
 import (
+	"context"
+
 	"github.com/drasat/drasat/model"
 )
 
@@ -37,16 +39,27 @@ const searchBudget = 20_000
 // name order, requests in order, alternatives in preference order, devices
 // in publication order. On success the devices are taken.
 func place(s *model.State, c *model.Claim) (*Assignment, bool) {
+	a, ok, _ := search(s, c)
+	return a, ok
+}
+
+// search is place that also tells whether a failure is decided: false
+// when the search ran out of budget on some node before finding nothing.
+func search(s *model.State, c *model.Claim) (a *Assignment, ok, decided bool) {
 	if c.Err != nil {
-		return nil, false
+		return nil, false, true
 	}
+	decided = true
 	for _, n := range claimNodes(s.P, c) {
 		g := &placer{s: s, c: c, node: n, budget: searchBudget, inClaim: map[int]bool{}}
 		if g.request(0) {
-			return &Assignment{Claim: c, Node: n, Picks: append([]Pick(nil), g.picks...)}, true
+			return &Assignment{Claim: c, Node: n, Picks: append([]Pick(nil), g.picks...)}, true, true
+		}
+		if g.budget <= 0 {
+			decided = false
 		}
 	}
-	return nil, false
+	return nil, false, decided
 }
 
 // claimNodes lists the nodes worth trying for c, or [-1] when no candidate
@@ -218,11 +231,15 @@ func (g *placer) constraintsAllow(ri int, a *model.Alternative, d int) bool {
 	return true
 }
 
-// greedy places claims in the given order and returns what fits.
-func greedy(p *model.Problem, claims []*model.Claim) []*Assignment {
+// greedy places claims in the given order and returns what fits; it stops
+// early when ctx ends.
+func greedy(ctx context.Context, p *model.Problem, claims []*model.Claim) []*Assignment {
 	s := model.NewState(p)
 	var out []*Assignment
-	for _, c := range claims {
+	for i, c := range claims {
+		if i%64 == 0 && ctx.Err() != nil {
+			break
+		}
 		if a, ok := place(s, c); ok {
 			out = append(out, a)
 		}

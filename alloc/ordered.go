@@ -18,10 +18,13 @@ import (
 // under some other packing, so the result is not proven. Claims of a class
 // that failed a repack are not tried again: the admitted set only grows,
 // so a set that did not fit stays too large.
-func orderedRepack(ctx context.Context, p *model.Problem, claims []*model.Claim, deadline time.Time) []*Assignment {
+//
+// The relaxation's descent, which prices the repacks, runs until
+// descentEnd.
+func orderedRepack(ctx context.Context, p *model.Problem, claims []*model.Claim, descentEnd, deadline time.Time) []*Assignment {
 	unit := func(*model.Claim) int64 { return 1 }
 	rel := bound.New(p, claims, unit)
-	lr := rel.Solve(ctx, 0, time.Now().Add(time.Until(deadline)/4), bound.Options{})
+	lr := rel.Solve(ctx, 0, descentEnd, bound.Options{})
 	price := rel.InitialPrice()
 	if len(lr.Snapshots) > 1 {
 		price = lr.Snapshots[1]

@@ -1,36 +1,11 @@
 package alloc
 
-import (
-	"context"
-	"time"
+// NoPlacementReason is the reason of a claim that fits nowhere even alone,
+// until explain.Reasons (asked by the caller, within its budget) says why.
+const NoPlacementReason = "no placement found for it, even alone"
 
-	"github.com/drasat/drasat/explain"
-	"github.com/drasat/drasat/model"
-)
-
-// reasonBudget bounds the solver time spent explaining one unallocated
-// claim that does not fit even alone.
-const reasonBudget = 250 * time.Millisecond
-
-// claimReason gives a one-line reason for an unallocated claim: its own
-// error, the objective's verdict for claims that fit alone (the component
-// placed each claim alone already), and otherwise the reasons of
-// `drasat explain` (explain.Short), so stderr, --report and explain agree.
-func claimReason(p *model.Problem, c *model.Claim, objective string, fitsAlone bool) string {
-	if c.Err != nil {
-		return c.Err.Error()
-	}
-	if fitsAlone {
-		return fitsAloneReason(objective)
-	}
-	if r, ok := explain.Short(context.Background(), p, c, time.Now().Add(reasonBudget)); ok {
-		return r
-	}
-	// The greedy search missed a placement the solver finds: the claim
-	// fits alone after all.
-	return fitsAloneReason(objective)
-}
-
+// fitsAloneReason is the objective's verdict on a claim that fits alone
+// but was not admitted.
 func fitsAloneReason(objective string) string {
 	if objective == Ordered {
 		return "does not fit together with the claims admitted before it"

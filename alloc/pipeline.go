@@ -1,0 +1,371 @@
+package alloc
+
+import (
+	"context"
+	"math"
+	"sort"
+	"time"
+
+	"github.com/drasat/drasat/bound"
+	"github.com/drasat/drasat/model"
+)
+
+// A component is solved by one pipeline: a list of stages over one shared
+// state, run in order by a driver (the way a SAT solver's search loop runs
+// propagation, decisions and restarts over one trail). A stage reads the
+// state and returns an outcome: an allocation it found, a bound it proved,
+// whether the incumbent is now proven optimal, whether the pipeline may
+// stop. Only the driver writes the incumbent and the bound, so their two
+// invariants live in one place (accept): an allocation below the
+// incumbent is never taken, and the bound only falls. The driver also
+// gives every stage its deadline from the budget plan, times it for
+// --report, and stops when the context ends.
+//
+// Adding a stage is adding one entry to maxClaimsStages or orderedStages
+// (with its budget) and one function returning an outcome.
+
+// componentState is what the stages of one component share.
+type componentState struct {
+	p        *model.Problem
+	claims   []*model.Claim // the component, input order
+	opts     Options
+	ordered  bool
+	started  time.Time
+	deadline time.Time
+	plan     budgetPlan
+	// workers is how many best-fit tries may run side by side: the cores
+	// when this component is the only one, else 1 (the components already
+	// run side by side).
+	workers int
+
+	// Written by the stages for the later ones.
+	fitting     []*model.Claim    // claims that fit alone (or whose search ran out)
+	unplaceable []*model.Claim    // claims that fit nowhere, even alone
+	bySize      []*model.Claim    // fitting, smallest first
+	rel         *bound.Relaxation // the configuration relaxation, once built
+	prices      [][]float64       // best-fit's price stages, from the relaxation
+	sat         *satModel         // the whole component's SAT model, once built
+	noSAT       bool              // no whole SAT model: too large or not encodable
+
+	// Written by the driver only.
+	best    []*Assignment
+	value   int64 // of best
+	bound   int64 // proven upper bound of value
+	optimal bool  // best is proven optimal in the primary objective
+	greedy  int64 // the greedy incumbent's value
+	stages  []StageTime
+	counts  componentCounts
+}
+
+// componentCounts are the stages' counters for --report.
+type componentCounts struct {
+	vars, clauses, calls, implied int
+	boundIterations, lnsSteps     int
+}
+
+// outcome is what one stage returns to the driver.
+type outcome struct {
+	found  bool          // alloc is an answer (possibly empty)
+	alloc  []*Assignment //
+	tie    bool          // alloc may replace an incumbent of equal value
+	bound  int64         // a proven upper bound, when hasBound
+	hasBnd bool          //
+	proven bool          // the incumbent, after alloc, is optimal
+	stop   bool          // nothing the later stages can add
+	greedy bool          // alloc is the greedy incumbent (for --report)
+}
+
+func answer(as []*Assignment) outcome { return outcome{found: true, alloc: as} }
+
+// stage is one step of a pipeline.
+type stage struct {
+	name   string
+	budget budget // which entry of the plan gives its deadline
+	run    func(ctx context.Context, cs *componentState, end time.Time) outcome
+}
+
+// StageTime is the wall time one pipeline stage took, summed over the
+// components.
+type StageTime struct {
+	Stage string        `json:"stage"`
+	Time  time.Duration `json:"-"`
+	// Seconds is Time for --report.
+	Seconds float64 `json:"seconds"`
+	Runs    int     `json:"runs"`
+}
+
+// weight is c's share of the primary objective.
+func (cs *componentState) weight(c *model.Claim) int64 {
+	if cs.ordered {
+		return 1
+	}
+	return c.Weight
+}
+
+func (cs *componentState) valueOf(as []*Assignment) (v int64) {
+	for _, a := range as {
+		v += cs.weight(a.Claim)
+	}
+	return v
+}
+
+// short tells whether the incumbent is below the bound.
+func (cs *componentState) short() bool { return !cs.optimal && cs.value < cs.bound }
+
+// solve runs the pipeline and returns the component's result.
+func (cs *componentState) solve(ctx context.Context) *componentResult {
+	cs.started = time.Now()
+	cs.bound = math.MaxInt64
+	stages := maxClaimsStages
+	if cs.ordered {
+		stages = orderedStages
+	}
+	for _, st := range stages {
+		if ctx.Err() != nil {
+			break
+		}
+		end, ok := st.budget.end(cs)
+		if !ok {
+			continue // out of time: only untimed stages still run
+		}
+		start := time.Now()
+		out := st.run(ctx, cs, end)
+		cs.time(st.name, time.Since(start))
+		if cs.accept(out) {
+			break
+		}
+	}
+	return cs.result()
+}
+
+// accept applies a stage's outcome and tells whether the pipeline ends.
+// It is the one place that writes the incumbent and the bound.
+func (cs *componentState) accept(out outcome) bool {
+	if out.found {
+		c := cs.compare(out.alloc)
+		if c > 0 || c == 0 && out.tie {
+			cs.best, cs.value = out.alloc, cs.valueOf(out.alloc)
+		}
+		if out.greedy {
+			cs.greedy = cs.value
+		}
+	}
+	if out.hasBnd && out.bound < cs.bound {
+		cs.bound = max(out.bound, cs.value) // a sound bound is never below a feasible value
+	}
+	if out.proven || cs.value >= cs.bound {
+		cs.optimal = true
+	}
+	return out.stop
+}
+
+// compare tells whether as is better (1), as good (0) or worse (-1) than
+// the incumbent: by weight under max-claims; under ordered by the admitted
+// claims in input order, the first claim where they differ deciding.
+func (cs *componentState) compare(as []*Assignment) int {
+	if !cs.ordered {
+		v := cs.valueOf(as)
+		switch {
+		case v > cs.value:
+			return 1
+		case v < cs.value:
+			return -1
+		}
+		return 0
+	}
+	a, b := admittedIndexes(as), admittedIndexes(cs.best)
+	for i := 0; i < len(a) && i < len(b); i++ {
+		if a[i] != b[i] {
+			if a[i] < b[i] {
+				return 1
+			}
+			return -1
+		}
+	}
+	switch {
+	case len(a) > len(b):
+		return 1
+	case len(a) < len(b):
+		return -1
+	}
+	return 0
+}
+
+func admittedIndexes(as []*Assignment) []int {
+	out := make([]int, len(as))
+	for i, a := range as {
+		out[i] = a.Claim.Index
+	}
+	sort.Ints(out)
+	return out
+}
+
+func (cs *componentState) time(name string, d time.Duration) {
+	for i := range cs.stages {
+		if cs.stages[i].Stage == name {
+			cs.stages[i].Time += d
+			cs.stages[i].Runs++
+			return
+		}
+	}
+	cs.stages = append(cs.stages, StageTime{Stage: name, Time: d, Runs: 1})
+}
+
+func (cs *componentState) result() *componentResult {
+	as := append([]*Assignment(nil), cs.best...)
+	sort.Slice(as, func(i, j int) bool { return as[i].Claim.Index < as[j].Claim.Index })
+	r := &componentResult{
+		assignments: as,
+		objective:   cs.value,
+		bound:       cs.bound,
+		greedy:      cs.greedy,
+		optimal:     cs.optimal,
+		noSAT:       cs.noSAT,
+		stages:      cs.stages,
+		counts:      cs.counts,
+		unplaceable: cs.unplaceable,
+	}
+	if r.bound == math.MaxInt64 {
+		// Stopped before the alone bound (the context ended): every
+		// claim's weight bounds the component.
+		r.bound = 0
+		for _, c := range cs.claims {
+			r.bound += cs.weight(c)
+		}
+	}
+	if r.optimal {
+		r.bound = r.objective
+	}
+	r.penalty, r.touched = secondary(cs.p, as)
+	return r
+}
+
+// componentResult is one component's answer.
+type componentResult struct {
+	assignments      []*Assignment
+	objective, bound int64
+	greedy           int64
+	optimal, noSAT   bool
+	penalty          int64
+	touched          int
+	stages           []StageTime
+	counts           componentCounts
+	unplaceable      []*model.Claim
+}
+
+// budget says which entry of the budget plan gives a stage its deadline.
+type budget int
+
+const (
+	// untimed stages are bounded work and run even when the deadline has
+	// passed: the alone bound and the greedy incumbent (a result is never
+	// worse than greedy), and checks that cost no search.
+	untimed budget = iota
+	// allLeft: until the component's deadline.
+	allLeft
+	// lnsShare: the plan's share for the neighbourhood search.
+	lnsShare
+	// lowerShare: as long as the pipeline has run so far, clamped to the
+	// plan's lowerMin and lowerMax (the lower objective levels).
+	lowerShare
+)
+
+// budgetPlan is the one table of time shares: every stage takes its
+// deadline from it, and nothing else cuts the budget.
+type budgetPlan struct {
+	// descent: each descent of the configuration relaxation gets this
+	// share of the time left.
+	descent float64
+	// repackDescent: the ordered repack's one descent.
+	repackDescent float64
+	// lns: the neighbourhood search's share; half when the whole SAT
+	// model comes next, all when it does not.
+	lns float64
+	// lowerMin and lowerMax clamp the lower levels (see budget.lower).
+	lowerMin, lowerMax time.Duration
+	// hint bounds the solve that hands the incumbent to the SAT model.
+	hint time.Duration
+	// orderedCall: each call of the ordered SAT sequence gets this many
+	// times its even share of the time left.
+	orderedCall float64
+}
+
+// The lower objective levels (firstAvailable preference and packing)
+// refine an answer that is already optimal in what counts. Once the
+// admitted weight is settled they get as long as settling it took, at least
+// secondaryMin and at most secondaryMax: proving a packing optimal can take
+// SAT far longer than finding it, and a batch should not wait for that.
+const (
+	secondaryMin = 100 * time.Millisecond
+	secondaryMax = 2 * time.Second
+)
+
+// newPlan computes the budget plan of a component up front.
+func newPlan(useSAT bool) budgetPlan {
+	pl := budgetPlan{descent: 1.0 / 3, repackDescent: 1.0 / 4, lns: 1, lowerMin: secondaryMin, lowerMax: secondaryMax, hint: secondaryMin, orderedCall: 2}
+	if useSAT {
+		pl.lns = 0.5
+	}
+	return pl
+}
+
+// end is the stage's deadline; false when the stage has no time at all.
+func (b budget) end(cs *componentState) (time.Time, bool) {
+	now := time.Now()
+	if b == untimed {
+		return cs.deadline, true
+	}
+	if !now.Before(cs.deadline) {
+		return now, false
+	}
+	switch b {
+	case lnsShare:
+		return cs.until(cs.plan.lns), true
+	case lowerShare:
+		d := min(max(now.Sub(cs.started), cs.plan.lowerMin), cs.plan.lowerMax)
+		return minTime(now.Add(d), cs.deadline), true
+	}
+	return cs.deadline, true
+}
+
+// until is the deadline of a step that gets share of the time left.
+func (cs *componentState) until(share float64) time.Time {
+	now := time.Now()
+	left := cs.deadline.Sub(now)
+	if left <= 0 {
+		return now
+	}
+	return now.Add(time.Duration(float64(left) * share))
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+// maxClaimsStages is the pipeline of max-claims.
+var maxClaimsStages = []stage{
+	{"alone-bound", untimed, aloneBound},
+	{"greedy", untimed, greedyIncumbent},
+	{"relaxation", allLeft, relaxation},
+	{"best-fit", allLeft, bestFitTries},
+	{"neighbourhood", lnsShare, neighbourhood},
+	{"settled", untimed, settledWithoutSAT},
+	{"encode", allLeft, encodeModel},
+	{"sat-maximise", allLeft, satMaximise},
+	{"lower-levels", lowerShare, lowerLevels},
+}
+
+// orderedStages is the pipeline of ordered: the same first two stages,
+// then the exact SAT sequence or, above the SAT model's size limit, the
+// repack heuristic.
+var orderedStages = []stage{
+	{"alone-bound", untimed, aloneBound},
+	{"greedy", untimed, greedyIncumbent},
+	{"ordered-repack", allLeft, orderedRepackStage},
+	{"encode", allLeft, encodeModel},
+	{"ordered-sat", allLeft, orderedSAT},
+	{"lower-levels", lowerShare, lowerLevels},
+}
