@@ -232,16 +232,24 @@ func (g *placer) constraintsAllow(ri int, a *model.Alternative, d int) bool {
 }
 
 // greedy places claims in the given order and returns what fits; it stops
-// early when ctx ends.
+// early when ctx ends. A claim identical to one that did not fit is not
+// tried: devices are only taken, so it cannot fit either (a failed search
+// of every node is the most expensive step of a pass).
 func greedy(ctx context.Context, p *model.Problem, claims []*model.Claim) []*Assignment {
 	s := model.NewState(p)
 	var out []*Assignment
+	failed := map[string]bool{}
 	for i, c := range claims {
 		if i%64 == 0 && ctx.Err() != nil {
 			break
 		}
+		if failed[c.ClassKey()] {
+			continue
+		}
 		if a, ok := place(s, c); ok {
 			out = append(out, a)
+		} else {
+			failed[c.ClassKey()] = true
 		}
 	}
 	return out

@@ -8,7 +8,8 @@ import (
 
 // Result of minimising the Lagrangian dual.
 type Result struct {
-	// Bound is a proven upper bound on the admitted weight.
+	// Bound is a proven upper bound on the admitted weight; math.MaxInt64
+	// (no bound) when no iteration ran before the deadline.
 	Bound int64
 	// Value is the smallest L(π) seen; Bound is its floor.
 	Value float64
@@ -120,7 +121,10 @@ func (r *Relaxation) Solve(ctx context.Context, lower int64, deadline time.Time,
 			price[i] = math.Max(0, price[i]-step*g[i])
 		}
 	}
-	res.Bound = int64(math.Floor(res.Value + 1e-6))
+	res.Bound = math.MaxInt64
+	if res.Iterations > 0 {
+		res.Bound = int64(math.Floor(res.Value + 1e-6))
+	}
 	if n := len(res.Snapshots); res.Price != nil && (n == 0 || !equalPrices(res.Snapshots[n-1], res.Price)) {
 		res.Snapshots = append(res.Snapshots, res.Price)
 	}

@@ -220,6 +220,31 @@ func (e *explainer) explain(ctx context.Context, target *model.Claim, opts Optio
 	return x, nil
 }
 
+// ReasonBudget bounds the solver time spent explaining one claim in
+// Reasons.
+const ReasonBudget = 250 * time.Millisecond
+
+// Reasons gives the one-line reason (Short) of each claim in claims (indexes
+// into p.Claims), each within ReasonBudget and all before deadline; it
+// stops when ctx ends. Claims it could not explain in time, or that fit
+// alone after all, are left out of the map.
+func Reasons(ctx context.Context, p *model.Problem, claims []int, deadline time.Time) map[int]string {
+	out := map[int]string{}
+	for _, i := range claims {
+		if ctx.Err() != nil || !time.Now().Before(deadline) {
+			break
+		}
+		end := time.Now().Add(ReasonBudget)
+		if deadline.Before(end) {
+			end = deadline
+		}
+		if why, ok := Short(ctx, p, p.Claims[i], end); ok {
+			out[i] = why
+		}
+	}
+	return out
+}
+
 // Short is the one-line reason the engine gives for an unallocated claim
 // that does not fit even alone; p is the run's problem, with existing
 // allocations in it. ok is false when the claim does fit alone.

@@ -20,6 +20,7 @@ import (
 
 	"github.com/drasat/drasat/alloc"
 	"github.com/drasat/drasat/check"
+	"github.com/drasat/drasat/explain"
 	"github.com/drasat/drasat/model"
 )
 
@@ -138,6 +139,10 @@ func (r *Reconciler) solveAndWrite(ctx context.Context, snap *Snapshot, batch []
 	out, err := alloc.Run(ctx, p, alloc.Options{Objective: r.Opts.Objective, Policy: r.Opts.Policy, Timeout: r.Opts.Timeout})
 	if err != nil {
 		return fmt.Errorf("solve: %w", err)
+	}
+	// Why claims fit nowhere, within what is left of the batch's budget.
+	for i, why := range explain.Reasons(ctx, p, out.Unplaceable, start.Add(r.Opts.Timeout)) {
+		out.Rejected[i] = why
 	}
 	claims, err := alloc.Allocated(p, out)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/drasat/drasat/alloc"
+	"github.com/drasat/drasat/explain"
 	"github.com/drasat/drasat/model"
 )
 
@@ -42,6 +43,10 @@ func runAllocate(c *cli.Context) error {
 	if format != "yaml" && format != "json" && format != "table" {
 		return fmt.Errorf("flag --output: %q is not yaml, json or table", format)
 	}
+	timeout, err := timeoutFlag(c)
+	if err != nil {
+		return err
+	}
 	// Loading stops on Ctrl-C; --timeout is the solve budget, after which
 	// the best allocation found is still written.
 	objs, warnings, err := loadObjects(ctx, c)
@@ -70,11 +75,20 @@ func runAllocate(c *cli.Context) error {
 	opts := alloc.Options{
 		Objective: c.String("objective"),
 		Policy:    c.String("policy"),
-		Timeout:   c.Duration("timeout"),
+		Timeout:   timeout,
 		Progress:  progress(),
 	}
+	deadline := time.Now().Add(timeout)
 	res, err := alloc.Run(ctx, p, opts)
 	if err != nil {
+		return err
+	}
+	// Why claims fit nowhere: within what is left of --timeout; Ctrl-C
+	// stops it.
+	for i, why := range explain.Reasons(ctx, p, res.Unplaceable, deadline) {
+		res.Rejected[i] = why
+	}
+	if err := ctx.Err(); err != nil {
 		return err
 	}
 	// Everything is rendered to memory first: no partial output on error.
@@ -114,6 +128,15 @@ func runAllocate(c *cli.Context) error {
 	}
 	fmt.Fprintf(os.Stderr, "allocated %d of %d pending claims (%s)\n", st.Admitted, st.Pending, state)
 	return nil
+}
+
+// timeoutFlag reads --timeout, which must be positive.
+func timeoutFlag(c *cli.Context) (time.Duration, error) {
+	d := c.Duration("timeout")
+	if d <= 0 {
+		return 0, fmt.Errorf("flag --timeout: %v is not a positive duration (for example 10s)", d)
+	}
+	return d, nil
 }
 
 // writeJSONFile writes atomically: a temporary file renamed into place.

@@ -93,6 +93,9 @@ func runBench(c *cli.Context) error {
 // benchConfig reads the flags into a run configuration, rejecting bad
 // values with the flag's name.
 func benchConfig(c *cli.Context) (bench.Config, error) {
+	if _, err := timeoutFlag(c); err != nil {
+		return bench.Config{}, err
+	}
 	cfg := bench.Config{
 		Scenarios: c.StringSlice("scenario"),
 		Sizes:     map[string][]bench.Size{},

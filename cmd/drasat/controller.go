@@ -60,6 +60,9 @@ func setup(c *cli.Context) (*zap.Logger, kubernetes.Interface, k8s.Options, erro
 	if err != nil {
 		return nil, nil, k8s.Options{}, err
 	}
+	if _, err := timeoutFlag(c); err != nil {
+		return nil, nil, k8s.Options{}, err
+	}
 	opts := k8s.Options{
 		Namespace:   c.String("namespace"),
 		BatchWindow: c.Duration("batch-window"),

@@ -50,9 +50,9 @@ func runExplain(c *cli.Context) error {
 	if format != "text" && format != "json" {
 		return fmt.Errorf("flag --output: %q is not text or json", format)
 	}
-	timeout := c.Duration("timeout")
-	if timeout <= 0 {
-		timeout = 30 * time.Second
+	timeout, err := timeoutFlag(c)
+	if err != nil {
+		return err
 	}
 	start := time.Now()
 	deadline := start.Add(timeout)
@@ -102,7 +102,7 @@ func runExplain(c *cli.Context) error {
 	res, err := alloc.Run(ctx, p, alloc.Options{
 		Objective: c.String("objective"),
 		Policy:    c.String("policy"),
-		Timeout:   time.Until(start.Add(timeout * 2 / 3)),
+		Timeout:   max(time.Until(start.Add(timeout*2/3)), time.Nanosecond),
 	})
 	if err != nil {
 		if ctx.Err() != nil {

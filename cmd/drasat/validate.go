@@ -83,7 +83,11 @@ func runValidate(c *cli.Context) error {
 	if format != "text" && format != "json" {
 		return fmt.Errorf("flag --output: %q is not text or json", format)
 	}
-	ctx, cancel := commandContext(c, c.Duration("timeout"))
+	timeout, err := timeoutFlag(c)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := commandContext(c, timeout)
 	defer cancel()
 	objs, warnings, err := loadObjects(ctx, c)
 	if err != nil {
