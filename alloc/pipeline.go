@@ -73,7 +73,11 @@ type outcome struct {
 	proven bool          // the incumbent, after alloc, is optimal
 	stop   bool          // nothing the later stages can add
 	greedy bool          // alloc is the greedy incumbent (for --report)
+	skip   bool          // the stage had nothing to do (not timed)
 }
+
+// skipped is the outcome of a stage with nothing to do.
+var skipped = outcome{skip: true}
 
 func answer(as []*Assignment) outcome { return outcome{found: true, alloc: as} }
 
@@ -130,7 +134,9 @@ func (cs *componentState) solve(ctx context.Context) *componentResult {
 		}
 		start := time.Now()
 		out := st.run(ctx, cs, end)
-		cs.time(st.name, time.Since(start))
+		if !out.skip {
+			cs.time(st.name, time.Since(start))
+		}
 		if cs.accept(out) {
 			break
 		}

@@ -65,7 +65,7 @@ func greedyIncumbent(ctx context.Context, cs *componentState, _ time.Time) outco
 // keeps its prices at several stages of the descent for best-fit.
 func relaxation(ctx context.Context, cs *componentState, _ time.Time) outcome {
 	if !cs.short() {
-		return outcome{}
+		return skipped
 	}
 	rel := bound.New(cs.p, cs.claims, cs.weight)
 	cs.rel = rel
@@ -107,7 +107,7 @@ const bestFitWork = 16000
 // so the answer does not depend on the number of cores.
 func bestFitTries(ctx context.Context, cs *componentState, end time.Time) outcome {
 	if cs.rel == nil || len(cs.prices) == 0 || !cs.short() {
-		return outcome{}
+		return skipped
 	}
 	tries := min(max(2, bestFitWork/len(cs.claims)), len(cs.prices)*2)
 	try := func(i int) []*Assignment {
@@ -152,7 +152,7 @@ func parallel(n int, f func(k int) []*Assignment) [][]*Assignment {
 // neighbourhood repacks a few bins at a time by SAT (lns.go).
 func neighbourhood(ctx context.Context, cs *componentState, end time.Time) outcome {
 	if cs.rel == nil || !cs.short() {
-		return outcome{}
+		return skipped
 	}
 	best, steps := neighbourhoodSearch(ctx, cs.p, cs.claims, cs.best, cs.rel, cs.weight, cs.bound, end)
 	cs.counts.lnsSteps += steps
@@ -193,7 +193,9 @@ type satModel struct {
 // encodeModel builds the whole component's SAT model.
 func encodeModel(_ context.Context, cs *componentState, _ time.Time) outcome {
 	if cs.noSAT {
-		return outcome{stop: true}
+		out := skipped
+		out.stop = true
+		return out
 	}
 	m, err := encode.Encode(cs.p, cs.claims, encode.Options{Symmetry: !cs.ordered})
 	if err != nil {
@@ -212,7 +214,7 @@ func encodeModel(_ context.Context, cs *componentState, _ time.Time) outcome {
 func satMaximise(ctx context.Context, cs *componentState, end time.Time) outcome {
 	sm := cs.sat
 	if sm == nil {
-		return outcome{}
+		return skipped
 	}
 	defer func() { cs.counts.calls = sm.s.Calls }()
 	val := cs.value
@@ -253,16 +255,16 @@ func satMaximise(ctx context.Context, cs *componentState, end time.Time) outcome
 func lowerLevels(ctx context.Context, cs *componentState, end time.Time) outcome {
 	sm := cs.sat
 	if sm == nil {
-		return outcome{}
+		return skipped
 	}
 	defer func() { cs.counts.calls = sm.s.Calls }()
 	s, m := sm.s, sm.m
 	if sm.have && cs.compare(sm.cur) != 0 {
-		return outcome{} // the incumbent is not the solver's (ordered: greedy did better in time)
+		return skipped // the incumbent is not the solver's (ordered: greedy did better in time)
 	}
 	if !sm.have {
 		if cs.ordered {
-			return outcome{}
+			return skipped
 		}
 		if s.Solve(ctx, end, sm.base...) == solver.Sat {
 			sm.cur, sm.have = decode(cs.p, m, s), true
@@ -310,7 +312,7 @@ func lowerLevels(ctx context.Context, cs *componentState, end time.Time) outcome
 func orderedSAT(ctx context.Context, cs *componentState, end time.Time) outcome {
 	sm := cs.sat
 	if sm == nil {
-		return outcome{}
+		return skipped
 	}
 	defer func() { cs.counts.calls = sm.s.Calls }()
 	admitted := map[*encode.Unit]int{}
@@ -343,7 +345,7 @@ func orderedSAT(ctx context.Context, cs *componentState, end time.Time) outcome 
 // orderedRepackStage is ordered's answer above the SAT model's size limit.
 func orderedRepackStage(ctx context.Context, cs *componentState, end time.Time) outcome {
 	if !cs.noSAT {
-		return outcome{}
+		return skipped
 	}
 	out := answer(orderedRepack(ctx, cs.p, cs.claims, cs.until(cs.plan.repackDescent), end))
 	out.stop = true

@@ -114,3 +114,17 @@ func TestSolveBoundsGreedy(t *testing.T) {
 		}
 	}
 }
+
+// A descent cut off before its first iteration proves nothing: its bound
+// is no bound at all (it was math.MinInt64, below every allocation).
+func TestSolvePastDeadlineBoundsNothing(t *testing.T) {
+	p, err := model.Build(bench.MIG(bench.DefaultMIG(2, 4, 40, 1)), model.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel := bound.New(p, p.Claims, func(*model.Claim) int64 { return 1 })
+	res := rel.Solve(context.Background(), 0, time.Now().Add(-time.Second), bound.Options{})
+	if res.Bound < int64(len(p.Claims)) {
+		t.Fatalf("bound %d from no iteration, below the %d claims", res.Bound, len(p.Claims))
+	}
+}

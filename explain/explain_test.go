@@ -365,3 +365,33 @@ func TestMinimize(t *testing.T) {
 		t.Fatal("minimal after the budget ran out")
 	}
 }
+
+// Reasons explains within the caller's budget: nothing once the deadline
+// has passed or the context has ended, the reason otherwise.
+func TestReasonsHonourBudget(t *testing.T) {
+	objs, _, err := model.Load([]string{"-"}, strings.NewReader(header+claim("x", "        deviceClassName: nic\n        selectors:\n        - cel: {expression: \"device.attributes['nic.example.com'].numa == 7\"}\n", "")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := model.Build(objs, model.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var idx []int
+	for _, c := range p.Claims {
+		if c.Key == "ns/x" {
+			idx = append(idx, c.Index)
+		}
+	}
+	if got := Reasons(context.Background(), p, idx, time.Now().Add(-time.Second)); len(got) != 0 {
+		t.Errorf("past deadline: %v", got)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if got := Reasons(ctx, p, idx, time.Now().Add(time.Minute)); len(got) != 0 {
+		t.Errorf("cancelled: %v", got)
+	}
+	if got := Reasons(context.Background(), p, idx, time.Now().Add(time.Minute)); len(got) != 1 || got[idx[0]] == "" {
+		t.Errorf("with time: %v, want one reason", got)
+	}
+}

@@ -1,0 +1,171 @@
+package alloc
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/drasat/drasat/model"
+)
+
+// lexCompare compares two sets of admitted claim indexes as the ordered
+// objective does: the first claim where they differ decides.
+func lexCompare(a, b []int) int {
+	a, b = slices.Sorted(slices.Values(a)), slices.Sorted(slices.Values(b))
+	for i := 0; i < len(a) && i < len(b); i++ {
+		if a[i] != b[i] {
+			if a[i] < b[i] {
+				return 1
+			}
+			return -1
+		}
+	}
+	return len(a) - len(b)
+}
+
+func indexes(as []*Assignment) []int {
+	out := make([]int, 0, len(as))
+	for _, a := range as {
+		out = append(out, a.Claim.Index)
+	}
+	sort.Ints(out)
+	return out
+}
+
+func weightOf(as []*Assignment) (v int64) {
+	for _, a := range as {
+		v += a.Claim.Weight
+	}
+	return v
+}
+
+// Every stage of both pipelines, and the paths without the SAT model
+// (MaxVariables < 0: relaxation, best-fit and neighbourhood search for
+// max-claims, the repack for ordered), runs under budgets from 1 ms to
+// seconds; every answer passes the independent checker, is never below
+// the greedy incumbent, and has a bound never below the brute-force
+// optimum (equal to it when the answer says it is optimal).
+func TestPipelineUnderBudgets(t *testing.T) {
+	budgets := []time.Duration{time.Millisecond, 10 * time.Millisecond, 100 * time.Millisecond, 2 * time.Second}
+	ran := map[string]bool{}
+	noSATOptimal, noSATRuns := 0, 0
+	for seed := uint64(1); seed <= 12; seed++ {
+		for _, objs := range []*model.Objects{randomInstance(seed), sharesInstance(seed)} {
+			p := build(t, objs, "")
+			bf := newBruteForce(p)
+			best, order := bf.best(), bf.ordered()
+			arrival := greedy(context.Background(), p, p.Claims)
+			bySize := greedy(context.Background(), p, sortBySize(p, p.Claims, false))
+			incumbent := max(weightOf(arrival), weightOf(bySize))
+			for _, budget := range budgets {
+				for _, maxVars := range []int{0, -1} {
+					for _, objective := range []string{MaxClaims, Ordered} {
+						res := run(t, p, Options{Objective: objective, Timeout: budget, MaxVariables: maxVars})
+						for _, st := range res.Stats.Stages {
+							ran[st.Stage] = true
+						}
+						checkAllocations(t, p, objs, res, "")
+						st := res.Stats
+						where := func() string {
+							return fmt.Sprintf("%s seed %d budget %v maxVars %d", objective, seed, budget, maxVars)
+						}
+						if objective == MaxClaims {
+							if st.Objective < incumbent || st.Objective > best || st.Bound < best || st.Optimal && st.Objective != best {
+								t.Fatalf("%s: admitted %d (greedy %d, optimum %d), bound %d, optimal %v", where(), st.Objective, incumbent, best, st.Bound, st.Optimal)
+							}
+							if maxVars < 0 {
+								noSATRuns++
+								if st.Objective == best {
+									noSATOptimal++
+								}
+							}
+							continue
+						}
+						got := indexes(res.Assignments)
+						if lexCompare(got, indexes(arrival)) < 0 || lexCompare(got, order) > 0 ||
+							st.Bound < int64(len(order)) || st.Optimal && !slices.Equal(got, order) {
+							t.Fatalf("%s: admitted %v (greedy %v, brute force %v), bound %d, optimal %v", where(), got, indexes(arrival), order, st.Bound, st.Optimal)
+						}
+					}
+				}
+			}
+		}
+	}
+	for _, st := range append(slices.Clone(maxClaimsStages), orderedStages...) {
+		if !ran[st.name] {
+			t.Errorf("stage %s never ran", st.name)
+		}
+	}
+	// The paths above the SAT model's size limit, forced onto small
+	// instances: the heuristics alone reach the optimum on most.
+	t.Logf("without the SAT model: optimum on %d of %d runs", noSATOptimal, noSATRuns)
+	if noSATOptimal*10 < noSATRuns*8 {
+		t.Errorf("without the SAT model the optimum is reached on only %d of %d runs", noSATOptimal, noSATRuns)
+	}
+}
+
+// The ordered repack (used above the SAT model's size limit) compared with
+// brute force on small instances: never past the exact answer, never below
+// arrival-order greedy, exact on most.
+func TestOrderedRepackAgainstBruteForce(t *testing.T) {
+	exact, runs := 0, 0
+	for seed := uint64(1); seed <= 60; seed++ {
+		for _, objs := range []*model.Objects{randomInstance(seed), sharesInstance(seed)} {
+			p := build(t, objs, "")
+			want := newBruteForce(p).ordered()
+			res := run(t, p, Options{Objective: Ordered, MaxVariables: -1})
+			if res.Stats.ComponentsWithoutSAT != res.Stats.Components {
+				t.Fatalf("seed %d: %d of %d components without SAT; MaxVariables < 0 should skip the model", seed, res.Stats.ComponentsWithoutSAT, res.Stats.Components)
+			}
+			checkAllocations(t, p, objs, res, "")
+			got := indexes(res.Assignments)
+			if lexCompare(got, want) > 0 || lexCompare(got, indexes(greedy(context.Background(), p, p.Claims))) < 0 {
+				t.Fatalf("seed %d: repack admitted %v, brute force %v", seed, got, want)
+			}
+			runs++
+			if slices.Equal(got, want) {
+				exact++
+			}
+		}
+	}
+	t.Logf("ordered repack exact on %d of %d instances", exact, runs)
+	if exact*10 < runs*8 {
+		t.Errorf("ordered repack exact on only %d of %d instances", exact, runs)
+	}
+}
+
+// With a budget too short for any SAT call, ordered keeps the greedy
+// incumbent (it used to return no allocation at all).
+func TestOrderedShortBudgetKeepsGreedy(t *testing.T) {
+	for seed := uint64(1); seed <= 20; seed++ {
+		objs := randomInstance(seed)
+		p := build(t, objs, "")
+		arrival := greedy(context.Background(), p, p.Claims)
+		res := run(t, p, Options{Objective: Ordered, Timeout: time.Nanosecond})
+		if got := indexes(res.Assignments); lexCompare(got, indexes(arrival)) < 0 {
+			t.Fatalf("seed %d: 1 ns budget admitted %v, greedy %v", seed, got, indexes(arrival))
+		}
+		checkAllocations(t, p, objs, res, "")
+	}
+}
+
+// A negative timeout is an error, not a silent default.
+func TestNegativeTimeout(t *testing.T) {
+	p := build(t, randomInstance(1), "")
+	if _, err := Run(context.Background(), p, Options{Timeout: -time.Second}); err == nil {
+		t.Fatal("Run accepted a negative timeout")
+	}
+}
+
+// A cancelled context stops the run with its error.
+func TestCancelledContext(t *testing.T) {
+	p := build(t, sharesInstance(3), "")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := Run(ctx, p, Options{}); err == nil {
+		t.Fatal("Run ignored a cancelled context")
+	}
+}
