@@ -182,17 +182,7 @@ func bestFit(ctx context.Context, p *model.Problem, claims []*model.Claim, r *bo
 }
 
 // binNode is the one node all of b's devices are reachable from, or -1.
-func binNode(p *model.Problem, b *bound.Bin) int {
-	node := -1
-	for _, d := range b.Devices {
-		dev := p.Devices[d]
-		if dev.All || len(dev.Reach) != 1 || node >= 0 && dev.Reach[0] != node {
-			return -1
-		}
-		node = dev.Reach[0]
-	}
-	return node
-}
+func binNode(p *model.Problem, b *bound.Bin) int { return p.CommonNode(b.Devices) }
 
 // Search budgets of best-fit per claim, in placer steps.
 const (
@@ -247,7 +237,7 @@ func simple(p *model.Problem, r *bound.Relaxation, c *model.Claim, classes map[s
 	for _, d := range a.Candidates {
 		dev := p.Devices[d]
 		b := r.BinOf(d)
-		if b == nil || !(dev.All || len(dev.Reach) > 0) {
+		if b == nil || !dev.Reachable() {
 			continue
 		}
 		i, ok := at[b]

@@ -85,25 +85,13 @@ type placer struct {
 
 func (g *placer) usable(d int, admin bool) bool {
 	dev := g.s.P.Devices[d]
-	if g.node >= 0 && !dev.All && !contains(dev.Reach, g.node) {
-		return false
-	}
-	if g.node < 0 && !dev.All {
+	if g.node >= 0 && !dev.Reaches(g.node) || g.node < 0 && !dev.All {
 		return false
 	}
 	if g.inClaim[d] {
 		return false
 	}
 	return g.s.Fits(d, !admin)
-}
-
-func contains(xs []int, x int) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 func (g *placer) request(ri int) bool {
@@ -165,7 +153,7 @@ func (g *placer) all(ri, ai int, a *model.Alternative) bool {
 	}
 	for _, d := range a.AllMatch {
 		dev := g.s.P.Devices[d]
-		if g.node >= 0 && !dev.All && !contains(dev.Reach, g.node) {
+		if g.node >= 0 && !dev.Reaches(g.node) {
 			continue
 		}
 		if !cand[d] {

@@ -104,32 +104,34 @@ func firstLine(s string) string {
 
 // Report is the machine-readable summary written by --report.
 type Report struct {
-	Pending            int                `json:"pending"`
-	Allocated          int                `json:"allocated"`
-	Unallocated        int                `json:"unallocated"`
-	Objective          string             `json:"objective"`
-	Policy             string             `json:"policy"`
-	Values             map[string]int64   `json:"objectiveValues"`
-	Optimal            bool               `json:"optimal"`
-	Bound              int64              `json:"bound"`
-	Gap                float64            `json:"gap"`
-	EncodeSeconds      float64            `json:"encodeSeconds"`
-	SolveSeconds       float64            `json:"solveSeconds"`
-	BoundSeconds       float64            `json:"boundSeconds"`
-	HeuristicSecs      float64            `json:"heuristicSeconds"`
-	BoundIterations    int                `json:"boundIterations"`
-	NeighbourhoodSecs  float64            `json:"neighbourhoodSeconds"`
-	NeighbourhoodSteps int                `json:"neighbourhoodSteps"`
-	Variables          int                `json:"variables"`
-	Clauses            int                `json:"clauses"`
-	SolverCalls        int                `json:"solverCalls"`
-	Components         int                `json:"components"`
-	ImpliedCounters    int                `json:"impliedCountersDropped"`
-	UnprovenParts      int                `json:"componentsNotProven"`
-	GreedyOnlyParts    int                `json:"componentsWithoutSAT"`
-	UnallocatedWhy     map[string]string  `json:"unallocatedReasons,omitempty"`
-	PoolsNotUsed       []string           `json:"poolsNotUsed,omitempty"`
-	Extra              map[string]float64 `json:"-"`
+	Pending            int               `json:"pending"`
+	Allocated          int               `json:"allocated"`
+	Unallocated        int               `json:"unallocated"`
+	Objective          string            `json:"objective"`
+	Policy             string            `json:"policy"`
+	Values             map[string]int64  `json:"objectiveValues"`
+	Optimal            bool              `json:"optimal"`
+	Bound              int64             `json:"bound"`
+	Gap                float64           `json:"gap"`
+	EncodeSeconds      float64           `json:"encodeSeconds"`
+	SolveSeconds       float64           `json:"solveSeconds"`
+	BoundSeconds       float64           `json:"boundSeconds"`
+	HeuristicSecs      float64           `json:"heuristicSeconds"`
+	BoundIterations    int               `json:"boundIterations"`
+	NeighbourhoodSecs  float64           `json:"neighbourhoodSeconds"`
+	NeighbourhoodSteps int               `json:"neighbourhoodSteps"`
+	Variables          int               `json:"variables"`
+	Clauses            int               `json:"clauses"`
+	SolverCalls        int               `json:"solverCalls"`
+	Components         int               `json:"components"`
+	ImpliedCounters    int               `json:"impliedCountersDropped"`
+	UnprovenParts      int               `json:"componentsNotProven"`
+	GreedyOnlyParts    int               `json:"componentsWithoutSAT"`
+	UnallocatedWhy     map[string]string `json:"unallocatedReasons,omitempty"`
+	PoolsNotUsed       []string          `json:"poolsNotUsed,omitempty"`
+	// Stages is the time of each pipeline stage, summed over the
+	// components.
+	Stages []StageTime `json:"stages"`
 }
 
 // NewReport summarises a run.
@@ -152,6 +154,7 @@ func NewReport(p *model.Problem, res *Result, opts Options) *Report {
 		Components: st.Components, ImpliedCounters: st.ImpliedCounters,
 		UnprovenParts: st.ComponentsNotProven, GreedyOnlyParts: st.ComponentsWithoutSAT,
 		UnallocatedWhy: map[string]string{},
+		Stages:         st.Stages,
 	}
 	for _, c := range p.Claims {
 		if why, ok := res.Rejected[c.Index]; ok {

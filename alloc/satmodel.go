@@ -145,22 +145,13 @@ func secondary(p *model.Problem, as []*Assignment) (penalty int64, touched int) 
 			}
 			for _, c := range p.Devices[pk.Dev].Consumes {
 				cs := p.CounterSets[c.Set]
-				if len(cs.ExistingGroups) == 0 && equalInts(cs.Free, cs.Capacity) {
+				if cs.Untouched() {
 					sets[c.Set] = true
 				}
 			}
 		}
 	}
 	return penalty, len(sets)
-}
-
-func equalInts(a, b []int64) bool {
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // byPrice orders claims by what serving them costs at prices π per unit of

@@ -17,7 +17,7 @@ import (
 func (b *bruteForce) minTouched(val int64) int {
 	fresh := map[int]bool{}
 	for i, cs := range b.p.CounterSets {
-		fresh[i] = len(cs.ExistingGroups) == 0 && equalInts(cs.Free, cs.Capacity)
+		fresh[i] = cs.Untouched()
 	}
 	s := model.NewState(b.p)
 	uses := map[int]int{} // fresh set -> exclusive picks on it

@@ -25,7 +25,7 @@ func touchFloor(p *model.Problem, claims []*model.Claim, val int64, weight func(
 	free := map[string]float64{}     // counter -> free in touched sets
 	capacity := map[string]float64{} // counter -> largest fresh capacity
 	for i, cs := range p.CounterSets {
-		fresh[i] = len(cs.ExistingGroups) == 0 && equalInts(cs.Free, cs.Capacity)
+		fresh[i] = cs.Untouched()
 		for j, name := range cs.Counters {
 			if fresh[i] {
 				capacity[name] = math.Max(capacity[name], float64(cs.Capacity[j]))

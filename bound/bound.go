@@ -115,7 +115,7 @@ func New(p *model.Problem, claims []*model.Claim, weight func(*model.Claim) int6
 				var cands []int
 				for _, d := range a.Candidates {
 					dev := p.Devices[d]
-					if !(dev.All || len(dev.Reach) > 0) || (c.FixedNode >= 0 && !dev.All && !contains(dev.Reach, c.FixedNode)) {
+					if !dev.Reachable() || c.FixedNode >= 0 && !dev.Reaches(c.FixedNode) {
 						continue
 					}
 					cands = append(cands, d)
@@ -163,15 +163,6 @@ func New(p *model.Problem, claims []*model.Claim, weight func(*model.Claim) int6
 	}
 	r.buildBins(devs)
 	return r
-}
-
-func contains(xs []int, x int) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 // buildBins groups candidate devices that share a counter set or are tied by

@@ -52,7 +52,7 @@ type Model struct {
 // candidate tells whether device d may get a variable: it is reachable from
 // some node and allowed by Options.Allowed.
 func (m *Model) candidate(d int) bool {
-	return reachable(m.P.Devices[d]) && (m.allowed == nil || m.allowed(d))
+	return m.P.Devices[d].Reachable() && (m.allowed == nil || m.allowed(d))
 }
 
 // Unit is one claim, or a class of identical simple claims.
@@ -395,19 +395,6 @@ func (m *Model) buildUnits(claims []*model.Claim, opts Options) {
 	}
 }
 
-func reachable(d *model.Device) bool { return d.All || len(d.Reach) > 0 }
-
-func reachesNode(d *model.Device, n int) bool {
-	if d.All {
-		return true
-	}
-	for _, r := range d.Reach {
-		if r == n {
-			return true
-		}
-	}
-	return false
-}
 
 // claimUnit encodes one non-simple claim.
 func (m *Model) claimUnit(c *model.Claim) *Unit {
@@ -488,7 +475,7 @@ func (m *Model) claimUnit(c *model.Claim) *Unit {
 			var xs []z.Lit
 			for _, d := range a.Candidates {
 				dev := m.P.Devices[d]
-				if !m.candidate(d) || (c.FixedNode >= 0 && !reachesNode(dev, c.FixedNode) && !m.groupsOn) {
+				if !m.candidate(d) || (c.FixedNode >= 0 && !dev.Reaches(c.FixedNode) && !m.groupsOn) {
 					continue
 				}
 				l := m.C.Lit()
@@ -567,7 +554,7 @@ func (m *Model) allMode(u *Unit, sel z.Lit, a *model.Alternative, xs []z.Lit, no
 		var here []z.Lit
 		blocked := false
 		for _, d := range a.AllMatch {
-			if !reachesNode(m.P.Devices[d], n) {
+			if !m.P.Devices[d].Reaches(n) {
 				continue
 			}
 			l, ok := xOf[d]
@@ -668,7 +655,7 @@ func (m *Model) counters(si int, cons []consumer) error {
 			return err
 		}
 	}
-	if len(set.ExistingGroups) == 0 && equal(set.Free, set.Capacity) {
+	if set.Untouched() {
 		t := m.C.Lit()
 		or := []z.Lit{t.Not()}
 		for _, l := range lits {
@@ -679,13 +666,4 @@ func (m *Model) counters(si int, cons []consumer) error {
 		m.Touched = append(m.Touched, t)
 	}
 	return nil
-}
-
-func equal(a, b []int64) bool {
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

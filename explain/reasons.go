@@ -183,14 +183,7 @@ func (e *explainer) setName(si int) string {
 
 // setNode is the one node all devices of the set are on, or "".
 func (e *explainer) setNode(si int) string {
-	node := -1
-	for _, d := range e.p.CounterSets[si].Devices {
-		dev := e.p.Devices[d]
-		if dev.All || len(dev.Reach) != 1 || (node >= 0 && dev.Reach[0] != node) {
-			return ""
-		}
-		node = dev.Reach[0]
-	}
+	node := e.p.CommonNode(e.p.CounterSets[si].Devices)
 	if node < 0 {
 		return ""
 	}

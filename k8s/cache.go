@@ -4,7 +4,6 @@ import (
 	"context"
 	"reflect"
 	"sort"
-	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -28,11 +27,8 @@ type Cache struct {
 	Nodes   corelisters.NodeLister
 	Pods    corelisters.PodLister
 
-	synced []cache.InformerSynced
-	// claimGen counts claim events, to tell whether claims changed since a
-	// check.
-	claimGen atomic.Int64
-	changed  chan struct{}
+	synced  []cache.InformerSynced
+	changed chan struct{}
 }
 
 // NewCache creates (but does not start) the informers.
@@ -54,9 +50,9 @@ func NewCache(client kubernetes.Interface, opts Options) *Cache {
 		DeleteFunc: func(any) { c.signal() },
 	}
 	claimH := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { c.claimGen.Add(1); c.signal() },
-		UpdateFunc: func(any, any) { c.claimGen.Add(1); c.signal() },
-		DeleteFunc: func(any) { c.claimGen.Add(1); c.signal() },
+		AddFunc:    func(any) { c.signal() },
+		UpdateFunc: func(any, any) { c.signal() },
+		DeleteFunc: func(any) { c.signal() },
 	}
 	// Nodes: only additions, deletions and label changes matter (status
 	// heartbeats do not).
@@ -109,9 +105,6 @@ func (c *Cache) Changed() <-chan struct{} { return c.changed }
 
 // Trigger asks for another pass, as a change would.
 func (c *Cache) Trigger() { c.signal() }
-
-// ClaimGeneration changes whenever a claim event arrives.
-func (c *Cache) ClaimGeneration() int64 { return c.claimGen.Load() }
 
 // Start starts the informers; they stop when ctx ends.
 func (c *Cache) Start(ctx context.Context) {

@@ -86,20 +86,11 @@ func (o *Options) Defaults() {
 
 // Validate reports bad option values.
 func (o *Options) Validate() error {
-	switch o.Objective {
-	case alloc.MaxClaims, alloc.Ordered:
-	default:
-		return fmt.Errorf("objective %q: want %s or %s", o.Objective, alloc.MaxClaims, alloc.Ordered)
+	if err := alloc.CheckOptions(o.Objective, o.Policy); err != nil {
+		return err
 	}
-	switch o.Policy {
-	case alloc.Binpack, alloc.Spread:
-	default:
-		return fmt.Errorf("policy %q: want %s or %s", o.Policy, alloc.Binpack, alloc.Spread)
-	}
-	switch o.Compat {
-	case model.CompatKEP5963, model.CompatWildcard:
-	default:
-		return fmt.Errorf("compat %q: want %s or %s", o.Compat, model.CompatKEP5963, model.CompatWildcard)
+	if err := model.CheckCompat(o.Compat); err != nil {
+		return err
 	}
 	if o.BatchWindow < 0 || o.MaxBatch < 0 || o.Timeout < 0 {
 		return fmt.Errorf("batch window, max batch and timeout must not be negative")

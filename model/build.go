@@ -25,12 +25,11 @@ const MaxWeight = 1000
 // input that cannot mean anything (bad weights, unknown compat mode); claims
 // that cannot be served carry their reason in Claim.Err.
 func Build(objs *Objects, opts Options) (*Problem, error) {
-	switch opts.Compat {
-	case "":
+	if err := CheckCompat(opts.Compat); err != nil {
+		return nil, err
+	}
+	if opts.Compat == "" {
 		opts.Compat = CompatKEP5963
-	case CompatKEP5963, CompatWildcard:
-	default:
-		return nil, fmt.Errorf("compat mode %q: want %s or %s", opts.Compat, CompatKEP5963, CompatWildcard)
 	}
 	b := &builder{objs: objs, p: &Problem{Options: opts}, cel: newCELEnv(),
 		deviceByID: map[DeviceID]int{}, matchCache: map[string]matchResult{}, setByName: map[[3]string]int{}, nodeByName: map[string]int{}}

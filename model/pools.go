@@ -32,17 +32,7 @@ func usablePools(slices []*resourceapi.ResourceSlice) ([][]*resourceapi.Resource
 	var pools [][]*resourceapi.ResourceSlice
 	var issues []PoolIssue
 	for _, k := range keys {
-		all := byPool[k]
-		gen := all[0].Spec.Pool.Generation
-		for _, s := range all {
-			gen = max(gen, s.Spec.Pool.Generation)
-		}
-		var cur []*resourceapi.ResourceSlice
-		for _, s := range all {
-			if s.Spec.Pool.Generation == gen {
-				cur = append(cur, s)
-			}
-		}
+		cur, gen := newestGeneration(byPool[k])
 		sort.Slice(cur, func(i, j int) bool { return cur[i].Name < cur[j].Name })
 		if want := cur[0].Spec.Pool.ResourceSliceCount; int64(len(cur)) != want {
 			issues = append(issues, PoolIssue{k.Driver, k.Pool, fmt.Sprintf("incomplete: generation %d has %d of %d slices", gen, len(cur), want)})
@@ -55,6 +45,22 @@ func usablePools(slices []*resourceapi.ResourceSlice) ([][]*resourceapi.Resource
 		pools = append(pools, cur)
 	}
 	return pools, issues
+}
+
+// newestGeneration returns the slices of a pool's newest generation, in
+// input order, and that generation: the allocator ignores the others.
+func newestGeneration(all []*resourceapi.ResourceSlice) ([]*resourceapi.ResourceSlice, int64) {
+	gen := all[0].Spec.Pool.Generation
+	for _, s := range all {
+		gen = max(gen, s.Spec.Pool.Generation)
+	}
+	var cur []*resourceapi.ResourceSlice
+	for _, s := range all {
+		if s.Spec.Pool.Generation == gen {
+			cur = append(cur, s)
+		}
+	}
+	return cur, gen
 }
 
 // poolInvalid mirrors the allocator's pool validation: unique device and

@@ -2,6 +2,8 @@ package model
 
 import (
 	"encoding/json"
+	"fmt"
+	"slices"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -103,6 +105,51 @@ type CounterSet struct {
 	// allocated from this set (nil entry = no groups).
 	ExistingGroups [][]string
 	Devices        []int // devices consuming from this set
+}
+
+// Untouched tells whether no existing allocation uses the set: every
+// counter free and no compatibility groups held. Binpack counts the
+// untouched sets an allocation starts using.
+func (cs *CounterSet) Untouched() bool {
+	if len(cs.ExistingGroups) > 0 {
+		return false
+	}
+	for i := range cs.Free {
+		if cs.Free[i] != cs.Capacity[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// CheckCompat tells whether compat names a compatibility-group semantics;
+// empty means the default.
+func CheckCompat(compat string) error {
+	switch compat {
+	case "", CompatKEP5963, CompatWildcard:
+		return nil
+	}
+	return fmt.Errorf("compat mode %q: want %s or %s", compat, CompatKEP5963, CompatWildcard)
+}
+
+// Reachable tells whether some node, or every node, reaches the device.
+func (d *Device) Reachable() bool { return d.All || len(d.Reach) > 0 }
+
+// Reaches tells whether node n reaches the device.
+func (d *Device) Reaches(n int) bool { return d.All || slices.Contains(d.Reach, n) }
+
+// CommonNode is the one node that alone reaches every device of devs, or
+// -1 (devices on every node, on several nodes, or on different ones).
+func (p *Problem) CommonNode(devs []int) int {
+	node := -1
+	for _, d := range devs {
+		dev := p.Devices[d]
+		if dev.All || len(dev.Reach) != 1 || node >= 0 && dev.Reach[0] != node {
+			return -1
+		}
+		node = dev.Reach[0]
+	}
+	return node
 }
 
 // Claim is a pending claim.

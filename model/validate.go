@@ -503,15 +503,9 @@ func (v *validator) pools(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		all := byPool[k]
-		gen := all[0].Spec.Pool.Generation
-		for _, s := range all {
-			gen = max(gen, s.Spec.Pool.Generation)
-		}
-		var cur []*resourceapi.ResourceSlice
-		for _, s := range all {
+		cur, gen := newestGeneration(byPool[k])
+		for _, s := range byPool[k] {
 			if s.Spec.Pool.Generation == gen {
-				cur = append(cur, s)
 				continue
 			}
 			v.add(SeverityWarning, s, "", "spec.pool.generation", "generation %d is superseded by generation %d of the pool; the allocator ignores this slice", s.Spec.Pool.Generation, gen)

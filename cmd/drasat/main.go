@@ -2,15 +2,11 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
 
 	"github.com/urfave/cli/v2"
 )
-
-// errBadInput marks errors that should exit 1 with the message only.
-var errBadInput = errors.New("bad input")
 
 func main() {
 	app := &cli.App{
