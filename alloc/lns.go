@@ -19,8 +19,8 @@ import (
 // admitted so far, admitting more weight than was freed; everything else
 // stays in place. The step's model is small (a few bins, the claims that
 // can use them), so gini decides it in milliseconds, where the whole
-// component's model would neither improve nor prove anything (solver
-// findings, 1 and 6).
+// component's model would neither improve nor prove anything
+// (docs/encoding.md, facts 1 and 6).
 const (
 	// lnsSteps bounds the steps per component: the search is a fixed
 	// amount of work, so its answer does not depend on the machine's

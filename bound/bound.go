@@ -1,8 +1,8 @@
 // Package bound proves upper bounds on how much claim weight a batch can
 // admit, and prices devices for the heuristics that look for allocations.
 //
-// The relaxation is the configuration ("pattern") model of the solver
-// findings: every bin — a physical device, i.e. the counter sets tied
+// The relaxation is the configuration ("pattern") model (docs/encoding.md,
+// facts 3): every bin — a physical device, i.e. the counter sets tied
 // together by the devices that consume them — takes one feasible layout, and
 // claims are served by devices of the kinds their requests accept, without
 // the node and constraint coupling between one claim's devices. Identical
@@ -14,7 +14,7 @@
 //
 // L(π) ≥ optimum for every π ≥ 0, so the bound is sound at every iteration;
 // subgradient descent drives it down to the LP value of the configuration
-// model, which the findings measured within one claim of the optimum.
+// model, which an exact solver measured within one claim of the optimum.
 package bound
 
 import (

@@ -395,7 +395,6 @@ func (m *Model) buildUnits(claims []*model.Claim, opts Options) {
 	}
 }
 
-
 // claimUnit encodes one non-simple claim.
 func (m *Model) claimUnit(c *model.Claim) *Unit {
 	u := &Unit{Claims: []*model.Claim{c}, Admit: m.C.Lit()}

@@ -14,7 +14,7 @@ const maxLayouts = 200_000
 // every set of free devices that respects the set's "at most one" counters
 // (any two consumers exceed the free amount, like MIG memory slices) stays
 // within the counter's free amount. Real MIG layouts make the
-// multiprocessor, engine and memory counters implied (solver findings, 5),
+// multiprocessor, engine and memory counters implied (docs/encoding.md, facts 5),
 // which removes most weighted constraints. Identical GPUs share the answer.
 func (m *Model) impliedCounters(set *model.CounterSet, devs []int) []bool {
 	var key strings.Builder

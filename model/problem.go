@@ -283,7 +283,7 @@ func (c *Constraint) Applies(req *Request, alt *Alternative) bool {
 
 // ClassKey is identical for interchangeable claims: same requests,
 // constraints and config, same weight and same fixed node. Grouping claims
-// by it removes claim symmetry (solver findings, 2).
+// by it removes claim symmetry (docs/encoding.md, facts 2).
 func (c *Claim) ClassKey() string {
 	if c.classKey == "" {
 		js, _ := json.Marshal(struct {
