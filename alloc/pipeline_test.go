@@ -169,3 +169,22 @@ func TestCancelledContext(t *testing.T) {
 		t.Fatal("Run ignored a cancelled context")
 	}
 }
+
+// With a budget too short for anything but the untimed stages, max-claims
+// keeps the greedy incumbent and reports a bound no lower than the
+// optimum (a relaxation cut off before its first step reported
+// math.MinInt64).
+func TestTinyBudgetSoundBound(t *testing.T) {
+	for seed := uint64(1); seed <= 20; seed++ {
+		for _, objs := range []*model.Objects{randomInstance(seed), sharesInstance(seed)} {
+			p := build(t, objs, "")
+			best := newBruteForce(p).best()
+			ff := weightOf(greedy(context.Background(), p, p.Claims))
+			res := run(t, p, Options{Timeout: time.Nanosecond})
+			if st := res.Stats; st.Objective < ff || st.Bound < best || st.Gap() < 0 {
+				t.Fatalf("seed %d: 1 ns budget admitted %d (greedy %d), bound %d (optimum %d), gap %v", seed, st.Objective, ff, st.Bound, best, st.Gap())
+			}
+			checkAllocations(t, p, objs, res, "")
+		}
+	}
+}
