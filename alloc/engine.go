@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -204,7 +205,7 @@ func gather(p *model.Problem, opts Options, results []*componentResult) *Result 
 		st.FirstAvailablePenalty += r.penalty
 		st.CounterSetsTouched += r.touched
 		for _, t := range r.stages {
-			st.addStage(t)
+			st.Stages = addStageTime(st.Stages, t)
 		}
 		if !r.optimal {
 			st.Optimal = false
@@ -217,6 +218,15 @@ func gather(p *model.Problem, opts Options, results []*componentResult) *Result 
 			unplaceable[c.Index] = true
 		}
 	}
+	// In pipeline order, whichever component reached a stage first.
+	pipeline := maxClaimsStages
+	if opts.Objective == Ordered {
+		pipeline = orderedStages
+	}
+	rank := func(name string) int {
+		return slices.IndexFunc(pipeline, func(s stage) bool { return s.name == name })
+	}
+	sort.SliceStable(st.Stages, func(i, j int) bool { return rank(st.Stages[i].Stage) < rank(st.Stages[j].Stage) })
 	for _, t := range st.Stages {
 		switch t.Stage {
 		case "relaxation":
@@ -250,18 +260,4 @@ func gather(p *model.Problem, opts Options, results []*componentResult) *Result 
 		}
 	}
 	return res
-}
-
-// addStage adds t to the stage of its name, or appends it.
-func (st *Stats) addStage(t StageTime) {
-	for i := range st.Stages {
-		if st.Stages[i].Stage == t.Stage {
-			st.Stages[i].Time += t.Time
-			st.Stages[i].Seconds = st.Stages[i].Time.Seconds()
-			st.Stages[i].Runs += t.Runs
-			return
-		}
-	}
-	t.Seconds = t.Time.Seconds()
-	st.Stages = append(st.Stages, t)
 }

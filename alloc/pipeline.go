@@ -207,14 +207,21 @@ func admittedIndexes(as []*Assignment) []int {
 }
 
 func (cs *componentState) time(name string, d time.Duration) {
-	for i := range cs.stages {
-		if cs.stages[i].Stage == name {
-			cs.stages[i].Time += d
-			cs.stages[i].Runs++
-			return
+	cs.stages = addStageTime(cs.stages, StageTime{Stage: name, Time: d, Runs: 1})
+}
+
+// addStageTime adds t to the entry of its stage in list, or appends it.
+func addStageTime(list []StageTime, t StageTime) []StageTime {
+	for i := range list {
+		if list[i].Stage == t.Stage {
+			list[i].Time += t.Time
+			list[i].Runs += t.Runs
+			list[i].Seconds = list[i].Time.Seconds()
+			return list
 		}
 	}
-	cs.stages = append(cs.stages, StageTime{Stage: name, Time: d, Runs: 1})
+	t.Seconds = t.Time.Seconds()
+	return append(list, t)
 }
 
 func (cs *componentState) result() *componentResult {
