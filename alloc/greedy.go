@@ -46,7 +46,7 @@ func place(s *model.State, c *model.Claim) (*Assignment, bool) {
 // search is place that also tells whether a failure is decided: false
 // when the search ran out of budget on some node before finding nothing.
 func search(s *model.State, c *model.Claim) (a *Assignment, ok, decided bool) {
-	if c.Err != nil {
+	if c.Err != nil || !servable(c) {
 		return nil, false, true
 	}
 	decided = true
@@ -60,6 +60,26 @@ func search(s *model.State, c *model.Claim) (a *Assignment, ok, decided bool) {
 		}
 	}
 	return nil, false, decided
+}
+
+// servable tells whether every request of c has an alternative with
+// enough candidates at all. A claim that fails it fits nowhere, decided
+// without a search (which could run out of budget trying the requests
+// before the hopeless one).
+func servable(c *model.Claim) bool {
+	for _, r := range c.Requests {
+		ok := false
+		for _, a := range r.Alternatives {
+			if a.All && len(a.Candidates) > 0 || !a.All && len(a.Candidates) >= a.Count {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // claimNodes lists the nodes worth trying for c, or [-1] when no candidate
