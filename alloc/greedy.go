@@ -240,27 +240,46 @@ func (g *placer) constraintsAllow(ri int, a *model.Alternative, d int) bool {
 }
 
 // greedy places claims in the given order and returns what fits; it stops
-// early when ctx ends. A claim identical to one that did not fit is not
-// tried: devices are only taken, so it cannot fit either (a failed search
-// of every node is the most expensive step of a pass).
+// early when ctx ends. Devices are only taken during a pass, so a claim
+// that did not fit on a node never fits there later, nor does an
+// identical claim: each class of identical claims searches each node at
+// most once in vain (failed searches are most of a pass's work).
 func greedy(ctx context.Context, p *model.Problem, claims []*model.Claim) []*Assignment {
 	s := model.NewState(p)
 	var out []*Assignment
-	failed := map[string]bool{}
+	full := map[string]map[int]bool{} // class -> nodes where it did not fit
 	for i, c := range claims {
 		if i%64 == 0 && ctx.Err() != nil {
 			break
 		}
-		if failed[c.ClassKey()] {
-			continue
+		k := c.ClassKey()
+		if full[k] == nil {
+			full[k] = map[int]bool{}
 		}
-		if a, ok := place(s, c); ok {
+		if a, ok := firstFit(s, c, full[k]); ok {
 			out = append(out, a)
-		} else {
-			failed[c.ClassKey()] = true
 		}
 	}
 	return out
+}
+
+// firstFit is place over the nodes not in skip; it adds to skip the nodes
+// where c does not fit.
+func firstFit(s *model.State, c *model.Claim, skip map[int]bool) (*Assignment, bool) {
+	if c.Err != nil || !servable(c) {
+		return nil, false
+	}
+	for _, n := range claimNodes(s.P, c) {
+		if skip[n] {
+			continue
+		}
+		g := &placer{s: s, c: c, node: n, budget: searchBudget, inClaim: map[int]bool{}}
+		if g.request(0) {
+			return &Assignment{Claim: c, Node: n, Picks: append([]Pick(nil), g.picks...)}, true
+		}
+		skip[n] = true
+	}
+	return nil, false
 }
 
 // claimSize estimates how much of the counters a claim takes at least, for

@@ -66,8 +66,14 @@ func orderedRepack(ctx context.Context, p *model.Problem, claims []*model.Claim,
 func sortBySize(p *model.Problem, claims []*model.Claim, largestFirst bool) []*model.Claim {
 	out := append([]*model.Claim(nil), claims...)
 	size := map[int]float64{}
+	byClass := map[string]float64{} // identical claims have the same size
 	for _, c := range out {
-		size[c.Index] = claimSize(p, c)
+		v, ok := byClass[c.ClassKey()]
+		if !ok {
+			v = claimSize(p, c)
+			byClass[c.ClassKey()] = v
+		}
+		size[c.Index] = v
 		if largestFirst {
 			size[c.Index] = -size[c.Index]
 		}
