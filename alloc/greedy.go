@@ -39,24 +39,31 @@ const searchBudget = 20_000
 // name order, requests in order, alternatives in preference order, devices
 // in publication order. On success the devices are taken.
 func place(s *model.State, c *model.Claim) (*Assignment, bool) {
-	a, ok, _ := search(s, c)
+	a, ok, _ := search(s, c, nil)
 	return a, ok
 }
 
-// search is place that also tells whether a failure is decided: false
-// when the search ran out of budget on some node before finding nothing.
-func search(s *model.State, c *model.Claim) (a *Assignment, ok, decided bool) {
+// search is place that also tells whether a failure is decided (false
+// when the search ran out of budget on some node). Nodes in skip are not
+// tried, and the nodes where c does not fit are added to it (nil: none).
+func search(s *model.State, c *model.Claim, skip map[int]bool) (a *Assignment, ok, decided bool) {
 	if c.Err != nil || !servable(c) {
 		return nil, false, true
 	}
 	decided = true
 	for _, n := range claimNodes(s.P, c) {
+		if skip[n] {
+			continue
+		}
 		g := &placer{s: s, c: c, node: n, budget: searchBudget, inClaim: map[int]bool{}}
 		if g.request(0) {
 			return &Assignment{Claim: c, Node: n, Picks: append([]Pick(nil), g.picks...)}, true, true
 		}
 		if g.budget <= 0 {
 			decided = false
+		}
+		if skip != nil {
+			skip[n] = true
 		}
 	}
 	return nil, false, decided
@@ -256,30 +263,11 @@ func greedy(ctx context.Context, p *model.Problem, claims []*model.Claim) []*Ass
 		if full[k] == nil {
 			full[k] = map[int]bool{}
 		}
-		if a, ok := firstFit(s, c, full[k]); ok {
+		if a, ok, _ := search(s, c, full[k]); ok {
 			out = append(out, a)
 		}
 	}
 	return out
-}
-
-// firstFit is place over the nodes not in skip; it adds to skip the nodes
-// where c does not fit.
-func firstFit(s *model.State, c *model.Claim, skip map[int]bool) (*Assignment, bool) {
-	if c.Err != nil || !servable(c) {
-		return nil, false
-	}
-	for _, n := range claimNodes(s.P, c) {
-		if skip[n] {
-			continue
-		}
-		g := &placer{s: s, c: c, node: n, budget: searchBudget, inClaim: map[int]bool{}}
-		if g.request(0) {
-			return &Assignment{Claim: c, Node: n, Picks: append([]Pick(nil), g.picks...)}, true
-		}
-		skip[n] = true
-	}
-	return nil, false
 }
 
 // claimSize estimates how much of the counters a claim takes at least, for

@@ -30,7 +30,7 @@ func aloneBound(ctx context.Context, cs *componentState, _ time.Time) outcome {
 		if i%64 == 0 && ctx.Err() != nil {
 			return outcome{}
 		}
-		a, ok, decided := search(s, c)
+		a, ok, decided := search(s, c, nil)
 		switch {
 		case ok:
 			a.release(s)
