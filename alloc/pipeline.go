@@ -46,15 +46,15 @@ type componentState struct {
 	prices      [][]float64       // best-fit's price stages, from the relaxation
 	sat         *satModel         // the whole component's SAT model, once built
 	noSAT       bool              // no whole SAT model: too large or not encodable
+	counts      componentCounts   // the stages' counters, for --report
 
 	// Written by the driver only.
 	best    []*Assignment
-	value   int64 // of best
-	bound   int64 // proven upper bound of value
-	optimal bool  // best is proven optimal in the primary objective
-	greedy  int64 // the greedy incumbent's value
-	stages  []StageTime
-	counts  componentCounts
+	value   int64       // of best
+	bound   int64       // proven upper bound of value
+	optimal bool        // best is proven optimal in the primary objective
+	greedy  int64       // the greedy incumbent's value
+	stages  []StageTime // time per stage
 }
 
 // componentCounts are the stages' counters for --report.
@@ -66,10 +66,10 @@ type componentCounts struct {
 // outcome is what one stage returns to the driver.
 type outcome struct {
 	found  bool          // alloc is an answer (possibly empty)
-	alloc  []*Assignment //
+	alloc  []*Assignment // the answer, when found
 	tie    bool          // alloc may replace an incumbent of equal value
-	bound  int64         // a proven upper bound, when hasBound
-	hasBnd bool          //
+	bound  int64         // a proven upper bound, when hasBnd
+	hasBnd bool          // bound is set
 	proven bool          // the incumbent, after alloc, is optimal
 	stop   bool          // nothing the later stages can add
 	greedy bool          // alloc is the greedy incumbent (for --report)
