@@ -1,0 +1,268 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/drasat/drasat/alloc"
+	"github.com/drasat/drasat/check"
+	"github.com/drasat/drasat/model"
+)
+
+// optimum solves objs to a proven optimum, checks the result with the
+// independent checker, and returns the admitted claims.
+func optimum(t *testing.T, objs *model.Objects, compat string) int {
+	t.Helper()
+	p, err := model.Build(objs, model.Options{Compat: compat})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := alloc.Run(context.Background(), p, alloc.Options{Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Stats.Optimal {
+		t.Fatalf("optimum not proven: %+v", res.Stats)
+	}
+	claims, err := alloc.Allocated(p, res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := check.Check(objs, claims, check.Options{Compat: compat}); err != nil {
+		t.Fatalf("checker: %v", err)
+	}
+	return res.Stats.Admitted
+}
+
+// modeClaim asks for one device of a mode (and a MIG profile).
+func modeClaim(i int, mode, profile string) *resourceapi.ResourceClaim {
+	for _, m := range gpuModes {
+		if m.mode == mode {
+			var sel []resourceapi.DeviceSelector
+			if profile != "" {
+				sel = []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
+					Expression: fmt.Sprintf("device.attributes['%s'].profile == '%s'", ModesDriver, profile)}}}
+			}
+			return newClaim(fmt.Sprintf("c%d-%s", i, strings.ToLower(mode)), []string{m.class}, sel)
+		}
+	}
+	panic(mode)
+}
+
+// researchOn publishes one modes GPU per node under every model with the
+// given claims, and returns each model's optimum.
+func researchOn(t *testing.T, nodes int, claims ...[2]string) map[string]int {
+	t.Helper()
+	insts, err := ResearchInstances(ModesConfig{Nodes: nodes, GPUsPerNode: 1, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int{}
+	for _, ri := range insts {
+		ri.Objs.Claims = nil
+		for i, c := range claims {
+			ri.Objs.Claims = append(ri.Objs.Claims, modeClaim(i, c[0], c[1]))
+		}
+		if ri.Model == ModelStaticShare { // its modes follow the claims
+			fresh := Modes(ModesConfig{Nodes: nodes, GPUsPerNode: 1, Seed: 1})
+			fresh.Claims = ri.Objs.Claims
+			modesStaticShare(fresh)
+			ri.Objs = fresh
+		}
+		out[ri.Model] = optimum(t, ri.Objs, ri.Compat)
+	}
+	t.Logf("%v", out)
+	return out
+}
+
+func wantAdmitted(t *testing.T, got map[string]int, want map[string]int) {
+	t.Helper()
+	for m, n := range want {
+		if got[m] != n {
+			t.Errorf("%s admits %d, want %d (all: %v)", m, got[m], n, got)
+		}
+	}
+}
+
+// kep5963 against wildcard: a device without groups (a time slot) goes
+// only with devices without groups under kep5963, with any under wildcard.
+// The draft cannot keep the modes apart at all; CEL states the hardware's
+// rule and agrees with kep5963.
+func TestResearchTimeSlotBesideMIG(t *testing.T) {
+	got := researchOn(t, 1, [2]string{modeTimeSlice, ""}, [2]string{modeMIG, "1g.5gb"})
+	wantAdmitted(t, got, map[string]int{ModelKEP5963: 1, ModelWildcard: 2, ModelCEL: 1, ModelDraft: 2, ModelStaticBest: 1})
+}
+
+// The draft has no way to keep modes apart: a MIG device and an MPS share
+// fit the GPU's capacity together, so it admits both; every other model
+// admits one.
+func TestResearchDraftMixesModes(t *testing.T) {
+	got := researchOn(t, 1, [2]string{modeMPS, ""}, [2]string{modeMIG, "1g.5gb"})
+	wantAdmitted(t, got, map[string]int{ModelKEP5963: 1, ModelWildcard: 1, ModelCEL: 1, ModelDraft: 2, ModelStaticBest: 1})
+}
+
+// Dynamic modes against a GPU fixed to one mode: a fractional half and two
+// MPS shares run together (the hardware allows it, the shared group says
+// so), a static GPU is either fractional or MPS.
+func TestResearchStaticLosesSharedModes(t *testing.T) {
+	got := researchOn(t, 1, [2]string{modeFractional, ""}, [2]string{modeMPS, ""}, [2]string{modeMPS, ""})
+	wantAdmitted(t, got, map[string]int{ModelKEP5963: 3, ModelWildcard: 3, ModelCEL: 3, ModelDraft: 3, ModelStaticBest: 2})
+}
+
+// Sizing static modes by demand share is not the best static choice: a
+// whole GPU weighs more than three 1g.5gb devices, so the one GPU is set
+// whole and admits one claim; the best static mode (MIG) admits three.
+func TestResearchStaticShareAgainstBest(t *testing.T) {
+	got := researchOn(t, 1, [2]string{modeWhole, ""}, [2]string{modeMIG, "1g.5gb"}, [2]string{modeMIG, "1g.5gb"}, [2]string{modeMIG, "1g.5gb"})
+	wantAdmitted(t, got, map[string]int{ModelStaticShare: 1, ModelStaticBest: 3, ModelKEP5963: 3})
+}
+
+// groupPool is one node with one pool: devices (name, counter set,
+// groups) of one unit each, counter sets of capacity 3, one class, and a
+// claim per device asking for it by name.
+func groupPool(devs ...[3]string) *model.Objects {
+	objs := &model.Objects{CompatibleOnlyWith: map[model.DeviceID]string{}, Origin: map[string]string{}}
+	objs.Nodes = []*corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}}
+	pool := resourceapi.ResourcePool{Name: "node-a", Generation: 1, ResourceSliceCount: 2}
+	counters := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "counters"}, Spec: resourceapi.ResourceSliceSpec{
+		Driver: "x.example.com", NodeName: ptr.To("node-a"), Pool: pool}}
+	devices := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "devices"}, Spec: resourceapi.ResourceSliceSpec{
+		Driver: "x.example.com", NodeName: ptr.To("node-a"), Pool: pool}}
+	three := resourceapi.Counter{Value: *resource.NewQuantity(3, resource.DecimalSI)}
+	one := resourceapi.Counter{Value: *resource.NewQuantity(1, resource.DecimalSI)}
+	sets := map[string]bool{}
+	for _, d := range devs {
+		if !sets[d[1]] {
+			sets[d[1]] = true
+			counters.Spec.SharedCounters = append(counters.Spec.SharedCounters, resourceapi.CounterSet{Name: d[1], Counters: map[string]resourceapi.Counter{"units": three}})
+		}
+		var groups []string
+		if d[2] != "" {
+			groups = strings.Split(d[2], ",")
+		}
+		devices.Spec.Devices = append(devices.Spec.Devices, resourceapi.Device{Name: d[0],
+			Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{"name": {StringValue: ptr.To(d[0])}},
+			ConsumesCounters: []resourceapi.DeviceCounterConsumption{{CounterSet: d[1], CompatibilityGroups: groups,
+				Counters: map[string]resourceapi.Counter{"units": one}}}})
+		objs.Claims = append(objs.Claims, newClaim("want-"+d[0], []string{"x"}, []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
+			Expression: fmt.Sprintf("device.attributes['x.example.com'].name == '%s'", d[0])}}}))
+	}
+	objs.Slices = []*resourceapi.ResourceSlice{counters, devices}
+	objs.Classes = []*resourceapi.DeviceClass{{ObjectMeta: metav1.ObjectMeta{Name: "x"}, Spec: resourceapi.DeviceClassSpec{
+		Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: "device.driver == 'x.example.com'"}}}}}}
+	return objs
+}
+
+// Intersection against pairwise: groups [a,b], [b,c], [a,c] share a group
+// two by two but none all three. kep5963 (one group common to all) admits
+// two; the wildcard semantics and compatibleOnlyWith (both pairwise) admit
+// all three.
+func TestResearchIntersectionAgainstPairwise(t *testing.T) {
+	devs := [][3]string{{"d1", "gpu", "a,b"}, {"d2", "gpu", "b,c"}, {"d3", "gpu", "a,c"}}
+	if got := optimum(t, groupPool(devs...), model.CompatKEP5963); got != 2 {
+		t.Errorf("kep5963 admits %d, want 2", got)
+	}
+	if got := optimum(t, groupPool(devs...), model.CompatWildcard); got != 3 {
+		t.Errorf("wildcard admits %d, want 3", got)
+	}
+	cel := groupPool(devs...)
+	for _, s := range cel.Slices {
+		for i := range s.Spec.Devices {
+			d := &s.Spec.Devices[i]
+			d.ConsumesCounters[0].CompatibilityGroups = nil
+			// Pairwise: every other device shares a group with this one.
+			cel.CompatibleOnlyWith[model.DeviceID{Driver: "x.example.com", Pool: "node-a", Device: d.Name}] = "true"
+		}
+	}
+	if got := optimum(t, cel, model.CompatKEP5963); got != 3 {
+		t.Errorf("compatibleOnlyWith admits %d, want 3", got)
+	}
+}
+
+// Scope: groups only relate devices drawing on the same counter set;
+// compatibleOnlyWith relates any two devices of the pool. Two devices on
+// two GPUs with different groups are both admitted under groups; a CEL
+// expression can keep them apart (say, two GPUs sharing one NVLink
+// switch).
+func TestResearchCELAcrossCounterSets(t *testing.T) {
+	devs := [][3]string{{"d1", "gpu-0", "x"}, {"d2", "gpu-1", "y"}}
+	if got := optimum(t, groupPool(devs...), model.CompatKEP5963); got != 2 {
+		t.Errorf("kep5963 admits %d, want 2", got)
+	}
+	cel := groupPool(devs...)
+	cel.CompatibleOnlyWith[model.DeviceID{Driver: "x.example.com", Pool: "node-a", Device: "d1"}] = "device.attributes['x.example.com'].name != 'd2'"
+	if got := optimum(t, cel, model.CompatKEP5963); got != 1 {
+		t.Errorf("compatibleOnlyWith admits %d, want 1", got)
+	}
+}
+
+// No tree of consumesCapacityFrom with additive capacities keeps two modes
+// apart while letting each run several devices: the draft's optimum on a
+// workload is at least the optimum under any groups (it is the capacity
+// relaxation of the same GPUs). Checked here on a small generated batch.
+func TestResearchDraftIsCapacityRelaxation(t *testing.T) {
+	insts, err := ResearchInstances(ModesConfig{Nodes: 1, GPUsPerNode: 2, Claims: 14, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int{}
+	for _, ri := range insts {
+		got[ri.Model] = optimum(t, ri.Objs, ri.Compat)
+	}
+	for _, m := range ResearchModels {
+		if got[m] > got[ModelDraft] {
+			t.Errorf("%s admits %d, more than the draft's %d", m, got[m], got[ModelDraft])
+		}
+	}
+	if got[ModelCEL] != got[ModelKEP5963] {
+		t.Errorf("cel admits %d, kep5963 %d: both state the hardware's rule exactly", got[ModelCEL], got[ModelKEP5963])
+	}
+	t.Logf("%v", got)
+}
+
+// The report: every model on one workload, each result checked (Run
+// fails on an invalid allocation), the research columns filled in.
+func TestBenchResearch(t *testing.T) {
+	rep := runSmall(t, "research", "1x2:12", OpenBConfig{})
+	models := map[string]*Row{}
+	for _, r := range rep.Rows {
+		if r.Research == nil {
+			t.Fatalf("%s %s: no research columns", r.Instance, r.Policy)
+		}
+		models[r.Policy] = r
+	}
+	for _, m := range ResearchModels {
+		if models[m] == nil {
+			t.Errorf("no row for model %s", m)
+		}
+	}
+	for _, m := range []string{ModelKEP5963, ModelCEL, ModelStaticBest, ModelStaticShare} {
+		if r := models[m]; r != nil && r.Research.Violations != 0 {
+			t.Errorf("%s: %d GPUs mixing incompatible modes", m, r.Research.Violations)
+		}
+	}
+	for _, m := range []string{ModelStaticBest, ModelStaticShare} {
+		if r := models[m]; r != nil && r.Research.Reconfigurations != 0 {
+			t.Errorf("%s: %d reconfigurations, a static model has none", m, r.Research.Reconfigurations)
+		}
+	}
+	if models[ModelCEL+" upstream"] != nil || models[ModelWildcard+" upstream"] != nil {
+		t.Error("upstream ran a model it does not implement")
+	}
+	var sb strings.Builder
+	if err := WriteHTML(&sb, rep); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(sb.String(), "GPUs per mode") {
+		t.Error("HTML report without the mode-mix chart")
+	}
+}
