@@ -68,6 +68,12 @@ type ResearchStats struct {
 	// claims are prepared: every GPU used in a partitioned mode under a
 	// dynamic model, none under a static one (set up beforehand).
 	Reconfigurations int `json:"reconfigurations"`
+	// Replays only: windows, and windows solved to a proven optimum.
+	// Violations then counts GPU-windows, Reconfigurations every time a
+	// GPU takes up a mode it was not set up for, and ModeGPUs the GPUs by
+	// the modes they were last set up for.
+	Windows        int `json:"windows,omitempty"`
+	OptimalWindows int `json:"optimalWindows,omitempty"`
 }
 
 // Hardware modes of the modes scenario's GPUs.
@@ -267,28 +273,10 @@ func modesAsDraft(objs *model.Objects) error {
 // published on each GPU.
 func modesStaticShare(objs *model.Objects) {
 	demand := map[string]float64{}
-	classMode := map[string]string{}
-	for _, m := range gpuModes {
-		classMode[m.class] = m.mode
-	}
-	perGPU := map[string]float64{"1g.5gb": 7, "2g.10gb": 3, "3g.20gb": 2}
 	for _, c := range objs.Claims {
 		for _, r := range c.Spec.Devices.Requests {
-			mode := classMode[r.Exactly.DeviceClassName]
-			switch mode {
-			case modeWhole:
-				demand[mode]++
-			case modeFractional:
-				demand[mode] += 0.5
-			case modeMPS, modeTimeSlice:
-				demand[mode] += 0.25
-			case modeMIG:
-				for p, n := range perGPU {
-					if strings.Contains(r.Exactly.Selectors[0].CEL.Expression, "'"+p+"'") {
-						demand[mode] += 1 / n
-					}
-				}
-			}
+			mode, gpus := requestDemand(r)
+			demand[mode] += gpus
 		}
 	}
 	var gpus []string // pool/set, interleaved across nodes
@@ -340,6 +328,49 @@ func modesStaticShare(objs *model.Objects) {
 			s.Spec.Devices = kept
 		}
 	}
+}
+
+// requestDemand is the mode of a request (of its first choice, for
+// firstAvailable) and how many GPUs of that mode it takes: a whole GPU 1, a
+// MIG device its profile's share of the instances a GPU holds, a half 1/2,
+// an MPS share or time slot 1/4.
+func requestDemand(r resourceapi.DeviceRequest) (string, float64) {
+	class, count, expr := "", int64(1), ""
+	if r.Exactly != nil {
+		class, count = r.Exactly.DeviceClassName, max(r.Exactly.Count, 1)
+		if len(r.Exactly.Selectors) > 0 && r.Exactly.Selectors[0].CEL != nil {
+			expr = r.Exactly.Selectors[0].CEL.Expression
+		}
+	} else if len(r.FirstAvailable) > 0 {
+		f := r.FirstAvailable[0]
+		class, count = f.DeviceClassName, max(f.Count, 1)
+		if len(f.Selectors) > 0 && f.Selectors[0].CEL != nil {
+			expr = f.Selectors[0].CEL.Expression
+		}
+	}
+	mode := ""
+	for _, m := range gpuModes {
+		if m.class == class {
+			mode = m.mode
+		}
+	}
+	per := 1.0
+	switch mode {
+	case modeFractional:
+		per = 0.5
+	case modeMPS, modeTimeSlice:
+		per = 0.25
+	case modeMIG:
+		for _, p := range modesMIGProfiles {
+			if strings.Contains(expr, "'"+p.profile+"'") {
+				per = float64(p.slices) / 8
+				if p.slices == 1 {
+					per = 1.0 / 7 // seven 1g instances a GPU
+				}
+			}
+		}
+	}
+	return mode, per * float64(count)
 }
 
 // largestRemainder splits n among the keys in proportion to their weights.
@@ -519,14 +550,34 @@ func researchLine(r *Row) string {
 			opt = fmt.Sprintf("gap %.1f%% (bound %d)", 100**r.Gap, *r.Bound)
 		}
 	}
+	if st.Windows > 0 {
+		opt = fmt.Sprintf("%d/%d windows optimal", st.OptimalWindows, st.Windows)
+	}
+	return fmt.Sprintf("%-22s %4d/%-4d %-22s %5.1f%% SMs  %3d invalid GPUs  %3d reconfigured  %s",
+		r.Policy, r.Admitted, r.Claims, opt, 100*r.Util, st.Violations, st.Reconfigurations, modeMix(st))
+}
+
+// modeMix lists the GPUs per mode, known modes first.
+func modeMix(st *ResearchStats) string {
 	var mix []string
+	seen := map[string]bool{}
 	for _, m := range modeOrder {
+		seen[m] = true
 		if n := st.ModeGPUs[m]; n > 0 {
 			mix = append(mix, fmt.Sprintf("%s %d", m, n))
 		}
 	}
-	return fmt.Sprintf("%-22s %4d/%-4d %-22s %5.1f%% SMs  %3d invalid GPUs  %3d reconfigured  %s",
-		r.Policy, r.Admitted, r.Claims, opt, 100*r.Util, st.Violations, st.Reconfigurations, strings.Join(mix, ", "))
+	var rest []string
+	for m := range st.ModeGPUs {
+		if !seen[m] {
+			rest = append(rest, m)
+		}
+	}
+	sort.Strings(rest)
+	for _, m := range rest {
+		mix = append(mix, fmt.Sprintf("%s %d", m, st.ModeGPUs[m]))
+	}
+	return strings.Join(mix, ", ")
 }
 
 // writeResearchLines prints the research columns under the table.
@@ -560,14 +611,11 @@ func writeResearchHTML(b *strings.Builder, rows []*Row) {
 				opt = fmt.Sprintf("gap %.1f%% (bound %d)", 100**r.Gap, *r.Bound)
 			}
 		}
-		var mix []string
-		for _, m := range modeOrder {
-			if n := st.ModeGPUs[m]; n > 0 {
-				mix = append(mix, fmt.Sprintf("%s %d", m, n))
-			}
+		if st.Windows > 0 {
+			opt = fmt.Sprintf("%d/%d windows optimal", st.OptimalWindows, st.Windows)
 		}
 		fmt.Fprintf(b, "<tr><td class=\"l\">%s</td><td class=\"l\">%s</td><td>%d/%d</td><td class=\"l\">%s</td><td>%.1f%%</td><td>%d</td><td>%d</td><td class=\"l\">%s</td></tr>\n",
-			html.EscapeString(r.Instance), html.EscapeString(r.Policy), r.Admitted, r.Claims, opt, 100*r.Util, st.Violations, st.Reconfigurations, html.EscapeString(strings.Join(mix, ", ")))
+			html.EscapeString(r.Instance), html.EscapeString(r.Policy), r.Admitted, r.Claims, opt, 100*r.Util, st.Violations, st.Reconfigurations, html.EscapeString(modeMix(st)))
 	}
 	b.WriteString("</table>\n<div class=\"charts\">\n")
 	var instances []string

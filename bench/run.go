@@ -219,6 +219,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		if j.scenario == "research" {
 			n = researchSteps(cfg)
 		}
+		if j.scenario == "research-openb" {
+			n = len(researchOpenBModels)
+		}
 		steps += n
 	}
 	done := 0
@@ -228,8 +231,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 	}
 	for _, j := range jobs {
-		if j.scenario == "research" {
-			rows, err := RunResearch(ctx, cfg, j.size, func(label string) { progress(label); done++ }) // shown, then counted
+		if j.scenario == "research" || j.scenario == "research-openb" { // research.go, research_openb.go
+			run := RunResearch
+			if j.scenario == "research-openb" {
+				run = RunResearchOpenB
+			}
+			rows, err := run(ctx, cfg, j.size, func(label string) { progress(label); done++ }) // shown, then counted
 			if err != nil {
 				return nil, err
 			}
