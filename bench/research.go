@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/drasat/drasat/model"
@@ -36,6 +37,10 @@ const (
 	// consuming capacity from its whole GPU; the draft has no way to keep
 	// modes apart (docs/research.md).
 	ModelDraft = "draft"
+	// ModelDraftTokens: the draft with exclusion capacities added (tokens
+	// on the memory slices and one per time slot), which keep the modes
+	// apart with additive capacities alone.
+	ModelDraftTokens = "draft-tokens"
 	// ModelStaticBest: today's drivers, each GPU fixed to one mode; the
 	// modes are the best static choice for the batch (singleton groups, so
 	// the optimum chooses them).
@@ -47,12 +52,12 @@ const (
 )
 
 // ResearchModels lists the models in report order.
-var ResearchModels = []string{ModelKEP5963, ModelWildcard, ModelCEL, ModelDraft, ModelStaticBest, ModelStaticShare}
+var ResearchModels = []string{ModelKEP5963, ModelWildcard, ModelCEL, ModelDraft, ModelDraftTokens, ModelStaticBest, ModelStaticShare}
 
 // upstreamModels are the models the kube-scheduler's allocator can run:
 // groups and plain counters (the draft flattened to counters), not the
 // wildcard semantics nor compatibleOnlyWith.
-var upstreamModels = map[string]bool{ModelKEP5963: true, ModelDraft: true, ModelStaticBest: true, ModelStaticShare: true}
+var upstreamModels = map[string]bool{ModelKEP5963: true, ModelDraft: true, ModelDraftTokens: true, ModelStaticBest: true, ModelStaticShare: true}
 
 // ResearchStats are the research report's columns beyond a Row's.
 type ResearchStats struct {
@@ -121,7 +126,9 @@ func ResearchInstances(cfg ModesConfig) ([]*ResearchInstance, error) {
 		case ModelCEL:
 			modesAsCEL(objs)
 		case ModelDraft:
-			err = modesAsDraft(objs)
+			err = modesAsDraft(objs, false)
+		case ModelDraftTokens:
+			err = modesAsDraft(objs, true)
 		case ModelStaticBest:
 			eachModeDevice(objs, func(d *resourceapi.Device, mode string) {
 				d.ConsumesCounters[0].CompatibilityGroups = []string{staticGroup(mode)}
@@ -190,7 +197,13 @@ func draftCapacityName(counter string) resourceapi.QualifiedName {
 // GPU's capacities, every other device a composite device consuming its
 // capacities from it, per-GPU attributes in mixins. The draft slices are
 // flattened by the model package, as the loader does.
-func modesAsDraft(objs *model.Objects) error {
+//
+// With tokens, capacities alone keep the modes apart (docs/research.md):
+// every fractional, MPS and time-sliced device also draws a tenth of each
+// memory slice (a MIG device takes a whole slice, and at most ten of those
+// devices run at once), time slot k draws all of capacity timeSlotK, and
+// fractional and MPS devices a tenth of every timeSlotK.
+func modesAsDraft(objs *model.Objects, tokens bool) error {
 	sets := map[string]map[string]resourceapi.Counter{} // pool/set -> counters
 	perPool := map[string]int64{}
 	for _, s := range objs.Slices {
@@ -245,12 +258,20 @@ func modesAsDraft(objs *model.Objects) error {
 			cd := &model.DraftCompositeDevice{Includes: []model.DraftRef{{Name: gpuMixin}}, Attributes: own}
 			if root := roots[set]; root == d.Name {
 				cd.Capacity = caps(sets[s.Spec.Pool.Name+"/"+set])
+				if tokens {
+					for k := 0; k < 4; k++ {
+						cd.Capacity[resourceapi.QualifiedName(fmt.Sprintf("timeSlot%d", k))] = model.DraftCapacity{Quantity: resource.MustParse("1")}
+					}
+				}
 			} else {
 				if root == "" {
 					return fmt.Errorf("slice %s: GPU %s has no whole-GPU device", s.Name, set)
 				}
 				cd.Capacity = caps(d.ConsumesCounters[0].Counters)
 				cd.ConsumesCapacityFrom = []model.DraftRef{{Name: root}}
+				if tokens {
+					addTokens(cd.Capacity, *d.Attributes["partitioningMode"].StringValue, d.Name)
+				}
 			}
 			ds.Spec.Devices = append(ds.Spec.Devices, model.DraftDevice{Name: d.Name, Composite: cd})
 		}
@@ -263,6 +284,27 @@ func modesAsDraft(objs *model.Objects) error {
 	}
 	objs.Slices, objs.Draft = slices, drafts
 	return nil
+}
+
+// addTokens adds the exclusion capacities of a device of the given mode.
+func addTokens(c map[resourceapi.QualifiedName]model.DraftCapacity, mode, name string) {
+	tenth := model.DraftCapacity{Quantity: resource.MustParse("100m")}
+	switch mode {
+	case modeFractional, modeMPS, modeTimeSlice:
+		for k := 0; k < 8; k++ {
+			c[resourceapi.QualifiedName(fmt.Sprintf("memorySlice%d", k))] = tenth
+		}
+	}
+	switch mode {
+	case modeFractional, modeMPS:
+		for k := 0; k < 4; k++ {
+			c[resourceapi.QualifiedName(fmt.Sprintf("timeSlot%d", k))] = tenth
+		}
+	case modeTimeSlice:
+		var k int
+		fmt.Sscanf(name[strings.LastIndex(name, "-")+1:], "%d", &k) // gpu-N-ts-K
+		c[resourceapi.QualifiedName(fmt.Sprintf("timeSlot%d", k))] = model.DraftCapacity{Quantity: resource.MustParse("1")}
+	}
 }
 
 // modesStaticShare fixes every GPU to one mode, as many GPUs per mode as
@@ -520,6 +562,7 @@ var modelColor = map[string]string{
 	ModelWildcard:    "#7b4fb0",
 	ModelCEL:         "#2e9e6a",
 	ModelDraft:       "#d04a3a",
+	ModelDraftTokens: "#e39a8f",
 	ModelStaticBest:  "#6b6b6b",
 	ModelStaticShare: "#a8a8a8",
 }

@@ -33,7 +33,7 @@ import (
 // four trace nodes on the development machine), and on every batch
 // instance it states the same rule as kep5963 and has the same optimum
 // (TestResearchDraftIsCapacityRelaxation, the research scenario).
-var researchOpenBModels = []string{ModelKEP5963, ModelWildcard, ModelDraft, ModelStaticShare}
+var researchOpenBModels = []string{ModelKEP5963, ModelWildcard, ModelDraft, ModelDraftTokens, ModelStaticShare}
 
 // modesCluster publishes every sampled trace node with its GPU count as
 // modes GPUs.
@@ -140,8 +140,8 @@ func RunResearchOpenB(ctx context.Context, cfg Config, sz Size, progress func(st
 			compat = model.CompatWildcard
 		case ModelCEL:
 			modesAsCEL(base)
-		case ModelDraft:
-			if err := modesAsDraft(base); err != nil {
+		case ModelDraft, ModelDraftTokens:
+			if err := modesAsDraft(base, m == ModelDraftTokens); err != nil {
 				return nil, err
 			}
 		case ModelStaticShare:

@@ -99,7 +99,7 @@ func wantAdmitted(t *testing.T, got map[string]int, want map[string]int) {
 // rule and agrees with kep5963.
 func TestResearchTimeSlotBesideMIG(t *testing.T) {
 	got := researchOn(t, 1, [2]string{modeTimeSlice, ""}, [2]string{modeMIG, "1g.5gb"})
-	wantAdmitted(t, got, map[string]int{ModelKEP5963: 1, ModelWildcard: 2, ModelCEL: 1, ModelDraft: 2, ModelStaticBest: 1})
+	wantAdmitted(t, got, map[string]int{ModelKEP5963: 1, ModelWildcard: 2, ModelCEL: 1, ModelDraft: 2, ModelDraftTokens: 1, ModelStaticBest: 1})
 }
 
 // The draft has no way to keep modes apart: a MIG device and an MPS share
@@ -107,7 +107,7 @@ func TestResearchTimeSlotBesideMIG(t *testing.T) {
 // admits one.
 func TestResearchDraftMixesModes(t *testing.T) {
 	got := researchOn(t, 1, [2]string{modeMPS, ""}, [2]string{modeMIG, "1g.5gb"})
-	wantAdmitted(t, got, map[string]int{ModelKEP5963: 1, ModelWildcard: 1, ModelCEL: 1, ModelDraft: 2, ModelStaticBest: 1})
+	wantAdmitted(t, got, map[string]int{ModelKEP5963: 1, ModelWildcard: 1, ModelCEL: 1, ModelDraft: 2, ModelDraftTokens: 1, ModelStaticBest: 1})
 }
 
 // Dynamic modes against a GPU fixed to one mode: a fractional half and two
@@ -115,7 +115,7 @@ func TestResearchDraftMixesModes(t *testing.T) {
 // so), a static GPU is either fractional or MPS.
 func TestResearchStaticLosesSharedModes(t *testing.T) {
 	got := researchOn(t, 1, [2]string{modeFractional, ""}, [2]string{modeMPS, ""}, [2]string{modeMPS, ""})
-	wantAdmitted(t, got, map[string]int{ModelKEP5963: 3, ModelWildcard: 3, ModelCEL: 3, ModelDraft: 3, ModelStaticBest: 2})
+	wantAdmitted(t, got, map[string]int{ModelKEP5963: 3, ModelWildcard: 3, ModelCEL: 3, ModelDraft: 3, ModelDraftTokens: 3, ModelStaticBest: 2})
 }
 
 // Sizing static modes by demand share is not the best static choice: a
@@ -223,8 +223,10 @@ func TestResearchDraftIsCapacityRelaxation(t *testing.T) {
 			t.Errorf("%s admits %d, more than the draft's %d", m, got[m], got[ModelDraft])
 		}
 	}
-	if got[ModelCEL] != got[ModelKEP5963] {
-		t.Errorf("cel admits %d, kep5963 %d: both state the hardware's rule exactly", got[ModelCEL], got[ModelKEP5963])
+	for _, m := range []string{ModelCEL, ModelDraftTokens} {
+		if got[m] != got[ModelKEP5963] {
+			t.Errorf("%s admits %d, kep5963 %d: both state the hardware's rule exactly", m, got[m], got[ModelKEP5963])
+		}
 	}
 	t.Logf("%v", got)
 }
@@ -265,4 +267,122 @@ func TestBenchResearch(t *testing.T) {
 	if !strings.Contains(sb.String(), "GPUs per mode") {
 		t.Error("HTML report without the mode-mix chart")
 	}
+}
+
+// The replay under every model: each window checked (Run fails on an
+// invalid allocation); static GPUs never reconfigure, and the models that
+// state the hardware's rule never mix modes.
+func TestBenchResearchOpenB(t *testing.T) {
+	if _, err := OpenBDir(""); err != nil {
+		t.Skipf("trace not available: %v", err)
+	}
+	rep := runSmall(t, "research-openb", "4:80", OpenBConfig{Window: 5 * time.Minute})
+	if len(rep.Rows) != len(researchOpenBModels) {
+		t.Fatalf("%d rows, want %d", len(rep.Rows), len(researchOpenBModels))
+	}
+	for _, r := range rep.Rows {
+		st := r.Research
+		if st == nil || st.Windows == 0 {
+			t.Fatalf("%s: no replay research columns", r.Policy)
+		}
+		if r.Policy == ModelStaticShare && st.Reconfigurations != 0 {
+			t.Errorf("static-share reconfigured %d times", st.Reconfigurations)
+		}
+		if (r.Policy == ModelKEP5963 || r.Policy == ModelStaticShare) && st.Violations != 0 {
+			t.Errorf("%s: %d invalid GPU-windows", r.Policy, st.Violations)
+		}
+		t.Logf("%s %d/%d reconfigurations %d invalid %d", r.Policy, r.Admitted, r.Claims, st.Reconfigurations, st.Violations)
+	}
+}
+
+// A partial-GPU task may take any mode that covers it, a whole GPU last.
+func TestModesTaskClaim(t *testing.T) {
+	alts := func(milli, gpus int) string {
+		c := modesTaskClaim(&openbTask{name: "t", milli: milli, numGPU: gpus})
+		r := c.Spec.Devices.Requests[0]
+		if r.Exactly != nil {
+			return fmt.Sprintf("%s x%d", r.Exactly.DeviceClassName, r.Exactly.Count)
+		}
+		var names []string
+		for _, s := range r.FirstAvailable {
+			names = append(names, s.Name)
+		}
+		return strings.Join(names, ",")
+	}
+	for _, tc := range []struct {
+		milli, gpus int
+		want        string
+	}{
+		{100, 1, "mig,mps,half,slot,whole"},
+		{240, 1, "mig,mps,half,slot,whole"},
+		{300, 1, "mig,half,whole"},
+		{450, 1, "half,whole"},
+		{700, 1, "whole"},
+		{1000, 2, "gpu.example.com x2"},
+	} {
+		if got := alts(tc.milli, tc.gpus); got != tc.want {
+			t.Errorf("milli %d gpus %d: %s, want %s", tc.milli, tc.gpus, got, tc.want)
+		}
+	}
+}
+
+// draft-tokens keeps the modes apart with capacities alone: on one GPU,
+// every pair and triple of devices is feasible under draft-tokens exactly
+// when it is under kep5963, as the independent checker judges it.
+func TestResearchDraftTokensSameSetsAsGroups(t *testing.T) {
+	insts, err := ResearchInstances(ModesConfig{Nodes: 1, GPUsPerNode: 1, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byModel := map[string]*ResearchInstance{}
+	for _, ri := range insts {
+		byModel[ri.Model] = ri
+	}
+	type dev struct{ name, mode string }
+	var devs []dev
+	for _, s := range byModel[ModelKEP5963].Objs.Slices {
+		for _, d := range s.Spec.Devices {
+			devs = append(devs, dev{d.Name, *d.Attributes["partitioningMode"].StringValue})
+		}
+	}
+	feasible := func(ri *ResearchInstance, set []dev) bool {
+		objs := *ri.Objs
+		objs.Claims = nil
+		var allocated []*resourceapi.ResourceClaim
+		for i, d := range set {
+			c := modeClaim(i, d.mode, "")
+			objs.Claims = append(objs.Claims, c)
+			out := c.DeepCopy()
+			out.Status.Allocation = &resourceapi.AllocationResult{
+				Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{{
+					Request: "r0", Driver: ModesDriver, Pool: "node-000", Device: d.name}}},
+				NodeSelector: nodeSelectorFor("node-000")}
+			allocated = append(allocated, out)
+		}
+		return check.Check(&objs, allocated, check.Options{Compat: ri.Compat}) == nil
+	}
+	sets := 0
+	for i := range devs {
+		for j := i + 1; j < len(devs); j++ {
+			for k := j; k < len(devs); k++ {
+				set := []dev{devs[i], devs[j]}
+				if k > j {
+					set = append(set, devs[k])
+				}
+				g, d := feasible(byModel[ModelKEP5963], set), feasible(byModel[ModelDraftTokens], set)
+				if g != d {
+					t.Fatalf("%v: feasible under kep5963 %v, under draft-tokens %v", set, g, d)
+				}
+				if k == j { // pairs: the plain draft differs somewhere
+					if p := feasible(byModel[ModelDraft], set); p != g {
+						sets++
+					}
+				}
+			}
+		}
+	}
+	if sets == 0 {
+		t.Error("the plain draft agrees with kep5963 on every pair: the test does not tell them apart")
+	}
+	t.Logf("%d devices; the plain draft differs from kep5963 on %d pairs", len(devs), sets)
 }
