@@ -18,7 +18,7 @@ type draftDevice struct {
 	source   string // "" for a source
 }
 
-// checkDraft: rule 8, the KEP-4815 draft's consumesCapacityFrom, checked on
+// checkDraft: rule 10, the KEP-4815 draft's consumesCapacityFrom, checked on
 // the draft objects themselves rather than on the counters they were
 // flattened to. An allocated device excludes every device on its chain of
 // sources and every device below it; and the capacities drawn from a
