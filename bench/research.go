@@ -675,7 +675,53 @@ func writeResearchHTML(b *strings.Builder, rows []*Row) {
 	for _, in := range instances {
 		modeMixChart(b, in, byInst[in])
 	}
+	replays := map[string][]*Row{}
+	var replayNames []string
+	for _, r := range rows {
+		if r.Research != nil && r.Research.Windows > 0 {
+			if _, ok := replays[r.Instance]; !ok {
+				replayNames = append(replayNames, r.Instance)
+			}
+			replays[r.Instance] = append(replays[r.Instance], r)
+		}
+	}
+	for _, in := range replayNames {
+		replayCostChart(b, in, replays[in])
+	}
 	b.WriteString("</div>\n")
+}
+
+// replayCostChart: per model of a replay, reconfigurations and invalid
+// GPU-windows side by side.
+func replayCostChart(b *strings.Builder, instance string, rows []*Row) {
+	const width, barH, left, right = 520, 10, 110, 60
+	height := 30 + len(rows)*(2*barH+10) + 30
+	max := 1
+	for _, r := range rows {
+		if r.Research.Reconfigurations > max {
+			max = r.Research.Reconfigurations
+		}
+		if r.Research.Violations > max {
+			max = r.Research.Violations
+		}
+	}
+	scale := float64(width-left-right) / float64(max)
+	fmt.Fprintf(b, "<figure><svg xmlns=\"http://www.w3.org/2000/svg\" class=\"chart replay-cost\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\">\n", width, height, width, height)
+	fmt.Fprintf(b, "<text x=\"0\" y=\"16\" font-size=\"13\" font-weight=\"bold\">Reconfigurations and invalid GPU-windows: %s</text>\n", html.EscapeString(strings.TrimPrefix(instance, "research ")))
+	for i, r := range rows {
+		y := 30 + i*(2*barH+10)
+		fmt.Fprintf(b, "<g data-model=\"%s\"><text x=\"%d\" y=\"%d\" font-size=\"12\" text-anchor=\"end\">%s</text>", html.EscapeString(r.Policy), left-6, y+14, html.EscapeString(r.Policy))
+		for k, v := range []int{r.Research.Reconfigurations, r.Research.Violations} {
+			color := []string{"#2366b5", "#d04a3a"}[k]
+			yy := y + k*barH
+			fmt.Fprintf(b, "<rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"%s\"/><text x=\"%.1f\" y=\"%d\" font-size=\"10\">%d</text>",
+				left, yy, float64(v)*scale, barH-1, color, float64(left)+float64(v)*scale+3, yy+9, v)
+		}
+		b.WriteString("</g>\n")
+	}
+	y := 30 + len(rows)*(2*barH+10) + 8
+	fmt.Fprintf(b, "<rect x=\"0\" y=\"%d\" width=\"10\" height=\"10\" fill=\"#2366b5\"/><text x=\"13\" y=\"%d\" font-size=\"10\">reconfigurations</text><rect x=\"120\" y=\"%d\" width=\"10\" height=\"10\" fill=\"#d04a3a\"/><text x=\"133\" y=\"%d\" font-size=\"10\">invalid GPU-windows</text>", y, y+9, y, y+9)
+	fmt.Fprintf(b, "\n</svg><figcaption>over the replay's %d windows: GPUs taking up a mode they were not set up for, and GPUs mixing modes the hardware cannot run together</figcaption></figure>\n", rows[0].Research.Windows)
 }
 
 // modeMixChart: one stacked bar per model, the GPUs of each mode.

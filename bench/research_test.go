@@ -293,6 +293,13 @@ func TestBenchResearchOpenB(t *testing.T) {
 		}
 		t.Logf("%s %d/%d reconfigurations %d invalid %d", r.Policy, r.Admitted, r.Claims, st.Reconfigurations, st.Violations)
 	}
+	var sb strings.Builder
+	if err := WriteHTML(&sb, rep); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(sb.String(), "Reconfigurations and invalid GPU-windows") {
+		t.Error("HTML report without the replay's cost chart")
+	}
 }
 
 // A partial-GPU task may take any mode that covers it, a whole GPU last.
