@@ -87,7 +87,7 @@ func WriteHTML(w io.Writer, rep *Report) error {
 		for _, in := range instances {
 			admittedChart(&b, in, byInst[in])
 		}
-		if len(instances) > 1 && sc != "openb" {
+		if len(instances) > 1 && sc != "openb" && sc != "research" {
 			timeChart(&b, sc, rows)
 		}
 		for _, in := range instances {
