@@ -72,6 +72,9 @@ func WriteHTML(w io.Writer, rep *Report) error {
 		rows := byScenario[sc]
 		fmt.Fprintf(&b, "<h2>%s</h2>\n", html.EscapeString(sc))
 		writeRowTable(&b, rows)
+		if sc == "research" {
+			writeResearchHTML(&b, rows) // research.go
+		}
 		var instances []string
 		byInst := map[string][]*Row{}
 		for _, r := range rows {
@@ -84,7 +87,7 @@ func WriteHTML(w io.Writer, rep *Report) error {
 		for _, in := range instances {
 			admittedChart(&b, in, byInst[in])
 		}
-		if len(instances) > 1 && sc != "openb" {
+		if len(instances) > 1 && sc != "openb" && sc != "research" {
 			timeChart(&b, sc, rows)
 		}
 		for _, in := range instances {

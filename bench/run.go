@@ -92,6 +92,10 @@ type Row struct {
 	Picture []GPUPicture `json:"picture,omitempty"`
 	// Replay: openb only.
 	Replay *ReplayStats `json:"replay,omitempty"`
+	// Research: the research report only (research.go).
+	Research *ResearchStats `json:"research,omitempty"`
+	// allocated are the policy's new allocations (first repeat).
+	allocated []*resourceapi.ResourceClaim
 }
 
 // InvalidError is a policy result the feasibility checker rejected.
@@ -212,6 +216,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		if j.scenario == "modes" {
 			n *= 2
 		}
+		if j.scenario == "research" {
+			n = researchSteps(cfg)
+		}
+		if j.scenario == "research-openb" {
+			n = len(researchOpenBModels)
+		}
 		steps += n
 	}
 	done := 0
@@ -221,6 +231,18 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 	}
 	for _, j := range jobs {
+		if j.scenario == "research" || j.scenario == "research-openb" { // research.go, research_openb.go
+			run := RunResearch
+			if j.scenario == "research-openb" {
+				run = RunResearchOpenB
+			}
+			rows, err := run(ctx, cfg, j.size, func(label string) { progress(label); done++ }) // shown, then counted
+			if err != nil {
+				return nil, err
+			}
+			rep.Rows = append(rep.Rows, rows...)
+			continue
+		}
 		if j.scenario == "openb" {
 			for _, pol := range cfg.Policies {
 				progress(fmt.Sprintf("openb %s %s", j.size, pol))
@@ -290,7 +312,7 @@ func runRow(ctx context.Context, in *Instance, w *world, pol string, cfg Config)
 		Claims: pending, Admitted: len(first.allocated), Devices: u.Devices,
 		UnitName: in.UnitName, Units: u.Units, UnitsUsed: u.UnitsUsed, UnitsFree: u.UnitsFree,
 		UtilName: in.UtilName, Util: u.Util, WallMs: median(walls), WallsMs: walls,
-		PeakHeapMiB: float64(peak) / (1 << 20), Implementation: first.impl}
+		PeakHeapMiB: float64(peak) / (1 << 20), Implementation: first.impl, allocated: first.allocated}
 	if pending > 0 {
 		row.AdmittedPct = 100 * float64(row.Admitted) / float64(pending)
 	}

@@ -107,7 +107,7 @@ type GenerateOptions struct {
 }
 
 // Scenarios lists the batch scenarios and the replay.
-var Scenarios = []string{"mig", "tpu", "modes", "openb"}
+var Scenarios = []string{"mig", "tpu", "modes", "openb", "research", "research-openb"}
 
 // DefaultSizes are the sizes run when none are given.
 var DefaultSizes = map[string]string{
@@ -115,6 +115,10 @@ var DefaultSizes = map[string]string{
 	"tpu":   "32:20,64:40,128:80",
 	"modes": "8x4:160,16x4:320",
 	"openb": "16:1000",
+	// research: every partitioning model on a modes workload (research.go).
+	"research": "8x4:160,16x4:320",
+	// research-openb: the trace on modes GPUs under every model.
+	"research-openb": "16:1000",
 }
 
 // counterSetUnit: every counter set is one GPU.

@@ -42,6 +42,7 @@ func WriteTable(w io.Writer, rep *Report) error {
 				r.Instance, r.Policy, r.Admitted, r.Claims, r.Replay.StrandedGPUHours, r.Replay.MeanFreeGPUs, r.Replay.MinFreeGPUs)
 		}
 	}
+	writeResearchLines(w, rep) // research.go
 	_, err := fmt.Fprintf(w, "%s/%s, %d CPUs, %s; median of %d run(s); peak RSS %.0f MiB\n",
 		rep.Machine.GOOS, rep.Machine.GOARCH, rep.Machine.CPUs, rep.Machine.GoVersion, rep.Repeat, rep.MaxRSSMiB)
 	return err

@@ -133,6 +133,7 @@ func (c *checker) run(allocated []*resourceapi.ResourceClaim) {
 	c.checkCounters()
 	c.checkGroups()
 	c.checkCompatibleOnlyWith()
+	c.checkDraft()
 }
 
 // collect checks rule 9 (claims otherwise unchanged) and rule 1 (devices

@@ -193,6 +193,9 @@ func (l *Loader) addObject(where string, js []byte) error {
 	if l.count > MaxObjects {
 		return fmt.Errorf("%s: more than %d objects; split the input", where, MaxObjects)
 	}
+	if tm.APIVersion == DraftAPIVersion { // the KEP-4815 draft's slices, model/draft.go
+		return l.addDraftSlice(where, tm.Kind, js)
+	}
 	id := tm.Kind + " " + tm.Metadata.Name
 	if tm.Metadata.Namespace != "" {
 		id = tm.Kind + " " + tm.Metadata.Namespace + "/" + tm.Metadata.Name

@@ -28,6 +28,10 @@ type Objects struct {
 	// server drops unknown fields, so it only exists in files.
 	CompatibleOnlyWith map[DeviceID]string
 
+	// Draft holds the slices read in the KEP-4815 draft's form
+	// (DraftAPIVersion); Slices holds what they flatten to.
+	Draft []*DraftResourceSlice
+
 	// Origin tells where each object came from ("file.yaml#3"), keyed by
 	// "Kind namespace/name", for error messages.
 	Origin map[string]string

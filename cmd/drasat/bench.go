@@ -22,8 +22,10 @@ func benchCommand() *cli.Command {
 		Description: `Scenarios: mig (MIG partitions of A100s, H100s or both, --mig-gpu), tpu
 (multi-host TPU slices), modes (GPUs with mutually exclusive modes, under --compat
 kep5963 and wildcard), openb (replay of the Alibaba GPU trace in
-../shared/data/alibaba-openb). Sizes are NODESxGPUS:CLAIMS (mig,
-modes), NODES:CLAIMS (tpu; NODES a multiple of 16) or NODES:TASKS (openb; 0 = all).
+../shared/data/alibaba-openb), research and research-openb (the modes workload and the
+trace under every partitioning model: groups, wildcard, compatibleOnlyWith, the KEP-4815
+draft, static modes; docs/research.md). Sizes are NODESxGPUS:CLAIMS (mig,
+modes, research), NODES:CLAIMS (tpu; NODES a multiple of 16) or NODES:TASKS (openb, research-openb; 0 = all).
 Every allocation of every policy is validated by the independent feasibility checker;
 an invalid one fails the run.`,
 		ArgsUsage: " ",

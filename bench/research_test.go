@@ -1,0 +1,395 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/drasat/drasat/alloc"
+	"github.com/drasat/drasat/check"
+	"github.com/drasat/drasat/model"
+)
+
+// optimum solves objs to a proven optimum, checks the result with the
+// independent checker, and returns the admitted claims.
+func optimum(t *testing.T, objs *model.Objects, compat string) int {
+	t.Helper()
+	p, err := model.Build(objs, model.Options{Compat: compat})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := alloc.Run(context.Background(), p, alloc.Options{Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Stats.Optimal {
+		t.Fatalf("optimum not proven: %+v", res.Stats)
+	}
+	claims, err := alloc.Allocated(p, res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := check.Check(objs, claims, check.Options{Compat: compat}); err != nil {
+		t.Fatalf("checker: %v", err)
+	}
+	return res.Stats.Admitted
+}
+
+// modeClaim asks for one device of a mode (and a MIG profile).
+func modeClaim(i int, mode, profile string) *resourceapi.ResourceClaim {
+	for _, m := range gpuModes {
+		if m.mode == mode {
+			var sel []resourceapi.DeviceSelector
+			if profile != "" {
+				sel = []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
+					Expression: fmt.Sprintf("device.attributes['%s'].profile == '%s'", ModesDriver, profile)}}}
+			}
+			return newClaim(fmt.Sprintf("c%d-%s", i, strings.ToLower(mode)), []string{m.class}, sel)
+		}
+	}
+	panic(mode)
+}
+
+// researchOn publishes one modes GPU per node under every model with the
+// given claims, and returns each model's optimum.
+func researchOn(t *testing.T, nodes int, claims ...[2]string) map[string]int {
+	t.Helper()
+	insts, err := ResearchInstances(ModesConfig{Nodes: nodes, GPUsPerNode: 1, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int{}
+	for _, ri := range insts {
+		ri.Objs.Claims = nil
+		for i, c := range claims {
+			ri.Objs.Claims = append(ri.Objs.Claims, modeClaim(i, c[0], c[1]))
+		}
+		if ri.Model == ModelStaticShare { // its modes follow the claims
+			fresh := Modes(ModesConfig{Nodes: nodes, GPUsPerNode: 1, Seed: 1})
+			fresh.Claims = ri.Objs.Claims
+			modesStaticShare(fresh)
+			ri.Objs = fresh
+		}
+		out[ri.Model] = optimum(t, ri.Objs, ri.Compat)
+	}
+	t.Logf("%v", out)
+	return out
+}
+
+func wantAdmitted(t *testing.T, got map[string]int, want map[string]int) {
+	t.Helper()
+	for m, n := range want {
+		if got[m] != n {
+			t.Errorf("%s admits %d, want %d (all: %v)", m, got[m], n, got)
+		}
+	}
+}
+
+// kep5963 against wildcard: a device without groups (a time slot) goes
+// only with devices without groups under kep5963, with any under wildcard.
+// The draft cannot keep the modes apart at all; CEL states the hardware's
+// rule and agrees with kep5963.
+func TestResearchTimeSlotBesideMIG(t *testing.T) {
+	got := researchOn(t, 1, [2]string{modeTimeSlice, ""}, [2]string{modeMIG, "1g.5gb"})
+	wantAdmitted(t, got, map[string]int{ModelKEP5963: 1, ModelWildcard: 2, ModelCEL: 1, ModelDraft: 2, ModelDraftTokens: 1, ModelStaticBest: 1})
+}
+
+// The draft has no way to keep modes apart: a MIG device and an MPS share
+// fit the GPU's capacity together, so it admits both; every other model
+// admits one.
+func TestResearchDraftMixesModes(t *testing.T) {
+	got := researchOn(t, 1, [2]string{modeMPS, ""}, [2]string{modeMIG, "1g.5gb"})
+	wantAdmitted(t, got, map[string]int{ModelKEP5963: 1, ModelWildcard: 1, ModelCEL: 1, ModelDraft: 2, ModelDraftTokens: 1, ModelStaticBest: 1})
+}
+
+// Dynamic modes against a GPU fixed to one mode: a fractional half and two
+// MPS shares run together (the hardware allows it, the shared group says
+// so), a static GPU is either fractional or MPS.
+func TestResearchStaticLosesSharedModes(t *testing.T) {
+	got := researchOn(t, 1, [2]string{modeFractional, ""}, [2]string{modeMPS, ""}, [2]string{modeMPS, ""})
+	wantAdmitted(t, got, map[string]int{ModelKEP5963: 3, ModelWildcard: 3, ModelCEL: 3, ModelDraft: 3, ModelDraftTokens: 3, ModelStaticBest: 2})
+}
+
+// Sizing static modes by demand share is not the best static choice: a
+// whole GPU weighs more than three 1g.5gb devices, so the one GPU is set
+// whole and admits one claim; the best static mode (MIG) admits three.
+func TestResearchStaticShareAgainstBest(t *testing.T) {
+	got := researchOn(t, 1, [2]string{modeWhole, ""}, [2]string{modeMIG, "1g.5gb"}, [2]string{modeMIG, "1g.5gb"}, [2]string{modeMIG, "1g.5gb"})
+	wantAdmitted(t, got, map[string]int{ModelStaticShare: 1, ModelStaticBest: 3, ModelKEP5963: 3})
+}
+
+// groupPool is one node with one pool: devices (name, counter set,
+// groups) of one unit each, counter sets of capacity 3, one class, and a
+// claim per device asking for it by name.
+func groupPool(devs ...[3]string) *model.Objects {
+	objs := &model.Objects{CompatibleOnlyWith: map[model.DeviceID]string{}, Origin: map[string]string{}}
+	objs.Nodes = []*corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}}
+	pool := resourceapi.ResourcePool{Name: "node-a", Generation: 1, ResourceSliceCount: 2}
+	counters := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "counters"}, Spec: resourceapi.ResourceSliceSpec{
+		Driver: "x.example.com", NodeName: ptr.To("node-a"), Pool: pool}}
+	devices := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "devices"}, Spec: resourceapi.ResourceSliceSpec{
+		Driver: "x.example.com", NodeName: ptr.To("node-a"), Pool: pool}}
+	three := resourceapi.Counter{Value: *resource.NewQuantity(3, resource.DecimalSI)}
+	one := resourceapi.Counter{Value: *resource.NewQuantity(1, resource.DecimalSI)}
+	sets := map[string]bool{}
+	for _, d := range devs {
+		if !sets[d[1]] {
+			sets[d[1]] = true
+			counters.Spec.SharedCounters = append(counters.Spec.SharedCounters, resourceapi.CounterSet{Name: d[1], Counters: map[string]resourceapi.Counter{"units": three}})
+		}
+		var groups []string
+		if d[2] != "" {
+			groups = strings.Split(d[2], ",")
+		}
+		devices.Spec.Devices = append(devices.Spec.Devices, resourceapi.Device{Name: d[0],
+			Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{"name": {StringValue: ptr.To(d[0])}},
+			ConsumesCounters: []resourceapi.DeviceCounterConsumption{{CounterSet: d[1], CompatibilityGroups: groups,
+				Counters: map[string]resourceapi.Counter{"units": one}}}})
+		objs.Claims = append(objs.Claims, newClaim("want-"+d[0], []string{"x"}, []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
+			Expression: fmt.Sprintf("device.attributes['x.example.com'].name == '%s'", d[0])}}}))
+	}
+	objs.Slices = []*resourceapi.ResourceSlice{counters, devices}
+	objs.Classes = []*resourceapi.DeviceClass{{ObjectMeta: metav1.ObjectMeta{Name: "x"}, Spec: resourceapi.DeviceClassSpec{
+		Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: "device.driver == 'x.example.com'"}}}}}}
+	return objs
+}
+
+// Intersection against pairwise: groups [a,b], [b,c], [a,c] share a group
+// two by two but none all three. kep5963 (one group common to all) admits
+// two; the wildcard semantics and compatibleOnlyWith (both pairwise) admit
+// all three.
+func TestResearchIntersectionAgainstPairwise(t *testing.T) {
+	devs := [][3]string{{"d1", "gpu", "a,b"}, {"d2", "gpu", "b,c"}, {"d3", "gpu", "a,c"}}
+	if got := optimum(t, groupPool(devs...), model.CompatKEP5963); got != 2 {
+		t.Errorf("kep5963 admits %d, want 2", got)
+	}
+	if got := optimum(t, groupPool(devs...), model.CompatWildcard); got != 3 {
+		t.Errorf("wildcard admits %d, want 3", got)
+	}
+	cel := groupPool(devs...)
+	for _, s := range cel.Slices {
+		for i := range s.Spec.Devices {
+			d := &s.Spec.Devices[i]
+			d.ConsumesCounters[0].CompatibilityGroups = nil
+			// Pairwise: every other device shares a group with this one.
+			cel.CompatibleOnlyWith[model.DeviceID{Driver: "x.example.com", Pool: "node-a", Device: d.Name}] = "true"
+		}
+	}
+	if got := optimum(t, cel, model.CompatKEP5963); got != 3 {
+		t.Errorf("compatibleOnlyWith admits %d, want 3", got)
+	}
+}
+
+// Scope: groups only relate devices drawing on the same counter set;
+// compatibleOnlyWith relates any two devices of the pool. Two devices on
+// two GPUs with different groups are both admitted under groups; a CEL
+// expression can keep them apart (say, two GPUs sharing one NVLink
+// switch).
+func TestResearchCELAcrossCounterSets(t *testing.T) {
+	devs := [][3]string{{"d1", "gpu-0", "x"}, {"d2", "gpu-1", "y"}}
+	if got := optimum(t, groupPool(devs...), model.CompatKEP5963); got != 2 {
+		t.Errorf("kep5963 admits %d, want 2", got)
+	}
+	cel := groupPool(devs...)
+	cel.CompatibleOnlyWith[model.DeviceID{Driver: "x.example.com", Pool: "node-a", Device: "d1"}] = "device.attributes['x.example.com'].name != 'd2'"
+	if got := optimum(t, cel, model.CompatKEP5963); got != 1 {
+		t.Errorf("compatibleOnlyWith admits %d, want 1", got)
+	}
+}
+
+// No tree of consumesCapacityFrom with additive capacities keeps two modes
+// apart while letting each run several devices: the draft's optimum on a
+// workload is at least the optimum under any groups (it is the capacity
+// relaxation of the same GPUs). Checked here on a small generated batch.
+func TestResearchDraftIsCapacityRelaxation(t *testing.T) {
+	insts, err := ResearchInstances(ModesConfig{Nodes: 1, GPUsPerNode: 2, Claims: 14, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int{}
+	for _, ri := range insts {
+		got[ri.Model] = optimum(t, ri.Objs, ri.Compat)
+	}
+	for _, m := range ResearchModels {
+		if got[m] > got[ModelDraft] {
+			t.Errorf("%s admits %d, more than the draft's %d", m, got[m], got[ModelDraft])
+		}
+	}
+	for _, m := range []string{ModelCEL, ModelDraftTokens} {
+		if got[m] != got[ModelKEP5963] {
+			t.Errorf("%s admits %d, kep5963 %d: both state the hardware's rule exactly", m, got[m], got[ModelKEP5963])
+		}
+	}
+	t.Logf("%v", got)
+}
+
+// The report: every model on one workload, each result checked (Run
+// fails on an invalid allocation), the research columns filled in.
+func TestBenchResearch(t *testing.T) {
+	rep := runSmall(t, "research", "1x2:12", OpenBConfig{})
+	models := map[string]*Row{}
+	for _, r := range rep.Rows {
+		if r.Research == nil {
+			t.Fatalf("%s %s: no research columns", r.Instance, r.Policy)
+		}
+		models[r.Policy] = r
+	}
+	for _, m := range ResearchModels {
+		if models[m] == nil {
+			t.Errorf("no row for model %s", m)
+		}
+	}
+	for _, m := range []string{ModelKEP5963, ModelCEL, ModelStaticBest, ModelStaticShare} {
+		if r := models[m]; r != nil && r.Research.Violations != 0 {
+			t.Errorf("%s: %d GPUs mixing incompatible modes", m, r.Research.Violations)
+		}
+	}
+	for _, m := range []string{ModelStaticBest, ModelStaticShare} {
+		if r := models[m]; r != nil && r.Research.Reconfigurations != 0 {
+			t.Errorf("%s: %d reconfigurations, a static model has none", m, r.Research.Reconfigurations)
+		}
+	}
+	if models[ModelCEL+" upstream"] != nil || models[ModelWildcard+" upstream"] != nil {
+		t.Error("upstream ran a model it does not implement")
+	}
+	var sb strings.Builder
+	if err := WriteHTML(&sb, rep); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(sb.String(), "GPUs per mode") {
+		t.Error("HTML report without the mode-mix chart")
+	}
+}
+
+// The replay under every model: each window checked (Run fails on an
+// invalid allocation); static GPUs never reconfigure, and the models that
+// state the hardware's rule never mix modes.
+func TestBenchResearchOpenB(t *testing.T) {
+	if _, err := OpenBDir(""); err != nil {
+		t.Skipf("trace not available: %v", err)
+	}
+	rep := runSmall(t, "research-openb", "4:80", OpenBConfig{Window: 5 * time.Minute})
+	if len(rep.Rows) != len(researchOpenBModels) {
+		t.Fatalf("%d rows, want %d", len(rep.Rows), len(researchOpenBModels))
+	}
+	for _, r := range rep.Rows {
+		st := r.Research
+		if st == nil || st.Windows == 0 {
+			t.Fatalf("%s: no replay research columns", r.Policy)
+		}
+		if r.Policy == ModelStaticShare && st.Reconfigurations != 0 {
+			t.Errorf("static-share reconfigured %d times", st.Reconfigurations)
+		}
+		if (r.Policy == ModelKEP5963 || r.Policy == ModelStaticShare) && st.Violations != 0 {
+			t.Errorf("%s: %d invalid GPU-windows", r.Policy, st.Violations)
+		}
+		t.Logf("%s %d/%d reconfigurations %d invalid %d", r.Policy, r.Admitted, r.Claims, st.Reconfigurations, st.Violations)
+	}
+	var sb strings.Builder
+	if err := WriteHTML(&sb, rep); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(sb.String(), "Reconfigurations and invalid GPU-windows") {
+		t.Error("HTML report without the replay's cost chart")
+	}
+}
+
+// A partial-GPU task may take any mode that covers it, a whole GPU last.
+func TestModesTaskClaim(t *testing.T) {
+	alts := func(milli, gpus int) string {
+		c := modesTaskClaim(&openbTask{name: "t", milli: milli, numGPU: gpus})
+		r := c.Spec.Devices.Requests[0]
+		if r.Exactly != nil {
+			return fmt.Sprintf("%s x%d", r.Exactly.DeviceClassName, r.Exactly.Count)
+		}
+		var names []string
+		for _, s := range r.FirstAvailable {
+			names = append(names, s.Name)
+		}
+		return strings.Join(names, ",")
+	}
+	for _, tc := range []struct {
+		milli, gpus int
+		want        string
+	}{
+		{100, 1, "mig,mps,half,slot,whole"},
+		{240, 1, "mig,mps,half,slot,whole"},
+		{300, 1, "mig,half,whole"},
+		{450, 1, "half,whole"},
+		{700, 1, "whole"},
+		{1000, 2, "gpu.example.com x2"},
+	} {
+		if got := alts(tc.milli, tc.gpus); got != tc.want {
+			t.Errorf("milli %d gpus %d: %s, want %s", tc.milli, tc.gpus, got, tc.want)
+		}
+	}
+}
+
+// draft-tokens keeps the modes apart with capacities alone: on one GPU,
+// every pair and triple of devices is feasible under draft-tokens exactly
+// when it is under kep5963, as the independent checker judges it.
+func TestResearchDraftTokensSameSetsAsGroups(t *testing.T) {
+	insts, err := ResearchInstances(ModesConfig{Nodes: 1, GPUsPerNode: 1, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byModel := map[string]*ResearchInstance{}
+	for _, ri := range insts {
+		byModel[ri.Model] = ri
+	}
+	type dev struct{ name, mode string }
+	var devs []dev
+	for _, s := range byModel[ModelKEP5963].Objs.Slices {
+		for _, d := range s.Spec.Devices {
+			devs = append(devs, dev{d.Name, *d.Attributes["partitioningMode"].StringValue})
+		}
+	}
+	feasible := func(ri *ResearchInstance, set []dev) bool {
+		objs := *ri.Objs
+		objs.Claims = nil
+		var allocated []*resourceapi.ResourceClaim
+		for i, d := range set {
+			c := modeClaim(i, d.mode, "")
+			objs.Claims = append(objs.Claims, c)
+			out := c.DeepCopy()
+			out.Status.Allocation = &resourceapi.AllocationResult{
+				Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{{
+					Request: "r0", Driver: ModesDriver, Pool: "node-000", Device: d.name}}},
+				NodeSelector: nodeSelectorFor("node-000")}
+			allocated = append(allocated, out)
+		}
+		return check.Check(&objs, allocated, check.Options{Compat: ri.Compat}) == nil
+	}
+	sets := 0
+	for i := range devs {
+		for j := i + 1; j < len(devs); j++ {
+			for k := j; k < len(devs); k++ {
+				set := []dev{devs[i], devs[j]}
+				if k > j {
+					set = append(set, devs[k])
+				}
+				g, d := feasible(byModel[ModelKEP5963], set), feasible(byModel[ModelDraftTokens], set)
+				if g != d {
+					t.Fatalf("%v: feasible under kep5963 %v, under draft-tokens %v", set, g, d)
+				}
+				if k == j { // pairs: the plain draft differs somewhere
+					if p := feasible(byModel[ModelDraft], set); p != g {
+						sets++
+					}
+				}
+			}
+		}
+	}
+	if sets == 0 {
+		t.Error("the plain draft agrees with kep5963 on every pair: the test does not tell them apart")
+	}
+	t.Logf("%d devices; the plain draft differs from kep5963 on %d pairs", len(devs), sets)
+}
