@@ -14,15 +14,21 @@ import (
 // groups, as the scheduler sees them: each existing non-admin device once
 // (the allocated state is a set of devices; admin access is not part of
 // it), and every new result, admin access included (upstream's allocator
-// checks and reserves counters for admin-access devices it allocates).
+// checks and reserves counters for admin-access devices it allocates),
+// except that a shared device consumes once: through its first new share,
+// and not at all when an existing share consumed already.
 func (c *checker) consumers() []*placement {
 	var out []*placement
 	seen := map[devKey]bool{}
+	sharedBefore := map[devKey]bool{}
 	for _, p := range c.placements {
 		if p.dev == nil {
 			continue
 		}
 		if !p.isNew {
+			if !p.admin && p.isShare() {
+				sharedBefore[p.dev.key] = true
+			}
 			if p.admin || seen[p.dev.key] {
 				continue
 			}
@@ -30,7 +36,18 @@ func (c *checker) consumers() []*placement {
 		}
 		out = append(out, p)
 	}
-	return out
+	newShare := map[devKey]bool{}
+	kept := out[:0]
+	for _, p := range out {
+		if p.isNew && shared(p.dev) {
+			if sharedBefore[p.dev.key] || newShare[p.dev.key] {
+				continue
+			}
+			newShare[p.dev.key] = true
+		}
+		kept = append(kept, p)
+	}
+	return kept
 }
 
 // touchedPools returns the pools in which a new result consumes counters;
