@@ -52,14 +52,13 @@ func (c *checker) consumers() []*placement {
 
 // touchedPools returns the pools in which a new result consumes counters;
 // as upstream, only those are checked (a pool whose existing allocations
-// already overflow blocks new consumers, but is not itself new).
+// already overflow blocks new consumers, but is not itself new). A further
+// share of a shared device consumes none.
 func (c *checker) touchedPools() map[poolKey]bool {
 	out := map[poolKey]bool{}
-	for _, nc := range c.newClaims {
-		for _, p := range nc.placements {
-			if p.dev != nil && len(p.dev.spec.ConsumesCounters) > 0 {
-				out[p.dev.pool.key] = true
-			}
+	for _, p := range c.consumers() {
+		if p.isNew && len(p.dev.spec.ConsumesCounters) > 0 {
+			out[p.dev.pool.key] = true
 		}
 	}
 	return out
@@ -151,17 +150,15 @@ func (c *checker) checkGroups() {
 		set  string
 	}
 	touched := map[setKey]bool{}
-	for _, nc := range c.newClaims {
-		for _, p := range nc.placements {
-			if p.dev == nil {
-				continue
-			}
-			for _, cc := range p.dev.spec.ConsumesCounters {
-				touched[setKey{p.dev.pool.key, cc.CounterSet}] = true
-			}
+	cons := c.consumers()
+	for _, p := range cons {
+		if !p.isNew {
+			continue
+		}
+		for _, cc := range p.dev.spec.ConsumesCounters {
+			touched[setKey{p.dev.pool.key, cc.CounterSet}] = true
 		}
 	}
-	cons := c.consumers()
 	for _, pl := range c.w.poolOrder {
 		for _, setName := range pl.setNames {
 			if !touched[setKey{pl.key, setName}] {
