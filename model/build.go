@@ -514,6 +514,9 @@ func (b *builder) alternative(c *Claim, reqName, subName, className string, sels
 			return nil, m.err
 		}
 		alt.Candidates, alt.AllMatch, alt.onNode, alt.caps, alt.Shared = m.candidates, m.allMatch, m.onNode, m.caps, m.shared
+		if alt.caps != nil {
+			alt.caps.uses++
+		}
 		return alt, nil
 	}
 	cands, allMatch, err := b.match(class, sels, alt, tols)
@@ -523,6 +526,9 @@ func (b *builder) alternative(c *Claim, reqName, subName, className string, sels
 	}
 	alt.Candidates, alt.AllMatch = cands, allMatch
 	alt.indexByNode(b.p)
+	if alt.caps != nil {
+		alt.caps.uses++
+	}
 	b.matchCache[key] = matchResult{cands, allMatch, alt.onNode, alt.caps, alt.Shared, nil}
 	return alt, nil
 }

@@ -226,7 +226,9 @@ func exactMilli(q resource.Quantity) (int64, bool) {
 // capacities (k8s.io/kubernetes pkg/apis/resource/validation, v1.37): a
 // requestPolicy on a device without allowMultipleAllocations, and
 // inconsistent policies. Each entry is "field: message", the field relative
-// to the device. Build refuses such slices; `drasat validate` reports them.
+// to the device. The allocator applies such policies as they are, and so
+// does drasat; Build warns about them and `drasat validate` reports them.
+// Values are printed from copies: String caches its text in the quantity.
 func CapacityPolicyErrors(d *resourceapi.Device) []string {
 	var out []string
 	multi := d.AllowMultipleAllocations != nil && *d.AllowMultipleAllocations
@@ -246,7 +248,7 @@ func CapacityPolicyErrors(d *resourceapi.Device) []string {
 			continue
 		}
 		if p.Default != nil && p.Default.Sign() < 0 {
-			out = append(out, fmt.Sprintf("%s.default: %s is negative", f, p.Default.String()))
+			out = append(out, fmt.Sprintf("%s.default: %s is negative", f, str(p.Default)))
 		}
 		switch {
 		case len(p.ValidValues) > 0 && p.ValidRange != nil:
@@ -304,30 +306,30 @@ func validRangeErrors(def, value resource.Quantity, r *resourceapi.CapacityReque
 		out = append(out, fmt.Sprintf("%s.%s: %s", f, field, fmt.Sprintf(format, args...)))
 	}
 	if r.Min.Sign() < 0 {
-		bad("min", "%s is negative", r.Min.String())
+		bad("min", "%s is negative", str(r.Min))
 	}
 	if r.Min.Cmp(value) > 0 {
-		bad("min", "%s is larger than the capacity value %s", r.Min.String(), value.String())
+		bad("min", "%s is larger than the capacity value %s", str(r.Min), value.String())
 	}
 	if def.Cmp(*r.Min) < 0 {
-		bad("default", "%s is less than min %s", def.String(), r.Min.String())
+		bad("default", "%s is less than min %s", def.String(), str(r.Min))
 	}
 	if r.Max != nil {
 		if r.Min.Cmp(*r.Max) > 0 {
-			bad("max", "min %s is larger than max %s", r.Min.String(), r.Max.String())
+			bad("max", "min %s is larger than max %s", str(r.Min), str(r.Max))
 		}
 		if r.Max.Cmp(value) > 0 {
-			bad("max", "%s is larger than the capacity value %s", r.Max.String(), value.String())
+			bad("max", "%s is larger than the capacity value %s", str(r.Max), value.String())
 		}
 		if def.Cmp(*r.Max) > 0 {
-			bad("default", "%s is more than max %s", def.String(), r.Max.String())
+			bad("default", "%s is more than max %s", def.String(), str(r.Max))
 		}
 	}
 	if r.Step == nil {
 		return out
 	}
 	if r.Step.Sign() <= 0 {
-		bad("step", "%s must be greater than zero", r.Step.String())
+		bad("step", "%s must be greater than zero", str(r.Step))
 		return out
 	}
 	if one := r.Min.DeepCopy(); true {
@@ -349,19 +351,20 @@ func validRangeErrors(def, value resource.Quantity, r *resourceapi.CapacityReque
 		return (q.Value()-r.Min.Value())%r.Step.Value() == 0
 	}
 	if !onGrid(def) {
-		bad("step", "the default %s is not min %s plus a multiple of the step %s", def.String(), r.Min.String(), r.Step.String())
+		bad("step", "the default %s is not min %s plus a multiple of the step %s", def.String(), str(r.Min), str(r.Step))
 	}
 	if r.Max != nil && !onGrid(*r.Max) {
-		bad("step", "max %s is not min %s plus a multiple of the step %s", r.Max.String(), r.Min.String(), r.Step.String())
+		bad("step", "max %s is not min %s plus a multiple of the step %s", str(r.Max), str(r.Min), str(r.Step))
 	}
 	return out
 }
 
-// deviceCapacity refuses capacity fields the API server would reject and
-// lists the capacities of a device that allows multiple allocations.
+// deviceCapacity warns about capacity fields the API server would reject
+// and lists the capacities of a device that allows multiple allocations.
 func (b *builder) deviceCapacity(d *Device) error {
 	if errs := CapacityPolicyErrors(d.Spec); len(errs) > 0 {
-		return fmt.Errorf("field %s", strings.Join(errs, "; field "))
+		b.p.Warnings = append(b.p.Warnings, fmt.Sprintf("%s: device %s: field %s (the API server rejects this; applied as the allocator does)",
+			b.origin("ResourceSlice", "", d.Slice.Name), d.Spec.Name, strings.Join(errs, "; field ")))
 	}
 	if d.MultiAlloc {
 		for _, name := range sortedCapacityNames(d.Spec.Capacity) {
@@ -424,6 +427,23 @@ func (b *builder) scaleCapacities() {
 		}
 		for j := range d.Capacity {
 			dim := &d.Capacity[j]
+			// When every share the claims could take fits at once, the
+			// capacity cannot bind: it needs no numbers (which may exceed
+			// 64 bits, like 10^21).
+			free := dim.Value.DeepCopy()
+			if e, ok := b.existingCap[d.Index][dim.Name]; ok {
+				free.Sub(e)
+			}
+			all := resource.Quantity{}
+			for _, ac := range users {
+				for k := 0; k < ac.uses; k++ {
+					all.Add(ac.consumed[d.Index][dim.Name])
+				}
+			}
+			if all.Cmp(free) <= 0 {
+				dim.Free, dim.Unit = 0, "0"
+				continue
+			}
 			qs := []resource.Quantity{dim.Value, b.existingCap[d.Index][dim.Name]}
 			for _, ac := range users {
 				qs = append(qs, ac.consumed[d.Index][dim.Name])
@@ -441,4 +461,10 @@ func (b *builder) scaleCapacities() {
 			}
 		}
 	}
+}
+
+// str prints a quantity from a copy, leaving the object's cached text alone.
+func str(q *resource.Quantity) string {
+	c := *q
+	return c.String()
 }

@@ -204,6 +204,7 @@ type Alternative struct {
 type altCapacity struct {
 	consumed map[int]map[resourceapi.QualifiedName]resource.Quantity
 	amounts  map[int][]int64 // scaled, in the order of Device.Capacity
+	uses     int             // alternatives sharing it: shares it may take of a device
 }
 
 // ConsumedCapacity is what the alternative consumes of MultiAlloc device d,
