@@ -258,7 +258,7 @@ func claimSize(p *model.Problem, c *model.Claim) float64 {
 		for _, a := range r.Alternatives {
 			per := -1.0
 			for _, d := range a.Candidates {
-				f := 0.0
+				f := model.CapacityShare(a, p.Devices[d])
 				for _, cons := range p.Devices[d].Consumes {
 					cs := p.CounterSets[cons.Set]
 					for j, amt := range cons.Amounts {

@@ -468,3 +468,18 @@ func str(q *resource.Quantity) string {
 	c := *q
 	return c.String()
 }
+
+// CapacityShare is the fraction of shared device d's capacities that
+// alternative a consumes, summed over its capacities: a size for the
+// heuristics that order claims (0 for devices that are not shared).
+func CapacityShare(a *Alternative, d *Device) float64 {
+	total := 0.0
+	consumed := a.ConsumedCapacity(d.Index)
+	for _, c := range d.Capacity {
+		if v := c.Value.AsApproximateFloat64(); v > 0 {
+			q := consumed[c.Name]
+			total += q.AsApproximateFloat64() / v
+		}
+	}
+	return total
+}
