@@ -298,11 +298,8 @@ func sharesWithCounters(p *model.Problem, a *Assignment, inB []bool) (encode.Fix
 		if !dev.MultiAlloc || inB[pk.Dev] || len(dev.Consumes) == 0 {
 			continue
 		}
-		if f.Capacity == nil {
-			f.Capacity = map[int][]int64{}
-		}
 		f.Devices = append(f.Devices, pk.Dev)
-		f.Capacity[pk.Dev] = a.Claim.Requests[pk.Req].Alternatives[pk.Alt].CapacityAmounts(pk.Dev)
+		f.Amounts = append(f.Amounts, a.Claim.Requests[pk.Req].Alternatives[pk.Alt].CapacityAmounts(pk.Dev))
 	}
 	return f, len(f.Devices) > 0
 }

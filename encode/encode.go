@@ -138,9 +138,10 @@ type Options struct {
 type Fixed struct {
 	Name    string
 	Devices []int
-	// Capacity is what it consumes of shared devices among Devices, as
-	// model.Alternative.CapacityAmounts (none when absent).
-	Capacity map[int][]int64
+	// Amounts, when set, is per entry of Devices what it consumes of a
+	// shared device's capacities (model.Alternative.CapacityAmounts; nil:
+	// nothing). A shared device may appear once per request.
+	Amounts [][]int64
 }
 
 // GroupKind names a kind of constraint group.
@@ -224,9 +225,13 @@ func Encode(p *model.Problem, claims []*model.Claim, opts Options) (*Model, erro
 			g.Lit, g.Fixed = l, i
 			m.Groups = append(m.Groups, g)
 		}
-		for _, d := range f.Devices {
+		for k, d := range f.Devices {
 			if m.P.Devices[d].MultiAlloc {
-				shares[d] = append(shares[d], share{l, f.Capacity[d]})
+				var amounts []int64
+				if k < len(f.Amounts) {
+					amounts = f.Amounts[k]
+				}
+				shares[d] = append(shares[d], share{l, amounts})
 				continue
 			}
 			uses[d] = append(uses[d], l)
