@@ -1,9 +1,11 @@
 package alloc
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -12,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
+	"github.com/drasat/drasat/bound"
 	"github.com/drasat/drasat/model"
 )
 
@@ -226,5 +229,30 @@ func TestCapacityOrderedEqualsBruteForce(t *testing.T) {
 			t.Fatalf("seed %d: ordered admitted %d claims, brute force %v", seed, len(res.Assignments), want)
 		}
 		checkAllocations(t, p, objs, res, "")
+	}
+}
+
+// With shared devices the relaxation's bound stays at or above the optimum,
+// and best-fit at its prices and the neighbourhood search from first-fit
+// only produce allocations the independent checker accepts.
+func TestCapacityRelaxationAndHeuristics(t *testing.T) {
+	weight := func(c *model.Claim) int64 { return c.Weight }
+	ctx := context.Background()
+	for seed := uint64(1); seed <= 120; seed++ {
+		objs := RandomCapacityInstance(seed)
+		p := build(t, objs, "")
+		want := newBruteForce(p).best()
+		rel := bound.New(p, p.Claims, weight)
+		lr := rel.Solve(ctx, 0, time.Now().Add(time.Minute), bound.Options{Patience: 40})
+		if lr.Bound < want {
+			t.Fatalf("seed %d: relaxation bound %d (L=%.4f) below the optimum %d", seed, lr.Bound, lr.Value, want)
+		}
+		for _, price := range lr.Snapshots {
+			as := bestFit(ctx, p, sortBySize(p, p.Claims, false), rel, price, time.Now().Add(time.Minute))
+			checkAllocations(t, p, objs, &Result{Assignments: as}, "")
+		}
+		start := greedy(p, p.Claims)
+		as, _ := neighbourhoodSearch(ctx, p, p.Claims, start, rel, weight, int64(len(p.Claims)), time.Now().Add(2*time.Second))
+		checkAllocations(t, p, objs, &Result{Assignments: as}, "")
 	}
 }
