@@ -44,18 +44,17 @@ func newBruteForce(p *model.Problem) *bruteForce {
 // tryTake takes an option's devices if they all fit; it returns an undo.
 func tryTake(s *model.State, c *model.Claim, o option) (func(), bool) {
 	var taken []Pick
-	excl := func(pk Pick) bool { return !c.Requests[pk.Req].Alternatives[pk.Alt].AdminAccess }
 	undo := func() {
 		for i := len(taken) - 1; i >= 0; i-- {
-			s.Release(taken[i].Dev, excl(taken[i]))
+			releasePick(s, c, taken[i])
 		}
 	}
 	for _, pk := range o.picks {
-		if !s.Fits(pk.Dev, excl(pk)) {
+		if !fitsPick(s, c, pk) {
 			undo()
 			return nil, false
 		}
-		s.Take(pk.Dev, excl(pk))
+		takePick(s, c, pk)
 		taken = append(taken, pk)
 	}
 	return undo, true

@@ -20,15 +20,29 @@ type Pick struct{ Req, Alt, Dev int }
 // take allocates a's devices in s.
 func (a *Assignment) take(s *model.State) {
 	for _, pk := range a.Picks {
-		s.Take(pk.Dev, exclusive(a.Claim, pk))
+		takePick(s, a.Claim, pk)
 	}
 }
 
 // release undoes take.
 func (a *Assignment) release(s *model.State) {
 	for i := len(a.Picks) - 1; i >= 0; i-- {
-		s.Release(a.Picks[i].Dev, exclusive(a.Claim, a.Picks[i]))
+		releasePick(s, a.Claim, a.Picks[i])
 	}
+}
+
+// fitsPick, takePick and releasePick go through the state with the pick's
+// alternative, which says what it consumes of a shared device's capacity.
+func fitsPick(s *model.State, c *model.Claim, pk Pick) bool {
+	return s.FitsFor(pk.Dev, c.Requests[pk.Req].Alternatives[pk.Alt], exclusive(c, pk))
+}
+
+func takePick(s *model.State, c *model.Claim, pk Pick) {
+	s.TakeFor(pk.Dev, c.Requests[pk.Req].Alternatives[pk.Alt], exclusive(c, pk))
+}
+
+func releasePick(s *model.State, c *model.Claim, pk Pick) {
+	s.ReleaseFor(pk.Dev, c.Requests[pk.Req].Alternatives[pk.Alt], exclusive(c, pk))
 }
 
 // searchBudget bounds the depth-first search for one claim, so a greedy pass
@@ -110,15 +124,17 @@ type placer struct {
 	each func(picks []Pick)
 }
 
-func (g *placer) usable(d int, admin bool) bool {
+func (g *placer) usable(d int, a *model.Alternative) bool {
 	dev := g.s.P.Devices[d]
 	if g.node >= 0 && !dev.Reaches(g.node) || g.node < 0 && !dev.All {
 		return false
 	}
-	if g.inClaim[d] {
+	// A claim takes a device once, but a shared device once per request
+	// (the allocator's search moves on past a device within a request).
+	if g.inClaim[d] && !dev.MultiAlloc {
 		return false
 	}
-	return g.s.Fits(d, !admin)
+	return g.s.FitsFor(d, a, !a.AdminAccess)
 }
 
 func (g *placer) request(ri int) bool {
@@ -159,7 +175,7 @@ func (g *placer) devices(ri, ai int, a *model.Alternative, from, need int) bool 
 			return false
 		}
 		d := cands[i]
-		if !g.usable(d, a.AdminAccess) || !g.constraintsAllow(ri, a, d) {
+		if !g.usable(d, a) || !g.constraintsAllow(ri, a, d) {
 			continue
 		}
 		g.add(ri, ai, a, d)
@@ -193,7 +209,7 @@ func (g *placer) all(ri, ai int, a *model.Alternative) bool {
 	}
 	n := 0
 	for _, d := range take {
-		if !g.usable(d, a.AdminAccess) || !g.constraintsAllow(ri, a, d) {
+		if !g.usable(d, a) || !g.constraintsAllow(ri, a, d) {
 			break
 		}
 		g.add(ri, ai, a, d)
@@ -211,13 +227,15 @@ func (g *placer) all(ri, ai int, a *model.Alternative) bool {
 func (g *placer) add(ri, ai int, a *model.Alternative, d int) {
 	g.picks = append(g.picks, Pick{ri, ai, d})
 	g.inClaim[d] = true
-	g.s.Take(d, !a.AdminAccess)
+	g.s.TakeFor(d, a, !a.AdminAccess)
 }
 
 func (g *placer) remove(a *model.Alternative, d int) {
 	g.picks = g.picks[:len(g.picks)-1]
-	delete(g.inClaim, d)
-	g.s.Release(d, !a.AdminAccess)
+	if !g.s.P.Devices[d].MultiAlloc {
+		delete(g.inClaim, d)
+	}
+	g.s.ReleaseFor(d, a, !a.AdminAccess)
 }
 
 // constraintsAllow checks the claim's constraints against devices already
@@ -280,7 +298,7 @@ func claimSize(p *model.Problem, c *model.Claim) float64 {
 		for _, a := range r.Alternatives {
 			per := -1.0
 			for _, d := range a.Candidates {
-				f := 0.0
+				f := model.CapacityShare(a, p.Devices[d])
 				for _, cons := range p.Devices[d].Consumes {
 					cs := p.CounterSets[cons.Set]
 					for j, amt := range cons.Amounts {

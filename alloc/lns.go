@@ -193,6 +193,9 @@ func lnsStep(ctx context.Context, p *model.Problem, claims []*model.Claim, cur [
 		default:
 			keep = append(keep, a)
 		}
+		if f, ok := sharesWithCounters(p, a, inB); ok {
+			fixed = append(fixed, f)
+		}
 	}
 	var free []*model.Claim
 	for _, a := range freed {
@@ -282,4 +285,21 @@ func mayUse(c *model.Claim, inB []bool) bool {
 		}
 	}
 	return true
+}
+
+// sharesWithCounters holds in place the shares a kept claim has of shared
+// devices that consume counters: shared devices are in no bin, yet their
+// counters may be those of the neighbourhood's devices, which the model
+// must see taken.
+func sharesWithCounters(p *model.Problem, a *Assignment, inB []bool) (encode.Fixed, bool) {
+	var f encode.Fixed
+	for _, pk := range a.Picks {
+		dev := p.Devices[pk.Dev]
+		if !dev.MultiAlloc || inB[pk.Dev] || len(dev.Consumes) == 0 {
+			continue
+		}
+		f.Devices = append(f.Devices, pk.Dev)
+		f.Amounts = append(f.Amounts, a.Claim.Requests[pk.Req].Alternatives[pk.Alt].CapacityAmounts(pk.Dev))
+	}
+	return f, len(f.Devices) > 0
 }

@@ -4,8 +4,11 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/google/uuid"
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	"github.com/drasat/drasat/model"
@@ -33,6 +36,15 @@ func AllocationResult(p *model.Problem, a *Assignment) (*resourceapi.AllocationR
 		if dev.BindsToNode {
 			r.BindingConditions = dev.Spec.BindingConditions
 			r.BindingFailureConditions = dev.Spec.BindingFailureConditions
+		}
+		if dev.MultiAlloc {
+			r.ShareID = shareID(c, len(out.Devices.Results), dev.ID)
+			if consumed := alt.ConsumedCapacity(pk.Dev); len(consumed) > 0 {
+				r.ConsumedCapacity = make(map[resourceapi.QualifiedName]resource.Quantity, len(consumed))
+				for name, q := range consumed {
+					r.ConsumedCapacity[name] = q.DeepCopy()
+				}
+			}
 		}
 		out.Devices.Results = append(out.Devices.Results, r)
 		chosen[pk.Req] = pk.Alt
@@ -158,4 +170,18 @@ func addRequirements(from []corev1.NodeSelectorRequirement, to *[]corev1.NodeSel
 			*to = append(*to, r)
 		}
 	}
+}
+
+// shareNamespace is the UUID namespace of drasat's share IDs.
+var shareNamespace = uuid.NewSHA1(uuid.NameSpaceURL, []byte("https://drasat.dev/shareID"))
+
+// shareID identifies one share of a shared device. The scheduler's
+// allocator draws a random (time-based) UUID; drasat derives a name-based
+// one (UUID version 5) from the claim, the result's position and the
+// device, so that the same input gives the same output. Both are valid
+// UUIDs, unique per share, which is all the API asks of them.
+func shareID(c *model.Claim, i int, dev model.DeviceID) *types.UID {
+	name := fmt.Sprintf("%s/%s/%s/%d/%s/%s/%s", c.Obj.Namespace, c.Obj.Name, c.Obj.UID, i, dev.Driver, dev.Pool, dev.Device)
+	id := types.UID(uuid.NewSHA1(shareNamespace, []byte(name)).String())
+	return &id
 }

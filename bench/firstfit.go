@@ -56,7 +56,7 @@ func claimSize(p *model.Problem, c *model.Claim) float64 {
 			continue
 		}
 		dev := p.Devices[a.Candidates[0]]
-		sz := 0.0
+		sz := model.CapacityShare(a, dev)
 		for _, cons := range dev.Consumes {
 			cs := p.CounterSets[cons.Set]
 			for j, amt := range cons.Amounts {
@@ -224,7 +224,8 @@ func containsInt(xs []int, x int) bool {
 }
 
 func (f *ffSearch) ok(ri, ai int, a *model.Alternative, d int) bool {
-	if f.taken[d] || !f.s.Fits(d, !a.AdminAccess) {
+	// A shared device serves several requests of a claim, once each.
+	if f.taken[d] && !f.s.P.Devices[d].MultiAlloc || !f.s.FitsFor(d, a, !a.AdminAccess) {
 		return false
 	}
 	req := f.c.Requests[ri]
@@ -258,13 +259,15 @@ func (f *ffSearch) ok(ri, ai int, a *model.Alternative, d int) bool {
 }
 
 func (f *ffSearch) take(ri, ai int, a *model.Alternative, d int) {
-	f.s.Take(d, !a.AdminAccess)
+	f.s.TakeFor(d, a, !a.AdminAccess)
 	f.taken[d] = true
 	f.picks = append(f.picks, alloc.Pick{Req: ri, Alt: ai, Dev: d})
 }
 
 func (f *ffSearch) undo(a *model.Alternative, d int) {
-	f.s.Release(d, !a.AdminAccess)
-	delete(f.taken, d)
+	f.s.ReleaseFor(d, a, !a.AdminAccess)
+	if !f.s.P.Devices[d].MultiAlloc {
+		delete(f.taken, d)
+	}
 	f.picks = f.picks[:len(f.picks)-1]
 }

@@ -41,12 +41,16 @@ type world struct {
 	// product is the productName attribute of the devices consuming a
 	// counter set (key without counter), when they carry one.
 	product map[counterKey]string
+	// shared lists the devices with allowMultipleAllocations, in
+	// publication order, and caps their capacity values.
+	shared []model.DeviceID
+	caps   map[model.DeviceID]map[resourceapi.QualifiedName]float64
 }
 
 func newWorld(objs *model.Objects) *world {
 	w := &world{devs: map[model.DeviceID][]resourceapi.DeviceCounterConsumption{}, capacity: map[counterKey]float64{},
 		devAttrs: map[model.DeviceID]map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{}, nodeOf: map[string]string{},
-		product: map[counterKey]string{}}
+		product: map[counterKey]string{}, caps: map[model.DeviceID]map[resourceapi.QualifiedName]float64{}}
 	gen := map[string]int64{}
 	for _, s := range objs.Slices {
 		k := s.Spec.Driver + "/" + s.Spec.Pool.Name
@@ -81,6 +85,13 @@ func newWorld(objs *model.Objects) *world {
 			id := model.DeviceID{Driver: s.Spec.Driver, Pool: s.Spec.Pool.Name, Device: d.Name}
 			w.devs[id] = d.ConsumesCounters
 			w.devAttrs[id] = d.Attributes
+			if d.AllowMultipleAllocations != nil && *d.AllowMultipleAllocations {
+				w.shared = append(w.shared, id)
+				w.caps[id] = map[resourceapi.QualifiedName]float64{}
+				for name, c := range d.Capacity {
+					w.caps[id][name] = c.Value.AsApproximateFloat64()
+				}
+			}
 			if a, ok := d.Attributes["productName"]; ok && a.StringValue != nil {
 				for _, cc := range d.ConsumesCounters {
 					w.product[counterKey{s.Spec.Driver, s.Spec.Pool.Name, cc.CounterSet, ""}] = *a.StringValue
@@ -125,6 +136,9 @@ func (w *world) consumption(objs *model.Objects, added []*resourceapi.ResourceCl
 }
 
 func (w *world) usage(in *Instance, added []*resourceapi.ResourceClaim) Usage {
+	if in.Capacity != "" {
+		return w.capacityUsage(in, added)
+	}
 	used, devices := w.consumption(in.Objs, added)
 	u := Usage{Devices: devices}
 	unitUsed := map[string]bool{}
@@ -289,4 +303,53 @@ func (h *heapSampler) Peak() uint64 {
 		return 0
 	}
 	return h.peak - h.base
+}
+
+// capacityUsage measures shared devices: a unit is one such device, used
+// when any share (existing or new) holds part of it; utilisation is the
+// share of the instance's capacity (Instance.Capacity) consumed.
+func (w *world) capacityUsage(in *Instance, added []*resourceapi.ResourceClaim) Usage {
+	name := resourceapi.QualifiedName(in.Capacity)
+	used := map[model.DeviceID]float64{}
+	held := map[model.DeviceID]bool{}
+	u := Usage{}
+	add := func(a *resourceapi.AllocationResult, isNew bool) {
+		for _, r := range a.Devices.Results {
+			if isNew {
+				u.Devices++
+			}
+			if r.AdminAccess != nil && *r.AdminAccess {
+				continue
+			}
+			id := model.DeviceID{Driver: r.Driver, Pool: r.Pool, Device: r.Device}
+			held[id] = true
+			if q, ok := r.ConsumedCapacity[name]; ok {
+				used[id] += q.AsApproximateFloat64()
+			}
+		}
+	}
+	for _, c := range in.Objs.Claims {
+		if c.Status.Allocation != nil {
+			add(c.Status.Allocation, false)
+		}
+	}
+	for _, c := range added {
+		if c.Status.Allocation != nil {
+			add(c.Status.Allocation, true)
+		}
+	}
+	var num, den float64
+	for _, id := range w.shared {
+		u.Units++
+		if held[id] {
+			u.UnitsUsed++
+		}
+		num += used[id]
+		den += w.caps[id][name]
+	}
+	u.UnitsFree = u.Units - u.UnitsUsed
+	if den > 0 {
+		u.Util = num / den
+	}
+	return u
 }

@@ -79,6 +79,10 @@ type Instance struct {
 	Picture bool
 	// Fleet is the GPU fleet of a mig instance (MIGFleets); "" elsewhere.
 	Fleet string
+	// Capacity, when set, measures shared devices instead of counters:
+	// units are devices with allowMultipleAllocations, utilisation is the
+	// share of this capacity consumed.
+	Capacity string
 }
 
 // Name is "scenario size [compat]", and for mig "scenario size [fleet]"
@@ -107,13 +111,14 @@ type GenerateOptions struct {
 }
 
 // Scenarios lists the batch scenarios and the replay.
-var Scenarios = []string{"mig", "tpu", "modes", "openb", "research", "research-openb"}
+var Scenarios = []string{"mig", "tpu", "modes", "nic", "openb", "research", "research-openb"}
 
 // DefaultSizes are the sizes run when none are given.
 var DefaultSizes = map[string]string{
 	"mig":   "8x8:300,8x8:500,16x8:1000",
 	"tpu":   "32:20,64:40,128:80",
 	"modes": "8x4:160,16x4:320",
+	"nic":   "16:150,32:300,64:600",
 	"openb": "16:1000",
 	// research: every partitioning model on a modes workload (research.go).
 	"research": "8x4:160,16x4:320",
@@ -172,6 +177,10 @@ func Generate(scenario string, sz Size, seed uint64, opts GenerateOptions) ([]*I
 				Unit: counterSetUnit, UnitName: "GPUs", Util: func(c string) bool { return c == "multiprocessors" }, UtilName: "SMs"})
 		}
 		return out, nil
+	case "nic":
+		objs := NIC(NICConfig{Nodes: sz.Nodes, NICsPerNode: sz.GPUs, Claims: sz.Claims, Seed: seed, Running: 0.25})
+		return []*Instance{{Scenario: scenario, Size: sz, Compat: model.CompatKEP5963, Objs: objs,
+			UnitName: "NICs", UtilName: "bandwidth", Capacity: "bandwidth"}}, nil
 	}
 	return nil, fmt.Errorf("scenario %q: want one of %s", scenario, strings.Join(Scenarios, ", "))
 }

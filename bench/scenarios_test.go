@@ -151,3 +151,28 @@ func TestParseSize(t *testing.T) {
 		}
 	}
 }
+
+// NICs shared by bandwidth: every policy's result passes the checker (Run
+// validates them), the upstream allocator and drasat's first-fit agree
+// (same semantics, same order), and drasat admits at least as many.
+func TestBenchNIC(t *testing.T) {
+	rep := runSmall(t, "nic", "6:60", OpenBConfig{})
+	assertDrasatBest(t, rep)
+	var up, ff, ds *Row
+	for _, r := range rep.Rows {
+		switch r.Policy {
+		case PolicyUpstream:
+			up = r
+		case PolicyFirstFit:
+			ff = r
+		case PolicyDrasat:
+			ds = r
+		}
+	}
+	if up.Admitted != ff.Admitted {
+		t.Errorf("upstream admits %d, first-fit %d: same semantics expected", up.Admitted, ff.Admitted)
+	}
+	if ds.Units != 12 || ds.Util <= 0 || ds.UnitName != "NICs" {
+		t.Errorf("drasat row: %d %s, bandwidth used %.2f; want 12 NICs and some bandwidth", ds.Units, ds.UnitName, ds.Util)
+	}
+}

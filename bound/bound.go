@@ -115,7 +115,9 @@ func New(p *model.Problem, claims []*model.Claim, weight func(*model.Claim) int6
 				var cands []int
 				for _, d := range a.Candidates {
 					dev := p.Devices[d]
-					if !dev.Reachable() || c.FixedNode >= 0 && !dev.Reaches(c.FixedNode) {
+					// A shared device serves any number of claims: it is no
+					// bin item, and its alternatives cost nothing (below).
+					if dev.MultiAlloc || !dev.Reachable() || c.FixedNode >= 0 && !dev.Reaches(c.FixedNode) {
 						continue
 					}
 					cands = append(cands, d)
@@ -144,7 +146,11 @@ func New(p *model.Problem, claims []*model.Claim, weight func(*model.Claim) int6
 	}
 	r.Kinds = len(kindByKey)
 	for _, ar := range alts {
-		ac := altCost{cnt: float64(ar.alt.Count), free: ar.alt.AdminAccess}
+		// Admin access occupies no device. An alternative that a shared
+		// device could serve is priced as free too: relaxing it keeps the
+		// bound sound (shares are limited by capacity, which the relaxation
+		// does not model).
+		ac := altCost{cnt: float64(ar.alt.Count), free: ar.alt.AdminAccess || ar.alt.Shared}
 		if ar.alt.All {
 			ac.cnt = 1 // at least one device: a relaxation of "all on the node"
 		}

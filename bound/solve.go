@@ -80,7 +80,10 @@ type Options struct {
 func (r *Relaxation) Solve(ctx context.Context, lower int64, deadline time.Time, opts Options) Result {
 	res := Result{Value: math.Inf(1)}
 	if r.Kinds == 0 {
-		res.Value, res.Price = 0, nil
+		// Nothing to price: L is the weight of the claims that need no
+		// bin (admin access, alternatives a shared device could serve).
+		v, _ := r.eval(nil)
+		res.Value, res.Bound = v, int64(math.Floor(v+1e-6))
 		return res
 	}
 	price := r.InitialPrice()

@@ -130,6 +130,7 @@ func (c *checker) run(allocated []*resourceapi.ResourceClaim) {
 		c.checkNode(nc)
 	}
 	c.checkOccupancy()
+	c.checkCapacity()
 	c.checkCounters()
 	c.checkGroups()
 	c.checkCompatibleOnlyWith()
@@ -262,20 +263,25 @@ func boundNodes(objs *model.Objects) map[string]podNode {
 }
 
 // checkOccupancy: rule 2. A device serves at most one claim (admin access
-// excepted), appears at most once per claim, and devices allowing multiple
-// allocations are not allocated at all.
+// excepted) and appears at most once per claim. A device that allows
+// multiple allocations is shared instead: any number of claims, and of
+// requests of one claim, may hold shares of it (once per request), unless
+// an existing result without shareID holds it.
 func (c *checker) checkOccupancy() {
 	holders := map[devKey][]*placement{}
 	for _, p := range c.placements {
-		if !p.admin {
+		if !p.admin && !p.isShare() {
 			holders[keyOf(p.res)] = append(holders[keyOf(p.res)], p)
 		}
 	}
 	for _, nc := range c.newClaims {
-		count := map[devKey]int{}
-		var order []devKey
+		count := map[string]int{}
+		var order []string
 		for _, p := range nc.placements {
-			k := keyOf(p.res)
+			k := keyOf(p.res).String()
+			if shared(p.dev) {
+				k += " for request " + p.res.Request
+			}
 			if count[k] == 0 {
 				order = append(order, k)
 			}
@@ -289,9 +295,6 @@ func (c *checker) checkOccupancy() {
 		reported := map[devKey]bool{}
 		for _, p := range nc.placements {
 			k := keyOf(p.res)
-			if p.dev != nil && ptrTrue(p.dev.spec.AllowMultipleAllocations) {
-				c.errorf("claim %s: device %s has allowMultipleAllocations, which is not supported", nc.key, k)
-			}
 			if p.admin || reported[k] {
 				continue
 			}

@@ -349,7 +349,7 @@ func TestCheck(t *testing.T) {
 		}, want: []string{"claim default/d: device net.example.com/fabric/nic-0 is also allocated to claim(s) default/old-nic"}},
 		{name: "allowMultipleAllocations", mutate: func(fx *fixture) {
 			fx.device("node-1-devices", "half-0").AllowMultipleAllocations = ptr.To(true)
-		}, want: []string{"claim default/a: device gpu.example.com/node-1/half-0 has allowMultipleAllocations"}},
+		}, want: []string{"claim default/a: request r: device gpu.example.com/node-1/half-0: a share of a device with allowMultipleAllocations needs a shareID"}},
 
 		// Rule 3: requests.
 		{name: "unknown request name", mutate: func(fx *fixture) { fx.alloc("a").Devices.Results[0].Request = "x" },

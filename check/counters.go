@@ -14,15 +14,21 @@ import (
 // groups, as the scheduler sees them: each existing non-admin device once
 // (the allocated state is a set of devices; admin access is not part of
 // it), and every new result, admin access included (upstream's allocator
-// checks and reserves counters for admin-access devices it allocates).
+// checks and reserves counters for admin-access devices it allocates),
+// except that a shared device consumes once: through its first new share,
+// and not at all when an existing share consumed already.
 func (c *checker) consumers() []*placement {
 	var out []*placement
 	seen := map[devKey]bool{}
+	sharedBefore := map[devKey]bool{}
 	for _, p := range c.placements {
 		if p.dev == nil {
 			continue
 		}
 		if !p.isNew {
+			if !p.admin && p.isShare() {
+				sharedBefore[p.dev.key] = true
+			}
 			if p.admin || seen[p.dev.key] {
 				continue
 			}
@@ -30,19 +36,29 @@ func (c *checker) consumers() []*placement {
 		}
 		out = append(out, p)
 	}
-	return out
+	newShare := map[devKey]bool{}
+	kept := out[:0]
+	for _, p := range out {
+		if p.isNew && shared(p.dev) {
+			if sharedBefore[p.dev.key] || newShare[p.dev.key] {
+				continue
+			}
+			newShare[p.dev.key] = true
+		}
+		kept = append(kept, p)
+	}
+	return kept
 }
 
 // touchedPools returns the pools in which a new result consumes counters;
 // as upstream, only those are checked (a pool whose existing allocations
-// already overflow blocks new consumers, but is not itself new).
+// already overflow blocks new consumers, but is not itself new). A further
+// share of a shared device consumes none.
 func (c *checker) touchedPools() map[poolKey]bool {
 	out := map[poolKey]bool{}
-	for _, nc := range c.newClaims {
-		for _, p := range nc.placements {
-			if p.dev != nil && len(p.dev.spec.ConsumesCounters) > 0 {
-				out[p.dev.pool.key] = true
-			}
+	for _, p := range c.consumers() {
+		if p.isNew && len(p.dev.spec.ConsumesCounters) > 0 {
+			out[p.dev.pool.key] = true
 		}
 	}
 	return out
@@ -134,17 +150,15 @@ func (c *checker) checkGroups() {
 		set  string
 	}
 	touched := map[setKey]bool{}
-	for _, nc := range c.newClaims {
-		for _, p := range nc.placements {
-			if p.dev == nil {
-				continue
-			}
-			for _, cc := range p.dev.spec.ConsumesCounters {
-				touched[setKey{p.dev.pool.key, cc.CounterSet}] = true
-			}
+	cons := c.consumers()
+	for _, p := range cons {
+		if !p.isNew {
+			continue
+		}
+		for _, cc := range p.dev.spec.ConsumesCounters {
+			touched[setKey{p.dev.pool.key, cc.CounterSet}] = true
 		}
 	}
-	cons := c.consumers()
 	for _, pl := range c.w.poolOrder {
 		for _, setName := range pl.setNames {
 			if !touched[setKey{pl.key, setName}] {

@@ -168,7 +168,9 @@ func (c *checker) checkAll(nc *newClaim, witnesses []*corev1.Node) {
 							continue
 						}
 					}
-					if c.matchesAll(class, a.selectors, d) {
+					// A device whose capacities cannot serve the request
+					// does not count among "all" (it never could).
+					if _, fits, _ := consumption(a.capacity, d.spec.Capacity); fits && c.matchesAll(class, a.selectors, d) {
 						problems = append(problems, fmt.Sprintf("request %s: matching device %s is not allocated", a.name, d.key))
 					}
 				}

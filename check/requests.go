@@ -18,18 +18,19 @@ type alt struct {
 	count       int64
 	admin       bool
 	tolerations []resourceapi.DeviceToleration
+	capacity    *resourceapi.CapacityRequirements
 	placements  []*placement
 }
 
 func exactAlt(r *resourceapi.DeviceRequest) *alt {
 	e := r.Exactly
 	return &alt{name: r.Name, class: e.DeviceClassName, selectors: e.Selectors, mode: e.AllocationMode,
-		count: e.Count, admin: ptrTrue(e.AdminAccess), tolerations: e.Tolerations}
+		count: e.Count, admin: ptrTrue(e.AdminAccess), tolerations: e.Tolerations, capacity: e.Capacity}
 }
 
 func subAlt(r *resourceapi.DeviceRequest, s *resourceapi.DeviceSubRequest) *alt {
 	return &alt{name: r.Name + "/" + s.Name, class: s.DeviceClassName, selectors: s.Selectors, mode: s.AllocationMode,
-		count: s.Count, tolerations: s.Tolerations}
+		count: s.Count, tolerations: s.Tolerations, capacity: s.Capacity}
 }
 
 // alts groups a new claim's results by the request (or subrequest) they

@@ -8,6 +8,8 @@
 //   - x(unit, alternative, device) says the device serves that alternative;
 //   - u(device) says the device is newly allocated; counters, compatibility
 //     groups and compatibleOnlyWith are constraints over u;
+//   - a shared device (allowMultipleAllocations) may have any number of x
+//     true; its capacities are weighted sums over them;
 //   - node variables pick the one node a claim's devices must be reachable
 //     from, when that is not already implied by a single device.
 package encode
@@ -136,6 +138,10 @@ type Options struct {
 type Fixed struct {
 	Name    string
 	Devices []int
+	// Amounts, when set, is per entry of Devices what it consumes of a
+	// shared device's capacities (model.Alternative.CapacityAmounts; nil:
+	// nothing). A shared device may appear once per request.
+	Amounts [][]int64
 }
 
 // GroupKind names a kind of constraint group.
@@ -144,6 +150,7 @@ type GroupKind string
 // The constraint groups guarded under Options.Groups.
 const (
 	GroupDevice             GroupKind = "device"             // Device serves at most one claim
+	GroupCapacity           GroupKind = "capacity"           // capacity Counter of shared device Device
 	GroupCounter            GroupKind = "counter"            // counter Counter of counter set Set
 	GroupCompat             GroupKind = "compat"             // compatibility groups of counter set Set
 	GroupCompatibleOnlyWith GroupKind = "compatibleOnlyWith" // Device and Other are not allocated together
@@ -195,9 +202,14 @@ func Encode(p *model.Problem, claims []*model.Claim, opts Options) (*Model, erro
 	m := &Model{P: p, C: logic.NewC(), Used: map[int]z.Lit{}, impliedCache: map[string][]bool{}, groupsOn: opts.Groups, allowed: opts.Allowed}
 	m.buildUnits(claims, opts)
 	uses := map[int][]z.Lit{}
+	shares := map[int][]share{}
 	var admin []consumer
 	for _, u := range m.Units {
 		for _, x := range u.X {
+			if m.P.Devices[x.Dev].MultiAlloc {
+				shares[x.Dev] = append(shares[x.Dev], share{x.Lit, u.altOf(x).CapacityAmounts(x.Dev)})
+				continue
+			}
 			if u.altOf(x).AdminAccess {
 				admin = append(admin, consumer{x.Dev, x.Lit})
 			} else {
@@ -213,7 +225,15 @@ func Encode(p *model.Problem, claims []*model.Claim, opts Options) (*Model, erro
 			g.Lit, g.Fixed = l, i
 			m.Groups = append(m.Groups, g)
 		}
-		for _, d := range f.Devices {
+		for k, d := range f.Devices {
+			if m.P.Devices[d].MultiAlloc {
+				var amounts []int64
+				if k < len(f.Amounts) {
+					amounts = f.Amounts[k]
+				}
+				shares[d] = append(shares[d], share{l, amounts})
+				continue
+			}
 			uses[d] = append(uses[d], l)
 		}
 	}
@@ -222,6 +242,11 @@ func Encode(p *model.Problem, claims []*model.Claim, opts Options) (*Model, erro
 		devs = append(devs, d)
 	}
 	sort.Ints(devs)
+	sharedDevs := make([]int, 0, len(shares))
+	for d := range shares {
+		sharedDevs = append(sharedDevs, d)
+	}
+	sort.Ints(sharedDevs)
 	// A device serves at most one claim; u(d) is the disjunction.
 	for _, d := range devs {
 		ls := uses[d]
@@ -241,13 +266,26 @@ func Encode(p *model.Problem, claims []*model.Claim, opts Options) (*Model, erro
 		m.clause(or...)
 		m.Used[d] = u
 	}
+	for _, d := range sharedDevs {
+		if err := m.shared(d, shares[d]); err != nil {
+			return nil, err
+		}
+	}
 	// Counters and compatibility see every consumer: used devices, and
 	// admin-access picks, which upstream also checks against free counters.
-	cons := make([]consumer, 0, len(devs)+len(admin))
+	// A shared device consumes once, through its first share, and not at
+	// all when existing shares consumed already.
+	cons := make([]consumer, 0, len(devs)+len(admin)+len(sharedDevs))
 	for _, d := range devs {
 		cons = append(cons, consumer{d, m.Used[d]})
 	}
 	cons = append(cons, admin...)
+	for _, d := range sharedDevs {
+		if !m.P.Devices[d].ExistingShared {
+			cons = append(cons, consumer{d, m.Used[d]})
+		}
+	}
+	devs = append(devs, sharedDevs...)
 	bySet := map[int][]consumer{}
 	for _, c := range cons {
 		for _, cc := range m.P.Devices[c.dev].Consumes {
@@ -304,7 +342,7 @@ func (m *Model) breakDeviceSymmetry(devs []int, fixed []Fixed) {
 	var keys []string
 	for _, d := range devs {
 		dev := m.P.Devices[d]
-		if held[d] || len(dev.Incompatible) > 0 || dev.Spec == nil || refs[d] == nil {
+		if held[d] || len(dev.Incompatible) > 0 || dev.Spec == nil || refs[d] == nil || dev.MultiAlloc {
 			continue
 		}
 		spec, _ := json.Marshal(struct {
@@ -346,7 +384,9 @@ func simpleKey(c *model.Claim) string {
 		return ""
 	}
 	a := c.Requests[0].Alternatives[0]
-	if a.All || a.AdminAccess || a.Count != 1 {
+	// A unit's x(device) stands for one claim of the class: a shared
+	// device could serve several, so such claims are units of their own.
+	if a.All || a.AdminAccess || a.Count != 1 || a.Shared {
 		return ""
 	}
 	return c.ClassKey()
@@ -507,8 +547,10 @@ func (m *Model) claimUnit(c *model.Claim) *Unit {
 			}
 		}
 	}
-	for _, ls := range perDevice {
-		m.atMostOne(ls)
+	for d, ls := range perDevice {
+		if !m.P.Devices[d].MultiAlloc { // a shared device may serve several requests
+			m.atMostOne(ls)
+		}
 	}
 	m.constraints(u)
 	return u
@@ -663,6 +705,59 @@ func (m *Model) counters(si int, cons []consumer) error {
 		}
 		m.clause(or...)
 		m.Touched = append(m.Touched, t)
+	}
+	return nil
+}
+
+// share is one literal that, when true, takes a share of a shared device,
+// consuming amounts of its capacities (Device.Capacity order).
+type share struct {
+	lit     z.Lit
+	amounts []int64
+}
+
+// shared encodes shared device d: u(d) is the disjunction of its shares,
+// and per capacity the shares' consumption stays within what is free.
+func (m *Model) shared(d int, ss []share) error {
+	dev := m.P.Devices[d]
+	lits := make([]z.Lit, len(ss))
+	for i, sh := range ss {
+		lits[i] = sh.lit
+	}
+	if len(lits) == 1 {
+		m.Used[d] = lits[0]
+	} else {
+		u := m.C.Lit()
+		or := []z.Lit{u.Not()}
+		for _, l := range lits {
+			m.clause(l.Not(), u)
+			or = append(or, l)
+		}
+		m.clause(or...)
+		m.Used[d] = u
+	}
+	for j, dim := range dev.Capacity {
+		w := make([]int64, len(ss))
+		for i, sh := range ss {
+			if sh.amounts != nil {
+				w[i] = sh.amounts[j]
+			}
+		}
+		g := newGroup(GroupCapacity)
+		g.Device, g.Counter = d, j
+		var err error
+		m.guarded(&g, func() {
+			if dim.Free < 0 { // existing shares overdraw it: nothing fits
+				for _, l := range lits {
+					m.clause(l.Not())
+				}
+				return
+			}
+			err = m.atMost(lits, w, dim.Free)
+		})
+		if err != nil {
+			return fmt.Errorf("device %s, capacity %s: %w", dev.ID, dim.Name, err)
+		}
 	}
 	return nil
 }

@@ -38,6 +38,7 @@ const (
 	KindConstraint         = "constraint"         // matchAttribute / distinctAttribute
 	KindCounter            = "counter"            // counters of a counter set are used up
 	KindDevice             = "device"             // a device is allocated to another claim
+	KindCapacity           = "capacity"           // a shared device's capacity is used up
 	KindCompat             = "compat"             // compatibility group conflict
 	KindCompatibleOnlyWith = "compatibleOnlyWith" // research extension conflict
 	KindAllocation         = "allocation"         // an allocation in the way (not attributed otherwise)
@@ -51,6 +52,10 @@ type Allocation struct {
 	Claim    string           // namespace/name
 	Existing bool             // in the input; false: made by this run
 	Devices  []model.DeviceID // non-admin results
+	// Requests names the request of each of Devices, as results do
+	// ("req" or "req/sub"): what a share of a shared device consumes
+	// depends on it. Optional for devices that are not shared.
+	Requests []string
 }
 
 // Reason is one reason of an explanation.
@@ -100,8 +105,10 @@ type explainer struct {
 	p      *model.Problem
 	cel    *celCache
 	allocs []Allocation
-	// fixed[i] lists device indices of allocs[i] that p knows.
-	fixed [][]int
+	// fixed[i] lists device indices of allocs[i] that p knows; amounts[i]
+	// what each consumes of a shared device (encode.Fixed.Amounts).
+	fixed   [][]int
+	amounts [][][]int64
 	// existing holders per device, from p.Allocated (existing allocations
 	// baked into p).
 	baked map[int][]string
@@ -135,14 +142,27 @@ func newExplainer(p *model.Problem, allocs []Allocation) *explainer {
 	for _, d := range p.Devices {
 		byID[d.ID] = d.Index
 	}
+	claims := map[string]*model.Claim{}
+	for _, c := range p.Claims {
+		claims[c.Key] = c
+	}
 	for _, a := range allocs {
 		var ds []int
-		for _, id := range a.Devices {
-			if i, ok := byID[id]; ok {
-				ds = append(ds, i)
+		var amounts [][]int64
+		for k, id := range a.Devices {
+			i, ok := byID[id]
+			if !ok {
+				continue
 			}
+			ds = append(ds, i)
+			var am []int64
+			if p.Devices[i].MultiAlloc && k < len(a.Requests) {
+				am = shareAmounts(claims[a.Claim], a.Requests[k], i)
+			}
+			amounts = append(amounts, am)
 		}
 		e.fixed = append(e.fixed, ds)
+		e.amounts = append(e.amounts, amounts)
 	}
 	for _, c := range p.Allocated {
 		if c.Status.Allocation == nil {
@@ -311,7 +331,7 @@ func (e *explainer) static(c *model.Claim, prefer map[int]int) (Reason, bool) {
 func (e *explainer) encode(claims []*model.Claim) (*encode.Model, error) {
 	var fixed []encode.Fixed
 	for i, a := range e.allocs {
-		fixed = append(fixed, encode.Fixed{Name: a.Claim, Devices: e.fixed[i]})
+		fixed = append(fixed, encode.Fixed{Name: a.Claim, Devices: e.fixed[i], Amounts: e.amounts[i]})
 	}
 	return encode.Encode(e.p, claims, encode.Options{Groups: true, PerClaim: true, Fixed: fixed})
 }
@@ -423,4 +443,22 @@ func minimize(cur []z.Lit, solve func([]z.Lit) solver.Result, keep func([]z.Lit)
 		}
 	}
 	return cur, true
+}
+
+// shareAmounts is what claim c's request (result name req) consumes of
+// shared device d, when p has the claim (explanations build p with every
+// claim pending, so existing allocations are among its claims); nil
+// otherwise.
+func shareAmounts(c *model.Claim, req string, d int) []int64 {
+	if c == nil {
+		return nil
+	}
+	for _, r := range c.Requests {
+		for _, a := range r.Alternatives {
+			if a.Name == req {
+				return a.CapacityAmounts(d)
+			}
+		}
+	}
+	return nil
 }

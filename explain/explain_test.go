@@ -153,6 +153,7 @@ func explainFree(t *testing.T, docs string, whatIf bool) *Explanation {
 		a := Allocation{Claim: c.Namespace + "/" + c.Name, Existing: true}
 		for _, r := range c.Status.Allocation.Devices.Results {
 			a.Devices = append(a.Devices, model.DeviceID{Driver: r.Driver, Pool: r.Pool, Device: r.Device})
+			a.Requests = append(a.Requests, r.Request)
 		}
 		allocs = append(allocs, a)
 		c.Status.Allocation = nil
@@ -394,4 +395,38 @@ func TestReasonsHonourBudget(t *testing.T) {
 	if got := Reasons(context.Background(), p, idx, time.Now().Add(time.Minute)); len(got) != 1 || got[idx[0]] == "" {
 		t.Errorf("with time: %v, want one reason", got)
 	}
+}
+
+// A shared device's capacity used by another claim's share: the share's
+// consumption is held in place (from the claim's own request) and named.
+func TestSharedCapacityUsed(t *testing.T) {
+	shared := `---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: shared}
+spec:
+  driver: nic.example.com
+  nodeName: n1
+  pool: {name: shared, generation: 1, resourceSliceCount: 1}
+  devices:
+  - name: vnic
+    allowMultipleAllocations: true
+    capacity: {bandwidth: {value: 10G}}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: a, namespace: ns}
+spec:
+  devices:
+    requests:
+    - name: r
+      exactly: {deviceClassName: nic, capacity: {requests: {bandwidth: 6G}}}
+status:
+  allocation:
+    devices:
+      results:
+      - {request: r, driver: nic.example.com, pool: shared, device: vnic, shareID: 2a6f0e55-3c1b-4d7e-9f10-6b8d2c4e1a01, consumedCapacity: {bandwidth: 6G}}
+`
+	x := explainFree(t, shared+claim("x", "        deviceClassName: nic\n        selectors: [{cel: {expression: \"device.allowMultipleAllocations\"}}]\n        capacity: {requests: {bandwidth: 5G}}\n", ""), false)
+	want(t, x, []string{KindCapacity}, "capacity bandwidth of shared device nic.example.com/shared/vnic is used by ns/a")
 }

@@ -120,6 +120,14 @@ func (e *explainer) reasons(target *model.Claim, m *encode.Model, groups []encod
 				msg += "; one of them is allocated to " + e.claimsText(claims)
 			}
 			out = append(out, Reason{Kind: KindCompatibleOnlyWith, Devices: []string{a.ID.String(), b.ID.String()}, Claims: claims, Message: msg})
+		case encode.GroupCapacity:
+			dev := e.p.Devices[g.Device]
+			claims := claimsOf(func(d int) bool { return d == g.Device })
+			msg := fmt.Sprintf("capacity %s of shared device %s is too small for the share the claim needs", dev.Capacity[g.Counter].Name, dev.ID)
+			if len(claims) > 0 {
+				msg = fmt.Sprintf("capacity %s of shared device %s is used by %s", dev.Capacity[g.Counter].Name, dev.ID, e.claimsText(claims))
+			}
+			out = append(out, Reason{Kind: KindCapacity, Devices: []string{dev.ID.String()}, Claims: claims, Message: msg})
 		case encode.GroupConstraint:
 			out = append(out, e.constraintReason(target, g.Constraint))
 		case encode.GroupNode:

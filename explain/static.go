@@ -176,14 +176,15 @@ func (e *explainer) noMatch(c *model.Claim, ri int, a *model.Alternative) Reason
 	}
 	// Devices match, but none can be used.
 	tols := altTolerations(c, ri, a)
-	var tainted, shared, inUse, tooBig, noNode []string
+	var tainted, noCapacity, inUse, tooBig, noNode []string
 	holders := map[string]bool{}
 	for _, d := range matching {
+		_, capacityOK, _ := model.ConsumedCapacity(a.CapacityRequests, d.Spec.Capacity)
 		switch {
+		case !capacityOK:
+			noCapacity = append(noCapacity, d.ID.Device)
 		case model.TaintPrevents(d.Spec, tols):
 			tainted = append(tainted, d.ID.Device)
-		case d.MultiAlloc:
-			shared = append(shared, d.ID.Device)
 		case !model.FitsAlone(e.p, d):
 			tooBig = append(tooBig, d.ID.Device)
 			for _, cons := range d.Consumes {
@@ -212,7 +213,7 @@ func (e *explainer) noMatch(c *model.Claim, ri int, a *model.Alternative) Reason
 	if len(tooBig) > 0 && len(holders) > 0 {
 		parts[len(parts)-1] += " after existing allocations"
 	}
-	add(shared, "allow multiple allocations, which drasat does not support yet")
+	add(noCapacity, "lack a requested capacity or allow no such amount of it (value or requestPolicy)")
 	add(noNode, "are reachable from no known node")
 	r.Message = fmt.Sprintf("request %s: %d devices of class %s match, but none can be used: %s", a.Name, len(matching), className, strings.Join(parts, "; "))
 	r.Claims = sortedSet(holders)

@@ -46,6 +46,7 @@ func Build(objs *Objects, opts Options) (*Problem, error) {
 	if err := b.buildClaims(); err != nil {
 		return nil, err
 	}
+	b.scaleCapacities()
 	return b.p, nil
 }
 
@@ -59,6 +60,10 @@ type builder struct {
 	classes    map[string]*resourceapi.DeviceClass
 	matchCache map[string]matchResult
 	attrCache  map[string][]*string // attribute -> per device, nil until looked up
+	// existingCap sums the consumedCapacity of existing shares per device;
+	// altCaps are the alternatives' capacity consumptions, scaled at the end.
+	existingCap map[int]map[resourceapi.QualifiedName]resource.Quantity
+	altCaps     []*altCapacity
 }
 
 // attribute is attributeValue, cached: constraints of many claims look up
@@ -167,6 +172,9 @@ func (b *builder) buildPools(pools [][]*resourceapi.ResourceSlice) error {
 				if err := b.reach(d); err != nil {
 					return fmt.Errorf("%s: device %s: %w", b.origin("ResourceSlice", "", s.Name), spec.Name, err)
 				}
+				if err := b.deviceCapacity(d); err != nil {
+					return fmt.Errorf("%s: device %s: %w", b.origin("ResourceSlice", "", s.Name), spec.Name, err)
+				}
 				for _, cc := range spec.ConsumesCounters {
 					info := infos[cc.CounterSet]
 					for c, v := range cc.Counters {
@@ -254,9 +262,12 @@ func (b *builder) reach(d *Device) error {
 }
 
 // applyExisting marks devices of allocated claims as in use and takes their
-// counters, as the scheduler's allocated state does. Admin-access results
-// neither occupy devices nor consume counters.
+// counters, as the scheduler's allocated state does: a result without
+// shareID holds its device, one with a shareID is a share of it whose
+// consumedCapacity counts, and counters are consumed once per allocated
+// device. Admin-access results neither occupy devices nor consume counters.
 func (b *builder) applyExisting() {
+	charged := map[int]bool{}
 	for _, c := range b.objs.Claims {
 		if c.Status.Allocation == nil {
 			continue
@@ -273,10 +284,19 @@ func (b *builder) applyExisting() {
 				continue
 			}
 			d := b.p.Devices[idx]
-			if d.InUse && !d.MultiAlloc {
-				b.p.Warnings = append(b.p.Warnings, fmt.Sprintf("%s: device %s is allocated more than once", b.origin("ResourceClaim", c.Namespace, c.Name), d.ID))
+			if r.ShareID != nil {
+				d.ExistingShared = true
+				b.addExistingShare(idx, r.ConsumedCapacity)
+			} else {
+				if d.InUse {
+					b.p.Warnings = append(b.p.Warnings, fmt.Sprintf("%s: device %s is allocated more than once", b.origin("ResourceClaim", c.Namespace, c.Name), d.ID))
+				}
+				d.InUse = true
 			}
-			d.InUse = true
+			if charged[idx] {
+				continue
+			}
+			charged[idx] = true
 			for _, cons := range d.Consumes {
 				set := b.p.CounterSets[cons.Set]
 				for j, a := range cons.Amounts {
@@ -409,7 +429,7 @@ func (b *builder) buildRequests(c *Claim) error {
 		switch {
 		case r.Exactly != nil:
 			alt, err := b.alternative(c, r.Name, "", r.Exactly.DeviceClassName, r.Exactly.Selectors, r.Exactly.AllocationMode,
-				r.Exactly.Count, r.Exactly.AdminAccess, r.Exactly.Tolerations, r.Exactly.Capacity != nil, len(r.Exactly.DerivedAttributes) > 0)
+				r.Exactly.Count, r.Exactly.AdminAccess, r.Exactly.Tolerations, r.Exactly.Capacity, len(r.Exactly.DerivedAttributes) > 0)
 			if err != nil {
 				return fmt.Errorf("request %s: %w", r.Name, err)
 			}
@@ -418,7 +438,7 @@ func (b *builder) buildRequests(c *Claim) error {
 			req.FirstAvail = true
 			for _, s := range r.FirstAvailable {
 				alt, err := b.alternative(c, r.Name, s.Name, s.DeviceClassName, s.Selectors, s.AllocationMode,
-					s.Count, nil, s.Tolerations, s.Capacity != nil, len(s.DerivedAttributes) > 0)
+					s.Count, nil, s.Tolerations, s.Capacity, len(s.DerivedAttributes) > 0)
 				if err != nil {
 					return fmt.Errorf("request %s/%s: %w", r.Name, s.Name, err)
 				}
@@ -457,13 +477,10 @@ func (b *builder) buildRequests(c *Claim) error {
 
 func (b *builder) alternative(c *Claim, reqName, subName, className string, sels []resourceapi.DeviceSelector,
 	mode resourceapi.DeviceAllocationMode, count int64, admin *bool, tols []resourceapi.DeviceToleration,
-	hasCapacity, hasDerived bool) (*Alternative, error) {
-	alt := &Alternative{Name: reqName, SubName: subName, AdminAccess: admin != nil && *admin}
+	capReq *resourceapi.CapacityRequirements, hasDerived bool) (*Alternative, error) {
+	alt := &Alternative{Name: reqName, SubName: subName, AdminAccess: admin != nil && *admin, CapacityRequests: capReq}
 	if subName != "" {
 		alt.Name = reqName + "/" + subName
-	}
-	if hasCapacity {
-		return nil, fmt.Errorf("field capacity: consumable capacity requests are %w", errUnsupported)
 	}
 	if hasDerived {
 		return nil, fmt.Errorf("field derivedAttributes: %w", errUnsupported)
@@ -490,12 +507,15 @@ func (b *builder) alternative(c *Claim, reqName, subName, className string, sels
 	default:
 		return nil, fmt.Errorf("field allocationMode: unknown mode %q", mode)
 	}
-	key := fmt.Sprintf("%s|%s|%t|%t|%s", className, selectorsKey(sels), alt.All, alt.AdminAccess, tolerationsKey(tols))
+	key := fmt.Sprintf("%s|%s|%t|%t|%s|%s", className, selectorsKey(sels), alt.All, alt.AdminAccess, tolerationsKey(tols), capacityKey(capReq))
 	if m, ok := b.matchCache[key]; ok {
 		if m.err != nil {
 			return nil, m.err
 		}
-		alt.Candidates, alt.AllMatch, alt.onNode = m.candidates, m.allMatch, m.onNode
+		alt.Candidates, alt.AllMatch, alt.onNode, alt.caps, alt.Shared = m.candidates, m.allMatch, m.onNode, m.caps, m.shared
+		if alt.caps != nil {
+			alt.caps.uses++
+		}
 		return alt, nil
 	}
 	cands, allMatch, err := b.match(class, sels, alt, tols)
@@ -505,7 +525,10 @@ func (b *builder) alternative(c *Claim, reqName, subName, className string, sels
 	}
 	alt.Candidates, alt.AllMatch = cands, allMatch
 	alt.indexByNode(b.p)
-	b.matchCache[key] = matchResult{cands, allMatch, alt.onNode, nil}
+	if alt.caps != nil {
+		alt.caps.uses++
+	}
+	b.matchCache[key] = matchResult{cands, allMatch, alt.onNode, alt.caps, alt.Shared, nil}
 	return alt, nil
 }
 
@@ -514,7 +537,17 @@ func (b *builder) alternative(c *Claim, reqName, subName, className string, sels
 type matchResult struct {
 	candidates, allMatch []int
 	onNode               map[int][]int
+	caps                 *altCapacity
+	shared               bool
 	err                  error
+}
+
+func capacityKey(c *resourceapi.CapacityRequirements) string {
+	if c == nil {
+		return ""
+	}
+	js, _ := json.Marshal(c)
+	return string(js)
 }
 
 func selectorsKey(sels []resourceapi.DeviceSelector) string {
@@ -550,9 +583,6 @@ func (b *builder) match(class *resourceapi.DeviceClass, sels []resourceapi.Devic
 			return nil, nil, fmt.Errorf("%s: %w", e.field, err)
 		}
 	}
-	// Shared devices (allowMultipleAllocations) are not supported: they are
-	// no candidates. When they are all a request could use, say so.
-	var shared []int
 	for _, d := range b.p.Devices {
 		match := true
 		for _, e := range exprs {
@@ -568,6 +598,16 @@ func (b *builder) match(class *resourceapi.DeviceClass, sels []resourceapi.Devic
 		if !match {
 			continue
 		}
+		// Capacity, as the allocator checks it for every device: a device
+		// lacking a requested capacity, or whose policy or value rules the
+		// request out, does not match (not even for All).
+		consumed, fits, err := ConsumedCapacity(alt.CapacityRequests, d.Spec.Capacity)
+		if err != nil && (alt.All || !d.InUse || alt.AdminAccess) {
+			return nil, nil, fmt.Errorf("device %s: %w", d.ID, err)
+		}
+		if !fits {
+			continue
+		}
 		if alt.All {
 			// "All" needs every matching device, so one that cannot be
 			// taken makes its nodes unusable; the encoder sees it in AllMatch.
@@ -576,33 +616,29 @@ func (b *builder) match(class *resourceapi.DeviceClass, sels []resourceapi.Devic
 		if TaintPrevents(d.Spec, tols) || !FitsAlone(b.p, d) {
 			continue
 		}
-		if d.MultiAlloc {
-			shared = append(shared, d.Index)
-			continue
-		}
-		if d.InUse && !alt.AdminAccess {
+		if d.InUse && !alt.AdminAccess || !b.capacityFits(d, consumed) {
 			continue
 		}
 		candidates = append(candidates, d.Index)
-	}
-	if len(candidates) == 0 && len(shared) > 0 {
-		return nil, nil, errSharedOnly(b.p.Devices[shared[0]].ID, len(shared))
+		if d.MultiAlloc {
+			if alt.caps == nil {
+				alt.caps = &altCapacity{consumed: map[int]map[resourceapi.QualifiedName]resource.Quantity{}, amounts: map[int][]int64{}}
+				b.altCaps = append(b.altCaps, alt.caps)
+			}
+			alt.caps.consumed[d.Index] = consumed
+			alt.Shared = true
+		}
 	}
 	return candidates, allMatch, nil
 }
 
-// errSharedOnly explains a request that only allowMultipleAllocations devices
-// could serve.
-func errSharedOnly(example DeviceID, n int) error {
-	if n == 1 {
-		return fmt.Errorf("the only matching device (%s) allows multiple allocations, which drasat does not support yet", example)
-	}
-	return fmt.Errorf("the only matching devices (%d, e.g. %s) allow multiple allocations, which drasat does not support yet", n, example)
-}
-
 // FitsAlone is false for a device whose consumption exceeds what is free: it can never be
-// allocated in this run.
+// allocated in this run. A shared device with existing shares consumes no
+// more counters.
 func FitsAlone(p *Problem, d *Device) bool {
+	if d.MultiAlloc && d.ExistingShared {
+		return true
+	}
 	for _, cons := range d.Consumes {
 		set := p.CounterSets[cons.Set]
 		for j, a := range cons.Amounts {

@@ -107,18 +107,14 @@ func TestBuildClaimErrors(t *testing.T) {
 	}{
 		{name: "exclusive devices", claim: claimYAML("ok", "gpu.example.com", "")},
 		{name: "shared devices besides exclusive ones", claim: claimYAML("mixed", "gpu.example.com", "        count: 2\n")},
-		{name: "only shared devices (class)", claim: claimYAML("shared", "shared.example.com", ""),
-			want: []string{"request gpu: the only matching devices (3, e.g. gpu.example.com/node-1/shared-0) allow multiple allocations, which drasat does not support yet"}},
-		{name: "only shared devices (selector)", claim: claimYAML("shared-sel", "gpu.example.com", sharedSel),
-			want: []string{"request gpu: the only matching devices (3, e.g. gpu.example.com/node-1/shared-0) allow multiple allocations"}},
+		{name: "only shared devices (class)", claim: claimYAML("shared", "shared.example.com", "")},
+		{name: "only shared devices (selector)", claim: claimYAML("shared-sel", "gpu.example.com", sharedSel)},
 		{name: "allocationMode All, only shared devices", claim: claimYAML("shared-one", "gpu.example.com",
-			"        selectors:\n        - cel: {expression: \"device.attributes['gpu.example.com'].kind == 'shared' && device.driver == 'gpu.example.com'\"}\n        allocationMode: All\n"),
-			want: []string{"the only matching devices (3, e.g."}},
+			"        selectors:\n        - cel: {expression: \"device.attributes['gpu.example.com'].kind == 'shared' && device.driver == 'gpu.example.com'\"}\n        allocationMode: All\n")},
 		{name: "no device at all", claim: claimYAML("none", "gpu.example.com",
 			"        selectors:\n        - cel: {expression: \"device.attributes['gpu.example.com'].kind == 'other'\"}\n")},
-		{name: "capacity request", claim: claimYAML("capacity", "shared.example.com",
-			"        capacity: {requests: {memory: 1Gi}}\n"),
-			want: []string{"request gpu: field capacity: consumable capacity requests are not supported by drasat yet"}},
+		{name: "capacity request no device has", claim: claimYAML("capacity", "shared.example.com",
+			"        capacity: {requests: {memory: 1Gi}}\n")},
 		{name: "missing class", claim: claimYAML("noclass", "nope.example.com", ""),
 			want: []string{`request gpu: device class "nope.example.com" not found`}},
 		{name: "claim selector does not compile", claim: claimYAML("badsel", "gpu.example.com",
@@ -137,7 +133,7 @@ spec:
       firstAvailable:
       - {name: shared, deviceClassName: shared.example.com}
       - {name: exclusive, deviceClassName: gpu.example.com}
-`, want: []string{"request gpu/shared: the only matching devices (3"}},
+`},
 	}
 	// All claims in one run: one claim's error must not affect the others,
 	// and the run itself must not fail.
@@ -168,27 +164,21 @@ spec:
 	}
 }
 
-// The match cache is shared by claims with the same class and selectors: a
-// cached "only shared devices" error must reach every such claim, and must not
-// leak to claims whose selectors differ.
-func TestBuildSharedOnlyCached(t *testing.T) {
+// Shared devices are candidates like any other; the match cache is shared by
+// claims with the same class and selectors, and so is the record of what
+// they consume of shared devices (Alternative.Shared, uses per device).
+func TestBuildSharedCandidates(t *testing.T) {
 	docs := buildFixture + claimYAML("a", "shared.example.com", "") + claimYAML("b", "gpu.example.com", "") +
 		claimYAML("c", "shared.example.com", "")
 	p := buildYAML(t, docs)
-	for _, key := range []string{"default/a", "default/c"} {
-		if err := claimErr(t, p, key); err == nil || !strings.Contains(err.Error(), "allow multiple allocations") {
-			t.Errorf("claim %s: error %v, want the shared-devices error", key, err)
-		}
-	}
-	if err := claimErr(t, p, "default/b"); err != nil {
-		t.Errorf("claim default/b: unexpected error %v", err)
-	}
+	want := map[string]int{"default/a": 3, "default/b": 5, "default/c": 3}
 	for _, c := range p.Claims {
-		if c.Key != "default/b" {
-			continue
+		if c.Err != nil {
+			t.Errorf("claim %s: unexpected error %v", c.Key, c.Err)
 		}
-		if got := len(c.Requests[0].Alternatives[0].Candidates); got != 2 {
-			t.Errorf("claim default/b: %d candidates, want the 2 exclusive GPUs", got)
+		a := c.Requests[0].Alternatives[0]
+		if got := len(a.Candidates); got != want[c.Key] || !a.Shared {
+			t.Errorf("claim %s: %d candidates (shared %t), want %d shared ones among them", c.Key, got, a.Shared, want[c.Key])
 		}
 	}
 }

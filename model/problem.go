@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // Problem is the allocation problem derived from Objects: usable devices and
@@ -76,8 +77,20 @@ type Device struct {
 	// its nodes are given (multi-host devices).
 	Selector *corev1.NodeSelector
 
-	InUse      bool // allocated to an existing claim (non-admin)
-	MultiAlloc bool // allowMultipleAllocations: not supported by drasat yet
+	// InUse: an existing claim holds the device (a non-admin result
+	// without shareID); only admin access may take it then.
+	InUse bool
+	// MultiAlloc (allowMultipleAllocations): several claims, and several
+	// requests of one claim, may share the device within its Capacity.
+	// Its counters are consumed once, by the first share.
+	MultiAlloc bool
+	// Capacity lists a MultiAlloc device's capacities, sorted by name;
+	// what each share consumes is Alternative.CapacityAmounts.
+	Capacity []CapacityDim
+	// ExistingShared: an existing non-admin result with a shareID names
+	// the device; its counters are consumed already and new shares do not
+	// consume them again.
+	ExistingShared bool
 
 	// CompatibleOnlyWith is the research extension's CEL expression, "" if none.
 	CompatibleOnlyWith string
@@ -219,13 +232,45 @@ type Alternative struct {
 	All         bool // allocationMode All
 	Count       int  // ExactCount
 	AdminAccess bool
-	Candidates  []int // devices that match selectors and tolerate taints
+	// CapacityRequests is the request's capacity.requests (nil if none).
+	CapacityRequests *resourceapi.CapacityRequirements
+	// Shared: some candidate allows multiple allocations.
+	Shared     bool
+	Candidates []int // devices that match selectors and tolerate taints
 	// AllMatch (allocationMode All only) lists every device matching the
 	// selectors, usable or not: on a node where one of them cannot be
 	// taken, the request cannot be satisfied.
 	AllMatch []int
 
 	onNode map[int][]int
+	caps   *altCapacity
+}
+
+// altCapacity is what an alternative consumes of the capacities of its
+// MultiAlloc candidates; alternatives with the same match share it.
+type altCapacity struct {
+	consumed map[int]map[resourceapi.QualifiedName]resource.Quantity
+	amounts  map[int][]int64 // scaled, in the order of Device.Capacity
+	uses     int             // alternatives sharing it: shares it may take of a device
+}
+
+// ConsumedCapacity is what the alternative consumes of MultiAlloc device d,
+// as written to the result's consumedCapacity; nil for other devices.
+func (a *Alternative) ConsumedCapacity(d int) map[resourceapi.QualifiedName]resource.Quantity {
+	if a == nil || a.caps == nil {
+		return nil
+	}
+	return a.caps.consumed[d]
+}
+
+// CapacityAmounts is what the alternative consumes of MultiAlloc device d,
+// per entry of Device.Capacity in its scaled units; nil for other devices
+// (and for a nil alternative).
+func (a *Alternative) CapacityAmounts(d int) []int64 {
+	if a == nil || a.caps == nil {
+		return nil
+	}
+	return a.caps.amounts[d]
 }
 
 // CandidatesOn lists the candidates usable from node n, in candidate order;

@@ -1,21 +1,33 @@
 package model
 
 // State tracks what is taken while claims are placed one by one: devices,
-// counters, and the compatibility-group lists of each counter set. It is the
-// one place that decides whether a device can still be allocated; greedy
+// counters, the compatibility-group lists of each counter set, and the
+// capacity left on shared (allowMultipleAllocations) devices. It is the one
+// place that decides whether a device can still be allocated; greedy
 // placement, layout pricing and the tests' brute force all go through it.
+//
+// Fits, Take and Release are for devices without allowMultipleAllocations
+// (or shares that consume no capacity); a share of a shared device goes
+// through FitsFor, TakeFor and ReleaseFor with the alternative it serves,
+// which says how much capacity it consumes.
 type State struct {
 	P      *Problem
 	used   []bool
 	free   [][]int64
 	groups [][][]string // per counter set: group lists of allocated devices
+	shares []int32      // per device: new shares of a shared device
+	capa   [][]int64    // per shared device: capacity left, per Device.Capacity
 }
 
 // NewState is the state before any pending claim is placed.
 func NewState(p *Problem) *State {
-	s := &State{P: p, used: make([]bool, len(p.Devices)), free: make([][]int64, len(p.CounterSets)), groups: make([][][]string, len(p.CounterSets))}
+	s := &State{P: p, used: make([]bool, len(p.Devices)), free: make([][]int64, len(p.CounterSets)), groups: make([][][]string, len(p.CounterSets)),
+		shares: make([]int32, len(p.Devices)), capa: make([][]int64, len(p.Devices))}
 	for i, d := range p.Devices {
 		s.used[i] = d.InUse
+		for _, c := range d.Capacity {
+			s.capa[i] = append(s.capa[i], c.Free)
+		}
 	}
 	for i, cs := range p.CounterSets {
 		s.free[i] = append([]int64(nil), cs.Free...)
@@ -27,11 +39,55 @@ func NewState(p *Problem) *State {
 // Fits tells whether device d can be newly allocated now. Admin access
 // (exclusive false) may share a device in use, but like upstream still needs
 // its counters free.
-func (s *State) Fits(d int, exclusive bool) bool {
+func (s *State) Fits(d int, exclusive bool) bool { return s.FitsFor(d, nil, exclusive) }
+
+// FitsFor tells whether device d can be newly allocated now for alternative
+// a. A shared device is never occupied by new claims (only an existing
+// dedicated result holds it); a share must fit in the capacity left, and
+// only the device's first share needs its counters and groups.
+func (s *State) FitsFor(d int, a *Alternative, exclusive bool) bool {
 	if exclusive && s.used[d] {
 		return false
 	}
 	dev := s.P.Devices[d]
+	if dev.MultiAlloc {
+		amounts := a.CapacityAmounts(d)
+		for j, left := range s.capa[d] {
+			var need int64
+			if amounts != nil {
+				need = amounts[j]
+			}
+			if need > left {
+				return false
+			}
+		}
+	}
+	if s.charges(d) {
+		if !s.countersFit(dev) {
+			return false
+		}
+	}
+	for _, o := range dev.Incompatible {
+		if s.Taken(o) {
+			return false
+		}
+	}
+	return true
+}
+
+// charges tells whether a new allocation of d consumes its counters: every
+// allocation of a device that is not shared, only the first share of one
+// that is (counting existing shares).
+func (s *State) charges(d int) bool {
+	dev := s.P.Devices[d]
+	return !dev.MultiAlloc || !dev.ExistingShared && s.shares[d] == 0
+}
+
+// Taken tells whether d is allocated in this state: held, or shared by a
+// new claim.
+func (s *State) Taken(d int) bool { return s.used[d] || s.shares[d] > 0 }
+
+func (s *State) countersFit(dev *Device) bool {
 	for _, c := range dev.Consumes {
 		for j, a := range c.Amounts {
 			if a > s.free[c.Set][j] {
@@ -39,11 +95,6 @@ func (s *State) Fits(d int, exclusive bool) bool {
 			}
 		}
 		if !s.groupsAllow(c.Set, c.Groups) {
-			return false
-		}
-	}
-	for _, o := range dev.Incompatible {
-		if s.used[o] {
 			return false
 		}
 	}
@@ -108,11 +159,25 @@ func intersect(a, b []string) []string {
 func intersects(a, b []string) bool { return len(intersect(a, b)) > 0 }
 
 // Take allocates device d (exclusive: it occupies the device).
-func (s *State) Take(d int, exclusive bool) {
-	if exclusive {
+func (s *State) Take(d int, exclusive bool) { s.TakeFor(d, nil, exclusive) }
+
+// TakeFor allocates device d for alternative a: a share of a shared
+// device, or the device itself (exclusive: it occupies the device).
+func (s *State) TakeFor(d int, a *Alternative, exclusive bool) {
+	dev := s.P.Devices[d]
+	charge := s.charges(d)
+	if dev.MultiAlloc {
+		for j, x := range a.CapacityAmounts(d) {
+			s.capa[d][j] -= x
+		}
+		s.shares[d]++
+	} else if exclusive {
 		s.used[d] = true
 	}
-	for _, c := range s.P.Devices[d].Consumes {
+	if !charge {
+		return
+	}
+	for _, c := range dev.Consumes {
 		for j, a := range c.Amounts {
 			s.free[c.Set][j] -= a
 		}
@@ -121,11 +186,23 @@ func (s *State) Take(d int, exclusive bool) {
 }
 
 // Release undoes the most recent take of d (takes are undone in reverse).
-func (s *State) Release(d int, exclusive bool) {
-	if exclusive {
+func (s *State) Release(d int, exclusive bool) { s.ReleaseFor(d, nil, exclusive) }
+
+// ReleaseFor undoes the most recent TakeFor(d, a, exclusive).
+func (s *State) ReleaseFor(d int, a *Alternative, exclusive bool) {
+	dev := s.P.Devices[d]
+	if dev.MultiAlloc {
+		for j, x := range a.CapacityAmounts(d) {
+			s.capa[d][j] += x
+		}
+		s.shares[d]--
+	} else if exclusive {
 		s.used[d] = false
 	}
-	for _, c := range s.P.Devices[d].Consumes {
+	if !s.charges(d) {
+		return
+	}
+	for _, c := range dev.Consumes {
 		for j, a := range c.Amounts {
 			s.free[c.Set][j] += a
 		}
@@ -136,3 +213,6 @@ func (s *State) Release(d int, exclusive bool) {
 
 // Used tells whether device d is allocated exclusively in this state.
 func (s *State) Used(d int) bool { return s.used[d] }
+
+// Shares is the number of new shares of device d in this state.
+func (s *State) Shares(d int) int { return int(s.shares[d]) }

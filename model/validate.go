@@ -385,9 +385,11 @@ func (v *validator) device(s *resourceapi.ResourceSlice, i int, names map[string
 		if msg := qualifiedName(k); msg != "" {
 			v.errorf(s, name, f+".capacity["+k+"]", "%s", msg)
 		}
-		if q := d.Capacity[resourceapi.QualifiedName(k)].Value; q.Sign() < 0 {
-			v.errorf(s, name, f+".capacity["+k+"].value", "%s is negative", q.String())
-		}
+	}
+	// Negative values and request policies the API server rejects.
+	for _, e := range CapacityPolicyErrors(d) {
+		field, msg, _ := strings.Cut(e, ": ")
+		v.errorf(s, name, f+"."+field, "%s", msg)
 	}
 	if len(d.Taints) > resourceapi.DeviceTaintsMaxLength {
 		v.errorf(s, name, f+".taints", "%d taints, more than %d", len(d.Taints), resourceapi.DeviceTaintsMaxLength)

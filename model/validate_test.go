@@ -282,6 +282,17 @@ func TestValidateFindings(t *testing.T) {
 		{"negative counter", func(o *Objects) {
 			slice(o, "gpu-counters").Spec.SharedCounters[0].Counters = counters("memory", "-1")
 		}, Finding{Severity: "error", Slice: "gpu-counters", Field: "spec.sharedCounters[0].counters[memory].value", Message: "-1 is negative"}},
+		{"request policy on an exclusive device", func(o *Objects) {
+			device(o, "gpu-devices", "whole").Capacity = map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{
+				"memory": {Value: resource.MustParse("40Gi"), RequestPolicy: &resourceapi.CapacityRequestPolicy{Default: ptr.To(resource.MustParse("1Gi"))}}}
+		}, Finding{Severity: "error", Device: "whole", Field: "spec.devices[0].capacity[memory].requestPolicy", Message: "forbidden: allowMultipleAllocations must be true"}},
+		{"request policy default not a valid value", func(o *Objects) {
+			d := device(o, "gpu-devices", "whole")
+			d.AllowMultipleAllocations = ptr.To(true)
+			d.Capacity = map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{
+				"memory": {Value: resource.MustParse("40Gi"), RequestPolicy: &resourceapi.CapacityRequestPolicy{Default: ptr.To(resource.MustParse("1Gi")),
+					ValidValues: []resource.Quantity{resource.MustParse("10Gi"), resource.MustParse("20Gi")}}}}
+		}, Finding{Severity: "error", Device: "whole", Field: "spec.devices[0].capacity[memory].requestPolicy.validValues", Message: "the default 1Gi is not one of the valid values"}},
 		{"bad device name", func(o *Objects) { device(o, "gpu-devices", "whole").Name = "Whole_GPU" },
 			Finding{Severity: "error", Device: "Whole_GPU", Field: "spec.devices[0].name", Message: "is not a DNS label"}},
 		{"bad counter set name", func(o *Objects) { slice(o, "gpu-counters").Spec.SharedCounters[0].Name = "gpu.0" },

@@ -21,17 +21,19 @@ func benchCommand() *cli.Command {
 		Usage: "compare drasat with the kube-scheduler's allocator and first-fit baselines on generated clusters and the Alibaba trace",
 		Description: `Scenarios: mig (MIG partitions of A100s, H100s or both, --mig-gpu), tpu
 (multi-host TPU slices), modes (GPUs with mutually exclusive modes, under --compat
-kep5963 and wildcard), openb (replay of the Alibaba GPU trace in
-../shared/data/alibaba-openb), research and research-openb (the modes workload and the
-trace under every partitioning model: groups, wildcard, compatibleOnlyWith, the KEP-4815
-draft, static modes; docs/research.md). Sizes are NODESxGPUS:CLAIMS (mig,
-modes, research), NODES:CLAIMS (tpu; NODES a multiple of 16) or NODES:TASKS (openb, research-openb; 0 = all).
+kep5963 and wildcard), nic (NICs shared by bandwidth: consumable capacity),
+openb (replay of the Alibaba GPU trace in ../shared/data/alibaba-openb), research
+and research-openb (the modes workload and the trace under every partitioning model:
+groups, wildcard, compatibleOnlyWith, the KEP-4815 draft, static modes;
+docs/research.md). Sizes are NODESxGPUS:CLAIMS (mig, modes, research),
+NODES:CLAIMS (tpu, NODES a multiple of 16; nic, two NICs per node, or
+NODESxNICS:CLAIMS) or NODES:TASKS (openb, research-openb; 0 = all).
 Every allocation of every policy is validated by the independent feasibility checker;
 an invalid one fails the run.`,
 		ArgsUsage: " ",
 		Flags: []cli.Flag{
 			&cli.StringSliceFlag{Name: "scenario", Aliases: []string{"s"}, Value: cli.NewStringSlice("mig"), Usage: "scenarios to run: " + strings.Join(bench.Scenarios, ", ")},
-			&cli.StringSliceFlag{Name: "size", Usage: "sizes, as SCENARIO=SIZE[,SIZE] or SIZE[,SIZE] for all given scenarios (defaults: mig " + bench.DefaultSizes["mig"] + "; tpu " + bench.DefaultSizes["tpu"] + "; modes " + bench.DefaultSizes["modes"] + "; openb " + bench.DefaultSizes["openb"] + ")"},
+			&cli.StringSliceFlag{Name: "size", Usage: "sizes, as SCENARIO=SIZE[,SIZE] or SIZE[,SIZE] for all given scenarios (defaults: mig " + bench.DefaultSizes["mig"] + "; tpu " + bench.DefaultSizes["tpu"] + "; modes " + bench.DefaultSizes["modes"] + "; nic " + bench.DefaultSizes["nic"] + "; openb " + bench.DefaultSizes["openb"] + ")"},
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "generator seed; the same seed gives the same instances and results"},
 			&cli.IntFlag{Name: "repeat", Value: 1, Usage: "runs per policy; the median wall time is reported"},
 			&cli.StringSliceFlag{Name: "policy", Aliases: []string{"p"}, Value: cli.NewStringSlice(bench.Policies...), Usage: "policies: " + strings.Join(bench.Policies, ", ")},

@@ -215,6 +215,7 @@ func allocations(objs *model.Objects, p *model.Problem, res *alloc.Result) ([]ex
 				continue
 			}
 			a.Devices = append(a.Devices, model.DeviceID{Driver: r.Driver, Pool: r.Pool, Device: r.Device})
+			a.Requests = append(a.Requests, r.Request)
 		}
 		out = append(out, a)
 	}
@@ -227,6 +228,7 @@ func allocations(objs *model.Objects, p *model.Problem, res *alloc.Result) ([]ex
 				continue
 			}
 			a.Devices = append(a.Devices, p.Devices[pk.Dev].ID)
+			a.Requests = append(a.Requests, as.Claim.Requests[pk.Req].Alternatives[pk.Alt].Name)
 		}
 		out = append(out, a)
 	}
