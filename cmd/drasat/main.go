@@ -23,6 +23,7 @@ func main() {
 			reconcileCommand(),
 			validateCommand(),
 			explainCommand(),
+			exportCommand(),
 		},
 	}
 	if err := app.Run(os.Args); err != nil {
