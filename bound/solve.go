@@ -8,7 +8,8 @@ import (
 
 // Result of minimising the Lagrangian dual.
 type Result struct {
-	// Bound is a proven upper bound on the admitted weight.
+	// Bound is a proven upper bound on the admitted weight; math.MaxInt64
+	// when the descent never ran (its deadline had passed).
 	Bound int64
 	// Value is the smallest L(π) seen; Bound is its floor.
 	Value float64
@@ -121,6 +122,12 @@ func (r *Relaxation) Solve(ctx context.Context, lower int64, deadline time.Time,
 		}
 	}
 	res.Bound = int64(math.Floor(res.Value + 1e-6))
+	if math.IsInf(res.Value, 1) {
+		// No iteration ran (deadline or context already over): no bound.
+		// (Converting +Inf to int64 gives math.MinInt64 on amd64, which
+		// callers taking the least bound would keep.)
+		res.Bound = math.MaxInt64
+	}
 	if n := len(res.Snapshots); res.Price != nil && (n == 0 || !equalPrices(res.Snapshots[n-1], res.Price)) {
 		res.Snapshots = append(res.Snapshots, res.Price)
 	}
