@@ -128,6 +128,9 @@ func (r *Relaxation) Solve(ctx context.Context, lower int64, deadline time.Time,
 		// callers taking the least bound would keep.)
 		res.Bound = math.MaxInt64
 	}
+	if res.Price != nil && (r.best == nil || res.Value < r.bestValue) {
+		r.best, r.bestValue = res.Price, res.Value
+	}
 	if n := len(res.Snapshots); res.Price != nil && (n == 0 || !equalPrices(res.Snapshots[n-1], res.Price)) {
 		res.Snapshots = append(res.Snapshots, res.Price)
 	}
