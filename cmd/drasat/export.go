@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/drasat/drasat/bench"
+	"github.com/drasat/drasat/bound"
 	"github.com/drasat/drasat/mip"
 	"github.com/drasat/drasat/model"
 )
@@ -40,14 +41,15 @@ drasat allocate -f FILE runs the same instance.`,
 			&cli.StringFlag{Name: "compat", Value: model.CompatKEP5963, Usage: "compatibility-group semantics: kep5963 or wildcard"},
 			&cli.StringFlag{Name: "lp", Usage: "write the MIP in CPLEX LP format to this file (- for stdout)"},
 			&cli.StringFlag{Name: "objects", Usage: "write the objects as YAML to this file (- for stdout)"},
+			&cli.StringFlag{Name: "aggregate-lp", Usage: "write the aggregated claim-pattern model (an integer program whose optimum bounds the admitted claims, max-claims weights) in CPLEX LP format to this file (- for stdout)"},
 		},
 		Action: runExport,
 	}
 }
 
 func runExport(c *cli.Context) error {
-	if c.String("lp") == "" && c.String("objects") == "" {
-		return fmt.Errorf("nothing to write: give --lp FILE or --objects FILE")
+	if c.String("lp") == "" && c.String("objects") == "" && c.String("aggregate-lp") == "" {
+		return fmt.Errorf("nothing to write: give --lp FILE, --aggregate-lp FILE or --objects FILE")
 	}
 	objs, err := exportObjects(c)
 	if err != nil {
@@ -62,17 +64,32 @@ func runExport(c *cli.Context) error {
 			return err
 		}
 	}
-	if path := c.String("lp"); path != "" {
-		if err := model.CheckLimits(objs); err != nil {
-			return err
-		}
-		p, err := model.Build(objs, model.Options{Compat: c.String("compat")})
+	if c.String("lp") == "" && c.String("aggregate-lp") == "" {
+		return nil
+	}
+	if err := model.CheckLimits(objs); err != nil {
+		return err
+	}
+	p, err := model.Build(objs, model.Options{Compat: c.String("compat")})
+	if err != nil {
+		return err
+	}
+	for _, is := range p.Issues {
+		fmt.Fprintln(os.Stderr, "warning:", is)
+	}
+	if path := c.String("aggregate-lp"); path != "" {
+		var buf bytes.Buffer
+		rel := bound.New(p, p.Claims, func(c *model.Claim) int64 { return c.Weight })
+		st, err := rel.WriteAggregateLP(&buf)
 		if err != nil {
+			return fmt.Errorf("flag --aggregate-lp: %w", err)
+		}
+		if err := writeOutput(path, buf.Bytes()); err != nil {
 			return err
 		}
-		for _, is := range p.Issues {
-			fmt.Fprintln(os.Stderr, "warning:", is)
-		}
+		fmt.Fprintf(os.Stderr, "wrote the aggregated model: %d bin types, %d item shapes, %d patterns\n", st.Types, st.Shapes, st.Patterns)
+	}
+	if path := c.String("lp"); path != "" {
 		var buf bytes.Buffer
 		prog, err := mip.WriteLP(&buf, p)
 		if err != nil {

@@ -51,6 +51,13 @@ func TestExport(t *testing.T) {
 			t.Errorf("LP lacks %q", s)
 		}
 	}
+	agg := filepath.Join(dir, "agg.lp")
+	if err := runExportCmd("-f", objs, "--aggregate-lp", agg); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(agg); err != nil || !strings.Contains(string(b), "Generals") || !strings.Contains(string(b), "c0_0") {
+		t.Errorf("aggregated model: %v\n%s", err, b)
+	}
 	// The LP of the files equals the LP of the generated instance.
 	lp2 := filepath.Join(dir, "m2.lp")
 	if err := runExportCmd("-f", objs, "--lp", lp2); err != nil {
