@@ -27,6 +27,8 @@ program of all pending claims: maximise the admitted claim weight under the
 semantics drasat allocates by (docs/encoding.md); solve it with, for example,
   cbc model.lp sec 60 threads 1 solve solu solution.txt
   highs model.lp
+--aggregate-lp writes the much smaller aggregated model (integer GPUs per claim
+pattern, docs/encoding.md §3), whose optimum bounds the admitted claims.
 --objects writes the objects of a generated instance as YAML, so that
 drasat allocate -f FILE runs the same instance.`,
 		ArgsUsage: " ",
