@@ -14,10 +14,20 @@ import (
 // quality next to time: admitted claims, whether the optimum was proven, and
 // the gap to the proven bound.
 func benchmarkMIG(b *testing.B, nodes, gpus, claims int) {
+	benchmarkMIGFamily(b, "default", nodes, gpus, claims)
+}
+
+// benchmarkMIGFamily is benchmarkMIG on one claim mix (MIGFamilies);
+// iteration i solves seed i+1.
+func benchmarkMIGFamily(b *testing.B, family string, nodes, gpus, claims int) {
 	var admitted, optimal, gap float64
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		objs := MIG(DefaultMIG(nodes, gpus, claims, uint64(i+1)))
+		cfg, err := MIGFamilyConfig(family, nodes, gpus, claims, uint64(i+1))
+		if err != nil {
+			b.Fatal(err)
+		}
+		objs := MIG(cfg)
 		b.StartTimer()
 		p, err := model.Build(objs, model.Options{})
 		if err != nil {
@@ -44,6 +54,17 @@ func BenchmarkMIG8x8Claims500(b *testing.B)   { benchmarkMIG(b, 8, 8, 500) }
 func BenchmarkMIG64x8Claims2000(b *testing.B) { benchmarkMIG(b, 64, 8, 2000) }
 
 func BenchmarkMIG256x8Claims8000(b *testing.B) { benchmarkMIG(b, 256, 8, 8000) }
+
+// BenchmarkMIGFamilies runs every claim mix at the target sizes:
+// go test ./bench -run '^$' -bench 'MIGFamilies/independent' -benchtime 5x
+func BenchmarkMIGFamilies(b *testing.B) {
+	sizes := []Size{{4, 8, 150}, {8, 8, 300}, {8, 8, 500}, {16, 8, 1000}, {64, 8, 2000}}
+	for _, fam := range MIGFamilies {
+		for _, sz := range sizes {
+			b.Run(fam+"/"+sz.String(), func(b *testing.B) { benchmarkMIGFamily(b, fam, sz.Nodes, sz.GPUs, sz.Claims) })
+		}
+	}
+}
 
 // benchmarkBuild measures turning objects into the problem: pools,
 // counters and CEL selection of candidates.

@@ -98,6 +98,21 @@ type MIGConfig struct {
 	// MultiDevice is the fraction of claims asking for 2–4 devices on one
 	// GPU (matchAttribute parentUUID) or on one node.
 	MultiDevice float64
+	// MatchShare is the share of multi-device claims that keep all their
+	// devices on one GPU (matchAttribute parentUUID); 0 means one half.
+	MatchShare float64
+	// WholeGPU is the fraction of claims asking for one whole GPU (class
+	// gpu.nvidia.com), TwoGPU the fraction asking for two whole GPUs in
+	// one request (count 2, so on one node).
+	WholeGPU, TwoGPU float64
+	// Count is the fraction of claims asking for 2–3 MIG devices of one
+	// profile in a single request (count > 1, anywhere on one node).
+	Count float64
+	// PreallocMax is the most MIG devices already allocated on a
+	// fragmented GPU (1..PreallocMax; 0 means 2), and PreallocSmall keeps
+	// them to the profiles of one or two memory slices.
+	PreallocMax   int
+	PreallocSmall bool
 	// Models are the GPU models of the fleet, assigned to nodes round
 	// robin; empty means A100 only. Each pending claim picks a model at
 	// random and a profile of it; with more than one distinct model its
@@ -188,9 +203,18 @@ func MIG(cfg MIGConfig) *model.Objects {
 		}
 		var used [8]bool
 		var engines engineUse
-		n := 1 + rng.IntN(2)
+		most := cfg.PreallocMax
+		if most <= 0 {
+			most = 2
+		}
+		n := 1 + rng.IntN(most)
 		for k := 0; k < n; k++ {
-			pr := pickProfile(rng, gp.model)
+			var pr MIGProfile
+			if cfg.PreallocSmall {
+				pr = pickSmallProfile(rng, gp.model, 4)
+			} else {
+				pr = pickProfile(rng, gp.model)
+			}
 			if pr.Slices == 8 {
 				continue // a whole GPU in use is not fragmentation
 			}
@@ -220,13 +244,38 @@ func MIG(cfg MIGConfig) *model.Objects {
 	for i := 0; i < cfg.Claims; i++ {
 		name := fmt.Sprintf("claim-%04d", i)
 		gm := &models[rng.IntN(len(models))]
+		// The draws of the default family come first and stay as they
+		// were: the new shares only draw when they are set, so the
+		// default instances do not change.
+		if cfg.WholeGPU+cfg.TwoGPU+cfg.Count > 0 {
+			x := rng.Float64()
+			switch {
+			case x < cfg.WholeGPU:
+				objs.Claims = append(objs.Claims, wholeGPUClaim(name, selectors(gm, "full"), 1))
+				continue
+			case x < cfg.WholeGPU+cfg.TwoGPU:
+				objs.Claims = append(objs.Claims, wholeGPUClaim(name, selectors(gm, "full"), 2))
+				continue
+			case x < cfg.WholeGPU+cfg.TwoGPU+cfg.Count:
+				n := 2 + rng.IntN(2)
+				c := newClaim(name, []string{"mig.nvidia.com"}, nil)
+				c.Spec.Devices.Requests[0].Exactly.Selectors = selectors(gm, pickSmallProfile(rng, gm, n).Name)
+				c.Spec.Devices.Requests[0].Exactly.Count = int64(n)
+				objs.Claims = append(objs.Claims, c)
+				continue
+			}
+		}
 		if rng.Float64() < cfg.MultiDevice {
 			n := 2 + rng.IntN(3)
 			c := newClaim(name, repeat("mig.nvidia.com", n), nil)
 			for r := range c.Spec.Devices.Requests {
 				c.Spec.Devices.Requests[r].Exactly.Selectors = selectors(gm, pickSmallProfile(rng, gm, n).Name)
 			}
-			if rng.IntN(2) == 0 {
+			match := rng.IntN(2) == 0
+			if cfg.MatchShare != 0 {
+				match = rng.Float64() < cfg.MatchShare
+			}
+			if match {
 				c.Spec.Devices.Constraints = []resourceapi.DeviceConstraint{{MatchAttribute: ptr.To(resourceapi.FullyQualifiedName(NVIDIADriver + "/parentUUID"))}}
 			}
 			objs.Claims = append(objs.Claims, c)
@@ -238,6 +287,13 @@ func MIG(cfg MIGConfig) *model.Objects {
 		objs.Claims = append(objs.Claims, c)
 	}
 	return objs
+}
+
+// wholeGPUClaim asks for n whole GPUs in one request.
+func wholeGPUClaim(name string, sel []resourceapi.DeviceSelector, n int) *resourceapi.ResourceClaim {
+	c := newClaim(name, []string{"gpu.nvidia.com"}, sel)
+	c.Spec.Devices.Requests[0].Exactly.Count = int64(n)
+	return c
 }
 
 // engineUse sums the counters other than memory slices that MIG devices

@@ -48,6 +48,9 @@ func TestGeneratorsAPIValid(t *testing.T) {
 		// Nine GPUs a node: two counter slices and an odd device slice.
 		gens = append(gens, gen{"mig " + fleet, generate("mig", Size{Nodes: 3, GPUs: 9, Claims: 150}, GenerateOptions{MIGGPU: fleet})})
 	}
+	for _, fam := range MIGFamilies[1:] {
+		gens = append(gens, gen{"mig " + fam, generate("mig", Size{Nodes: 3, GPUs: 9, Claims: 150}, GenerateOptions{MIGGPU: "mixed", MIGFamily: fam})})
+	}
 	gens = append(gens,
 		gen{"tpu", generate("tpu", Size{Nodes: 32, Claims: 40}, GenerateOptions{})},
 		gen{"modes", generate("modes", Size{Nodes: 2, GPUs: 9, Claims: 120}, GenerateOptions{})},

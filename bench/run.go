@@ -38,7 +38,12 @@ type Config struct {
 	// MIGGPU is the GPU fleet of the mig scenario: a100 (default, also ""),
 	// h100 or mixed.
 	MIGGPU string
-	OpenB  OpenBConfig
+	// MIGFamilies are the claim mixes the mig scenario runs, each at every
+	// size (MIGFamilies; none: default); MIGMix changes single settings of
+	// each (ParseMIGMix).
+	MIGFamilies []string
+	MIGMix      map[string]float64
+	OpenB       OpenBConfig
 	// Progress, when set, is called before each step and at the end.
 	Progress func(done, total int, label string)
 }
@@ -188,11 +193,25 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if _, err := MIGFleet(cfg.MIGGPU); err != nil {
 		return nil, err
 	}
+	families := cfg.MIGFamilies
+	if len(families) == 0 {
+		families = []string{"default"}
+	}
+	for _, f := range families {
+		mc, err := MIGFamilyConfig(f, 1, 1, 1, 1)
+		if err != nil {
+			return nil, err
+		}
+		if err := applyMIGMix(&mc, cfg.MIGMix); err != nil {
+			return nil, err
+		}
+	}
 	rep := &Report{Seed: cfg.Seed, Repeat: cfg.Repeat, TimeoutS: cfg.Timeout.Seconds(),
 		Machine: Machine{GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, CPUs: runtime.NumCPU(), GoVersion: runtime.Version()}}
 	type job struct {
 		scenario string
 		size     Size
+		family   string
 	}
 	var jobs []job
 	for _, sc := range cfg.Scenarios {
@@ -207,7 +226,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			}
 		}
 		for _, sz := range sizes {
-			jobs = append(jobs, job{sc, sz})
+			if sc != "mig" {
+				jobs = append(jobs, job{sc, sz, ""})
+				continue
+			}
+			for _, f := range families {
+				jobs = append(jobs, job{sc, sz, f})
+			}
 		}
 	}
 	steps := 0
@@ -255,7 +280,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			}
 			continue
 		}
-		insts, err := Generate(j.scenario, j.size, cfg.Seed, GenerateOptions{MIGGPU: cfg.MIGGPU})
+		insts, err := Generate(j.scenario, j.size, cfg.Seed, GenerateOptions{MIGGPU: cfg.MIGGPU, MIGFamily: j.family, MIGMix: cfg.MIGMix})
 		if err != nil {
 			return nil, err
 		}

@@ -83,6 +83,9 @@ type Instance struct {
 	// units are devices with allowMultipleAllocations, utilisation is the
 	// share of this capacity consumed.
 	Capacity string
+	// Family is the claim mix of a mig instance (MIGFamilies, then any
+	// --mig-mix settings after a '+'); "" elsewhere.
+	Family string
 }
 
 // Name is "scenario size [compat]", and for mig "scenario size [fleet]"
@@ -94,6 +97,9 @@ func (in *Instance) Name() string {
 	}
 	if in.namedFleet() {
 		n += " " + in.Fleet
+	}
+	if in.Family != "" && in.Family != "default" {
+		n += " " + in.Family
 	}
 	return n
 }
@@ -108,6 +114,10 @@ type GenerateOptions struct {
 	// MIGGPU is the mig scenario's GPU fleet: a100 ("" too), h100 or
 	// mixed (see MIGFleet).
 	MIGGPU string
+	// MIGFamily is the mig scenario's claim mix (MIGFamilies; "" is
+	// default), MIGMix single settings changed on top of it (ParseMIGMix).
+	MIGFamily string
+	MIGMix    map[string]float64
 }
 
 // Scenarios lists the batch scenarios and the replay.
@@ -149,13 +159,26 @@ func Generate(scenario string, sz Size, seed uint64, opts GenerateOptions) ([]*I
 		if err != nil {
 			return nil, err
 		}
-		cfg := DefaultMIG(sz.Nodes, g, sz.Claims, seed)
+		cfg, err := MIGFamilyConfig(opts.MIGFamily, sz.Nodes, g, sz.Claims, seed)
+		if err != nil {
+			return nil, err
+		}
+		if err := applyMIGMix(&cfg, opts.MIGMix); err != nil {
+			return nil, err
+		}
+		family := opts.MIGFamily
+		if family == "" {
+			family = "default"
+		}
+		if m := mixName(opts.MIGMix); m != "" {
+			family += "+" + m
+		}
 		cfg.Models = models
 		// Utilisation counts memory slices: every GPU of either model has
 		// eight, so in a mixed fleet each GPU weighs the same.
 		return []*Instance{{Scenario: scenario, Size: sz, Compat: model.CompatKEP5963, Objs: MIG(cfg),
 			Unit: counterSetUnit, UnitName: "GPUs", Util: memorySlices, UtilName: "memory slices",
-			Picture: sz.Nodes*g <= 16, Fleet: fleet}}, nil
+			Picture: sz.Nodes*g <= 16, Fleet: fleet, Family: family}}, nil
 	case "tpu":
 		objs, err := TPU(TPUConfig{Nodes: sz.Nodes, Claims: sz.Claims, Seed: seed, Fragmented: 0.15})
 		if err != nil {

@@ -39,6 +39,10 @@ type Relaxation struct {
 	binOf   []int // device -> bin, -1 for devices no claim here can use
 	types   []*binType
 	state   *model.State // scratch state for pricing, at the batch's start
+	// best is the π of the least L(π) any Solve has seen, and its value:
+	// the start of the claim-pattern descent (SolvePatterns).
+	best      []float64
+	bestValue float64
 }
 
 // class is a group of interchangeable claims.
@@ -47,6 +51,8 @@ type class struct {
 	weight float64
 	n      int
 	reqs   [][]altCost // per request: its alternatives
+	rep    *model.Claim
+	cands  [][]int // per request: the candidates of all its alternatives
 }
 
 // altCost is what one alternative of a request needs: cnt devices of one of
@@ -106,11 +112,12 @@ func New(p *model.Problem, claims []*model.Claim, weight func(*model.Claim) int6
 			k.n++
 			continue
 		}
-		k := &class{key: c.ClassKey(), weight: float64(weight(c)), n: 1}
+		k := &class{key: c.ClassKey(), weight: float64(weight(c)), n: 1, rep: c}
 		byKey[c.ClassKey()] = k
 		r.classes = append(r.classes, k)
 		for ri, req := range c.Requests {
 			k.reqs = append(k.reqs, make([]altCost, len(req.Alternatives)))
+			k.cands = append(k.cands, nil)
 			for ai, a := range req.Alternatives {
 				var cands []int
 				for _, d := range a.Candidates {
@@ -121,6 +128,7 @@ func New(p *model.Problem, claims []*model.Claim, weight func(*model.Claim) int6
 						continue
 					}
 					cands = append(cands, d)
+					k.cands[ri] = append(k.cands[ri], d)
 					id := fmt.Sprintf("%d/%d/%d", len(r.classes)-1, ri, ai)
 					candidacy[d] = append(candidacy[d], id)
 				}

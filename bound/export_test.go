@@ -8,3 +8,13 @@ func (r *Relaxation) LayoutValue(b *Bin, price []float64) float64 {
 	v, _ := r.layoutsOf(r.types[b.Type]).best(price)
 	return v
 }
+
+// PatternStats counts classes, classes held to one bin, and pattern items.
+func (r *Relaxation) PatternStats() (classes, local, items int) {
+	for _, k := range r.classes {
+		if r.local(k) {
+			local++
+		}
+	}
+	return len(r.classes), local, len(r.patternItems().items)
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -41,6 +42,8 @@ an invalid one fails the run.`,
 			&cli.StringFlag{Name: "json", Usage: "write the report as JSON to this file"},
 			&cli.StringFlag{Name: "html", Usage: "write a self-contained HTML report with SVG charts to this file"},
 			&cli.StringFlag{Name: "mig-gpu", Value: "a100", Usage: "GPU fleet of the mig scenario: a100 (A100-40GB), h100 (H100-80GB) or mixed (A100 and H100 nodes alternating)"},
+			&cli.StringSliceFlag{Name: "mig-family", Usage: "claim mixes of the mig scenario, each run at every size: " + strings.Join(bench.MIGFamilies, ", ") + " (default: default)"},
+			&cli.StringFlag{Name: "mig-mix", Usage: "single settings of the mig claim mix, KEY=VALUE[,KEY=VALUE]: " + migMixUsage()},
 			&cli.StringFlag{Name: "openb-data", Usage: "directory of the Alibaba trace (default: ../shared/data/alibaba-openb beside the repository)"},
 			&cli.StringFlag{Name: "openb-pods", Value: "default", Usage: "task list: default, gpushare100 or multigpu50"},
 			&cli.StringFlag{Name: "openb-gpu", Value: "a100", Usage: "GPU model every trace GPU is published as: a100 or h100"},
@@ -127,7 +130,35 @@ func benchConfig(c *cli.Context) (bench.Config, error) {
 	if _, err := bench.MIGFleet(cfg.MIGGPU); err != nil {
 		return cfg, fmt.Errorf("flag --mig-gpu: %w", err)
 	}
+	for _, f := range c.StringSlice("mig-family") {
+		f = strings.ToLower(strings.TrimSpace(f))
+		if _, err := bench.MIGFamilyConfig(f, 1, 1, 1, 1); err != nil {
+			return cfg, fmt.Errorf("flag --mig-family: %w", err)
+		}
+		cfg.MIGFamilies = append(cfg.MIGFamilies, f)
+	}
+	if s := c.String("mig-mix"); s != "" {
+		mix, err := bench.ParseMIGMix(s)
+		if err != nil {
+			return cfg, fmt.Errorf("flag --mig-mix: %w", err)
+		}
+		cfg.MIGMix = mix
+	}
 	return cfg, nil
+}
+
+// migMixUsage lists the --mig-mix keys.
+func migMixUsage() string {
+	var ks []string
+	for k := range bench.MIGMixKeys {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	var parts []string
+	for _, k := range ks {
+		parts = append(parts, k+" ("+bench.MIGMixKeys[k]+")")
+	}
+	return strings.Join(parts, "; ")
 }
 
 func isTerminal(f *os.File) bool {

@@ -110,3 +110,15 @@ func TestBenchMIGGPURun(t *testing.T) {
 		t.Errorf("--mig-gpu b200: err = %v, output %q", err, out)
 	}
 }
+
+func TestBenchMIGFamilyFlags(t *testing.T) {
+	cfg, err := benchFlags(t, "--mig-family", "independent", "--mig-family", "Whole", "--mig-mix", "multi=0.5,prealloc-max=3")
+	if err != nil || strings.Join(cfg.MIGFamilies, ",") != "independent,whole" || cfg.MIGMix["multi"] != 0.5 || cfg.MIGMix["prealloc-max"] != 3 {
+		t.Errorf("families %v, mix %v, err %v", cfg.MIGFamilies, cfg.MIGMix, err)
+	}
+	for flag, bad := range map[string]string{"--mig-family": "odd", "--mig-mix": "multi=7"} {
+		if _, err := benchFlags(t, flag, bad); err == nil || !strings.Contains(err.Error(), "flag "+flag) {
+			t.Errorf("%s %s: err = %v, want one naming the flag", flag, bad, err)
+		}
+	}
+}

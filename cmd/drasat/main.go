@@ -19,6 +19,7 @@ func main() {
 			reconcileCommand(),
 			validateCommand(),
 			explainCommand(),
+			exportCommand(),
 		},
 	}
 	if err := app.Run(os.Args); err != nil {
