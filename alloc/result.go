@@ -30,10 +30,14 @@ func AllocationResult(p *model.Problem, a *Assignment) (*resourceapi.AllocationR
 		if alt.AdminAccess {
 			r.AdminAccess = ptr.To(true)
 		}
-		if dev.BindsToNode {
-			r.BindingConditions = dev.Spec.BindingConditions
-			r.BindingFailureConditions = dev.Spec.BindingFailureConditions
-		}
+		// As upstream's allocator: the request's tolerations (the taint
+		// eviction controller reads them here), the device's binding
+		// conditions whenever it has them, and the slice's
+		// skipNodeOperations.
+		r.Tolerations = slices.Clone(alt.Tolerations)
+		r.BindingConditions = slices.Clone(dev.Spec.BindingConditions)
+		r.BindingFailureConditions = slices.Clone(dev.Spec.BindingFailureConditions)
+		r.SkipNodeOperations = slices.Clone(dev.Slice.Spec.SkipNodeOperations)
 		out.Devices.Results = append(out.Devices.Results, r)
 		chosen[pk.Req] = pk.Alt
 	}

@@ -1,6 +1,8 @@
 package model
 
 import (
+	"slices"
+	"math"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +13,7 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/component-helpers/nodedeclaredfeatures/features/draoptionalnodeoperations"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/dynamic-resource-allocation/resourceclaim"
 )
@@ -59,22 +62,22 @@ type builder struct {
 	nodeByName map[string]int
 	classes    map[string]*resourceapi.DeviceClass
 	matchCache map[string]matchResult
-	attrCache  map[string][]*string // attribute -> per device, nil until looked up
+	attrCache  map[string][]*[]string // attribute -> per device, nil until looked up
 }
 
 // attribute is attributeValue, cached: constraints of many claims look up
 // the same attribute on the same devices.
-func (b *builder) attribute(dev *Device, name string) string {
+func (b *builder) attribute(dev *Device, name string) []string {
 	if b.attrCache == nil {
-		b.attrCache = map[string][]*string{}
+		b.attrCache = map[string][]*[]string{}
 	}
 	vals := b.attrCache[name]
 	if vals == nil {
-		vals = make([]*string, len(b.p.Devices))
+		vals = make([]*[]string, len(b.p.Devices))
 		b.attrCache[name] = vals
 	}
 	if vals[dev.Index] == nil {
-		v := attributeValue(dev.ID.Driver, dev.Spec, name)
+		v := attributeValues(dev.ID.Driver, dev.Spec, name)
 		vals[dev.Index] = &v
 	}
 	return *vals[dev.Index]
@@ -231,6 +234,7 @@ func (b *builder) reach(d *Device) error {
 	} else {
 		nodeName, sel, all = slice.NodeName, slice.NodeSelector, slice.AllNodes != nil && *slice.AllNodes
 	}
+	defer b.optionalNodeOperations(d)
 	switch {
 	case nodeName != nil && *nodeName != "":
 		d.NodeLocal = true
@@ -252,6 +256,27 @@ func (b *builder) reach(d *Device) error {
 		}
 	}
 	return nil
+}
+
+// optionalNodeOperations: a device of a slice with skipNodeOperations can
+// only be allocated for a node that declares the DRAOptionalNodeOperations
+// feature in status.declaredFeatures, as upstream's allocator requires.
+func (b *builder) optionalNodeOperations(d *Device) {
+	if len(d.Slice.Spec.SkipNodeOperations) == 0 {
+		return
+	}
+	declares := func(n int) bool {
+		return slices.Contains(b.p.Nodes[n].Obj.Status.DeclaredFeatures, draoptionalnodeoperations.DRAOptionalNodeOperationsFeatureGate)
+	}
+	if d.All {
+		// Every node becomes "every declaring node", named one by one.
+		d.All = false
+		d.Reach = nil
+		for n := range b.p.Nodes {
+			d.Reach = append(d.Reach, n)
+		}
+	}
+	d.Reach = slices.DeleteFunc(d.Reach, func(n int) bool { return !declares(n) })
 }
 
 // applyExisting marks devices of allocated claims as in use and takes their
@@ -430,15 +455,22 @@ func (b *builder) buildRequests(c *Claim) error {
 		}
 		c.Requests = append(c.Requests, req)
 	}
+	if err := limitResults(c); err != nil {
+		return err
+	}
+	if err := b.excludeCELErrorNodes(c); err != nil {
+		return err
+	}
 	for i, con := range spec.Constraints {
-		k := &Constraint{Requests: con.Requests, Value: map[int]string{}}
+		k := &Constraint{Requests: con.Requests, Values: map[int][]string{}}
 		switch {
 		case con.MatchAttribute != nil:
 			k.Kind, k.Attribute = MatchAttribute, string(*con.MatchAttribute)
 		case con.DistinctAttribute != nil:
 			k.Kind, k.Attribute = DistinctAttribute, string(*con.DistinctAttribute)
 		default:
-			return fmt.Errorf("field spec.devices.constraints[%d]: %w (only matchAttribute and distinctAttribute are)", i, errUnsupported)
+			// A constraint type of a newer API: an error for the claim, as upstream.
+			return fmt.Errorf("field spec.devices.constraints[%d]: neither matchAttribute nor distinctAttribute is set (unknown constraint type)", i)
 		}
 		for _, req := range c.Requests {
 			for _, alt := range req.Alternatives {
@@ -447,7 +479,7 @@ func (b *builder) buildRequests(c *Claim) error {
 				}
 				for _, d := range alt.Candidates {
 					dev := b.p.Devices[d]
-					k.Value[d] = b.attribute(dev, k.Attribute)
+					k.Values[d] = b.attribute(dev, k.Attribute)
 				}
 			}
 		}
@@ -459,7 +491,7 @@ func (b *builder) buildRequests(c *Claim) error {
 func (b *builder) alternative(c *Claim, reqName, subName, className string, sels []resourceapi.DeviceSelector,
 	mode resourceapi.DeviceAllocationMode, count int64, admin *bool, tols []resourceapi.DeviceToleration,
 	hasCapacity, hasDerived bool) (*Alternative, error) {
-	alt := &Alternative{Name: reqName, SubName: subName, AdminAccess: admin != nil && *admin}
+	alt := &Alternative{Name: reqName, SubName: subName, AdminAccess: admin != nil && *admin, Tolerations: tols}
 	if subName != "" {
 		alt.Name = reqName + "/" + subName
 	}
@@ -479,10 +511,12 @@ func (b *builder) alternative(c *Claim, reqName, subName, className string, sels
 		if count == 0 {
 			count = 1
 		}
-		if count < 1 || count > resourceapi.AllocationResultsMaxSize {
-			return nil, fmt.Errorf("field count: %d is outside [1, %d]", count, resourceapi.AllocationResultsMaxSize)
+		if count < 1 {
+			return nil, fmt.Errorf("field count: %d is below 1", count)
 		}
-		alt.Count = int(count)
+		// Above the claim's 32 results the alternative cannot be met;
+		// limitResults decides what that means for the claim.
+		alt.Count = int(min(count, resourceapi.AllocationResultsMaxSize+1))
 	case resourceapi.DeviceAllocationModeAll:
 		alt.All = true
 		if len(b.p.Issues) > 0 {
@@ -496,25 +530,104 @@ func (b *builder) alternative(c *Claim, reqName, subName, className string, sels
 		if m.err != nil {
 			return nil, m.err
 		}
-		alt.Candidates, alt.AllMatch, alt.onNode = m.candidates, m.allMatch, m.onNode
+		alt.Candidates, alt.AllMatch, alt.onNode, alt.celErrs = m.candidates, m.allMatch, m.onNode, m.celErrs
 		return alt, nil
 	}
-	cands, allMatch, err := b.match(class, sels, alt, tols)
+	cands, allMatch, celErrs, err := b.match(class, sels, alt, tols)
 	if err != nil {
 		b.matchCache[key] = matchResult{err: err}
 		return nil, err
 	}
+	alt.celErrs = celErrs
 	alt.Candidates, alt.AllMatch = cands, allMatch
 	alt.indexByNode(b.p)
-	b.matchCache[key] = matchResult{cands, allMatch, alt.onNode, nil}
+	b.matchCache[key] = matchResult{cands, allMatch, alt.onNode, celErrs, nil}
 	return alt, nil
 }
+
+// limitResults applies the limit of 32 results per claim, summed over its
+// requests, as upstream does. Each request needs at least the smallest
+// count among its alternatives (an All-mode alternative at least one
+// device); when these minimums exceed 32 the claim cannot be allocated.
+// Otherwise an alternative that would take the claim past 32 together with
+// the other requests' minimums can never be met: it is left without
+// candidates, so the next firstAvailable subrequest is tried. Which
+// combination of alternatives stays within 32 (and All-mode, whose count
+// depends on the node) is left to the search, which counts the results.
+func limitResults(c *Claim) error {
+	minCount := func(a *Alternative) int {
+		if a.All {
+			return 1
+		}
+		return a.Count
+	}
+	mins := make([]int, len(c.Requests))
+	sum := 0
+	for i, r := range c.Requests {
+		mins[i] = math.MaxInt
+		for _, a := range r.Alternatives {
+			mins[i] = min(mins[i], minCount(a))
+		}
+		if mins[i] > MaxResults-sum {
+			return fmt.Errorf("request %s: adding %d devices exceeds the claim limit of %d results, with %d already accounted for", r.Name, mins[i], MaxResults, sum)
+		}
+		sum += mins[i]
+	}
+	for i, r := range c.Requests {
+		for _, a := range r.Alternatives {
+			if minCount(a) > MaxResults-(sum-mins[i]) {
+				a.Candidates, a.AllMatch, a.OverLimit = nil, nil, true
+				a.onNode = map[int][]int{}
+			}
+		}
+	}
+	return nil
+}
+
+// excludeCELErrorNodes: a selector that fails at run time on a device makes
+// the claim unallocatable on every node that reaches the device (upstream
+// evaluates the selectors on the devices of the node it tries, and the
+// error ends that try). When that leaves no node, the claim fails with the
+// first error.
+func (b *builder) excludeCELErrorNodes(c *Claim) error {
+	var first error
+	firstDev := -1
+	excluded := map[int]bool{}
+	for _, r := range c.Requests {
+		for _, a := range r.Alternatives {
+			for d, err := range a.celErrs {
+				if first == nil || d < firstDev {
+					first, firstDev = err, d
+				}
+				dev := b.p.Devices[d]
+				if dev.All {
+					return err
+				}
+				for _, n := range dev.Reach {
+					excluded[n] = true
+				}
+			}
+		}
+	}
+	if first == nil {
+		return nil
+	}
+	if c.FixedNode >= 0 && excluded[c.FixedNode] || len(excluded) >= len(b.p.Nodes) {
+		return first
+	}
+	c.ExcludedNodes = excluded
+	return nil
+}
+
+// MaxResults is the limit on a claim's results (all requests together).
+const MaxResults = resourceapi.AllocationResultsMaxSize
 
 // matchResult caches which devices an alternative may use: many claims ask
 // for the same class with the same selectors.
 type matchResult struct {
 	candidates, allMatch []int
 	onNode               map[int][]int
+	celErrs              map[int]error
 	err                  error
 }
 
@@ -531,35 +644,49 @@ func tolerationsKey(tols []resourceapi.DeviceToleration) string {
 // match evaluates the class's and the request's selectors on every device.
 // Errors name the selector; they make the claims using it unallocatable.
 func (b *builder) match(class *resourceapi.DeviceClass, sels []resourceapi.DeviceSelector, alt *Alternative,
-	tols []resourceapi.DeviceToleration) (candidates, allMatch []int, err error) {
+	tols []resourceapi.DeviceToleration) (candidates, allMatch []int, celErrs map[int]error, err error) {
 	type selector struct {
 		expr, field string
 	}
 	var exprs []selector
+	// A selector without cel is of a type drasat does not know (a newer
+	// API): an error for the claim, as upstream, never "matches all".
 	for i, s := range class.Spec.Selectors {
-		if s.CEL != nil {
-			exprs = append(exprs, selector{s.CEL.Expression, fmt.Sprintf("device class %s: field spec.selectors[%d].cel.expression", class.Name, i)})
+		if s.CEL == nil {
+			return nil, nil, nil, fmt.Errorf("device class %s: field spec.selectors[%d]: no cel expression (unknown selector type)", class.Name, i)
 		}
+		exprs = append(exprs, selector{s.CEL.Expression, fmt.Sprintf("device class %s: field spec.selectors[%d].cel.expression", class.Name, i)})
 	}
 	for i, s := range sels {
-		if s.CEL != nil {
-			exprs = append(exprs, selector{s.CEL.Expression, fmt.Sprintf("field selectors[%d].cel.expression", i)})
+		if s.CEL == nil {
+			return nil, nil, nil, fmt.Errorf("field selectors[%d]: no cel expression (unknown selector type)", i)
 		}
+		exprs = append(exprs, selector{s.CEL.Expression, fmt.Sprintf("field selectors[%d].cel.expression", i)})
 	}
 	for _, e := range exprs {
 		if err := b.cel.compile(e.expr); err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", e.field, err)
+			return nil, nil, nil, fmt.Errorf("%s: %w", e.field, err)
 		}
 	}
 	// Shared devices (allowMultipleAllocations) are not supported: they are
 	// no candidates. When they are all a request could use, say so.
 	var shared []int
 	for _, d := range b.p.Devices {
+		if !d.All && len(d.Reach) == 0 {
+			continue // no node reaches it: upstream never looks at it
+		}
 		match := true
 		for _, e := range exprs {
 			ok, err := b.cel.matches(e.expr, d, len(b.p.Devices))
 			if err != nil {
-				return nil, nil, fmt.Errorf("%s: %w", e.field, err)
+				// Upstream fails the claim on a node whose devices
+				// include this one; other nodes are not affected.
+				if celErrs == nil {
+					celErrs = map[int]error{}
+				}
+				celErrs[d.Index] = fmt.Errorf("%s: %w", e.field, err)
+				match = false
+				break
 			}
 			if !ok {
 				match = false
@@ -586,10 +713,10 @@ func (b *builder) match(class *resourceapi.DeviceClass, sels []resourceapi.Devic
 		}
 		candidates = append(candidates, d.Index)
 	}
-	if len(candidates) == 0 && len(shared) > 0 {
-		return nil, nil, errSharedOnly(b.p.Devices[shared[0]].ID, len(shared))
+	if len(candidates) == 0 && len(shared) > 0 && len(celErrs) == 0 {
+		return nil, nil, nil, errSharedOnly(b.p.Devices[shared[0]].ID, len(shared))
 	}
-	return candidates, allMatch, nil
+	return candidates, allMatch, celErrs, nil
 }
 
 // errSharedOnly explains a request that only allowMultipleAllocations devices

@@ -1,6 +1,8 @@
 package model
 
 import (
+	"slices"
+	"sort"
 	"context"
 	"fmt"
 	"strings"
@@ -138,30 +140,53 @@ func (e *celEnv) eval(expr, driver string, dev *resourceapi.Device) (bool, error
 	return ok, nil
 }
 
-// attributeValue looks an attribute up as the allocator does: the fully
+// attributeValues looks an attribute up as the allocator does: the fully
 // qualified name first, then the bare id when the domain is the driver's.
-// It returns a canonical string ("" when missing) so values compare by ==.
-func attributeValue(driver string, dev *resourceapi.Device, name string) string {
+// It returns the value set in canonical strings ("s:x", "i:3", "b:true",
+// "v:1.0.0"), sorted and unique: one for a scalar, the elements of a
+// list-type attribute (ints, bools, strings, versions) otherwise. Nil when
+// the attribute is missing, is an empty list or of no known type (such a
+// device cannot take part in a constraint, as upstream's attributeAsSet).
+func attributeValues(driver string, dev *resourceapi.Device, name string) []string {
 	attr, ok := dev.Attributes[resourceapi.QualifiedName(name)]
 	if !ok {
 		i := strings.Index(name, "/")
 		if i < 0 || name[:i] != driver {
-			return ""
+			return nil
 		}
 		attr, ok = dev.Attributes[resourceapi.QualifiedName(name[i+1:])]
 		if !ok {
-			return ""
+			return nil
 		}
 	}
+	var out []string
+	// Upstream looks at the list fields first, then the scalars.
 	switch {
-	case attr.StringValue != nil:
-		return "s:" + *attr.StringValue
+	case len(attr.IntValues) > 0:
+		for _, v := range attr.IntValues {
+			out = append(out, fmt.Sprintf("i:%d", v))
+		}
+	case len(attr.BoolValues) > 0:
+		for _, v := range attr.BoolValues {
+			out = append(out, fmt.Sprintf("b:%t", v))
+		}
+	case len(attr.StringValues) > 0:
+		for _, v := range attr.StringValues {
+			out = append(out, "s:"+v)
+		}
+	case len(attr.VersionValues) > 0:
+		for _, v := range attr.VersionValues {
+			out = append(out, "v:"+v)
+		}
 	case attr.IntValue != nil:
-		return fmt.Sprintf("i:%d", *attr.IntValue)
+		out = []string{fmt.Sprintf("i:%d", *attr.IntValue)}
 	case attr.BoolValue != nil:
-		return fmt.Sprintf("b:%t", *attr.BoolValue)
+		out = []string{fmt.Sprintf("b:%t", *attr.BoolValue)}
+	case attr.StringValue != nil:
+		out = []string{"s:" + *attr.StringValue}
 	case attr.VersionValue != nil:
-		return "v:" + *attr.VersionValue
+		out = []string{"v:" + *attr.VersionValue}
 	}
-	return ""
+	sort.Strings(out)
+	return slices.Compact(out)
 }
