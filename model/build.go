@@ -1,11 +1,11 @@
 package model
 
 import (
-	"slices"
-	"math"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"sort"
 	"strconv"
 

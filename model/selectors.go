@@ -1,10 +1,10 @@
 package model
 
 import (
-	"slices"
-	"sort"
 	"context"
 	"fmt"
+	"slices"
+	"sort"
 	"strings"
 
 	resourceapi "k8s.io/api/resource/v1"
