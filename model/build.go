@@ -126,6 +126,12 @@ func (b *builder) buildNodes() {
 func (b *builder) buildPools(pools [][]*resourceapi.ResourceSlice) error {
 	for _, slices := range pools {
 		driver, pool := slices[0].Spec.Driver, slices[0].Spec.Pool.Name
+		if err := CounterQuantitiesFit(slices); err != nil {
+			// Too large for exact integer arithmetic: this pool is left
+			// out (with a warning), the rest of the run goes on.
+			b.p.Issues = append(b.p.Issues, PoolIssue{Driver: driver, Pool: pool, Reason: err.Error()})
+			continue
+		}
 		// Counter sets first, so devices can refer to them.
 		type setInfo struct {
 			set   *CounterSet
