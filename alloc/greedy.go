@@ -207,10 +207,10 @@ func (g *placer) constraintsAllow(ri int, a *model.Alternative, d int) bool {
 		for _, p := range g.picks {
 			pr := g.c.Requests[p.Req]
 			if k.Applies(pr, pr.Alternatives[p.Alt]) {
-				chosen = append(chosen, k.Values[p.Dev])
+				chosen = append(chosen, k.ValuesOf(pr.Alternatives[p.Alt], p.Dev))
 			}
 		}
-		if !k.Allows(chosen, k.Values[d]) {
+		if !k.Allows(chosen, k.ValuesOf(a, d)) {
 			return false
 		}
 	}

@@ -237,10 +237,10 @@ func (f *ffSearch) ok(ri, ai int, a *model.Alternative, d int) bool {
 		for _, pk := range f.picks {
 			preq := f.c.Requests[pk.Req]
 			if con.Applies(preq, preq.Alternatives[pk.Alt]) {
-				chosen = append(chosen, con.Values[pk.Dev])
+				chosen = append(chosen, con.ValuesOf(preq.Alternatives[pk.Alt], pk.Dev))
 			}
 		}
-		if !con.Allows(chosen, con.Values[d]) {
+		if !con.Allows(chosen, con.ValuesOf(a, d)) {
 			return false
 		}
 	}

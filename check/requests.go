@@ -1,11 +1,13 @@
 package check
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
 
 	resourceapi "k8s.io/api/resource/v1"
+	dracel "k8s.io/dynamic-resource-allocation/cel"
 	"k8s.io/dynamic-resource-allocation/resourceclaim"
 )
 
@@ -224,6 +226,15 @@ func (c *checker) checkConstraints(nc *newClaim) {
 				continue
 			}
 			a := lookupAttribute(p.dev, attr)
+			if expr, ok := derivedExpression(nc.in, p.res.Request, attr); ok {
+				// derivedAttributes (alpha) shadow the device's own
+				// attribute for the request that defines them.
+				var err error
+				if a, err = c.derivedAttribute(expr, p.dev); err != nil {
+					c.errorf("%s: device %s: derived attribute: %v", prefix, keyOf(p.res), err)
+					continue
+				}
+			}
 			if a == nil {
 				c.errorf("%s: device %s (request %s) does not have the attribute", prefix, keyOf(p.res), p.res.Request)
 				continue
@@ -273,6 +284,46 @@ func constraintApplies(names []string, result string) bool {
 		}
 	}
 	return false
+}
+
+// derivedExpression finds the derivedAttributes entry of the request (or
+// subrequest) a result names.
+func derivedExpression(claim *resourceapi.ResourceClaim, result string, attr resourceapi.FullyQualifiedName) (string, bool) {
+	parent, sub, hasSub := strings.Cut(result, "/")
+	for _, r := range claim.Spec.Devices.Requests {
+		if r.Name != parent {
+			continue
+		}
+		var das []resourceapi.DeviceDerivedAttribute
+		switch {
+		case !hasSub && r.Exactly != nil:
+			das = r.Exactly.DerivedAttributes
+		case hasSub:
+			for _, s := range r.FirstAvailable {
+				if s.Name == sub {
+					das = s.DerivedAttributes
+				}
+			}
+		}
+		for _, da := range das {
+			if da.Name == attr {
+				return da.Expression, true
+			}
+		}
+	}
+	return "", false
+}
+
+// derivedAttribute evaluates a derivedAttributes expression on a device
+// with the scheduler's CEL package.
+func (c *checker) derivedAttribute(expr string, d *device) (*resourceapi.DeviceAttribute, error) {
+	res := c.w.cel.GetOrCompileDerivedAttribute(expr)
+	if res.Error != nil {
+		return nil, res.Error
+	}
+	a, _, err := res.EvaluateDerivedAttribute(context.Background(), dracel.Device{Driver: d.key.Driver,
+		AllowMultipleAllocations: d.spec.AllowMultipleAllocations, Attributes: d.spec.Attributes, Capacity: d.spec.Capacity})
+	return a, err
 }
 
 // lookupAttribute finds an attribute as the allocator does: the fully

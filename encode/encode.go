@@ -636,7 +636,7 @@ func (m *Model) constraint(u *Unit, k *model.Constraint) {
 		if !k.Applies(c.Requests[x.Req], u.altOf(x)) {
 			continue
 		}
-		vals := k.Values[x.Dev]
+		vals := k.ValuesOf(u.altOf(x), x.Dev)
 		if len(vals) == 0 {
 			m.clause(x.Lit.Not()) // the device lacks the attribute
 			continue

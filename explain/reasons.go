@@ -306,7 +306,7 @@ func (e *explainer) constraintReason(c *model.Claim, ki int) Reason {
 		}
 		need += a.Count
 		for _, d := range a.Candidates {
-			vals := k.Values[d]
+			vals := k.ValuesOf(a, d)
 			if len(vals) == 0 {
 				missing[d] = true
 				continue

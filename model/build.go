@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -441,7 +442,7 @@ func (b *builder) buildRequests(c *Claim) error {
 		switch {
 		case r.Exactly != nil:
 			alt, err := b.alternative(c, r.Name, "", r.Exactly.DeviceClassName, r.Exactly.Selectors, r.Exactly.AllocationMode,
-				r.Exactly.Count, r.Exactly.AdminAccess, r.Exactly.Tolerations, r.Exactly.Capacity != nil, len(r.Exactly.DerivedAttributes) > 0)
+				r.Exactly.Count, r.Exactly.AdminAccess, r.Exactly.Tolerations, r.Exactly.Capacity != nil, r.Exactly.DerivedAttributes)
 			if err != nil {
 				return fmt.Errorf("request %s: %w", r.Name, err)
 			}
@@ -450,7 +451,7 @@ func (b *builder) buildRequests(c *Claim) error {
 			req.FirstAvail = true
 			for _, s := range r.FirstAvailable {
 				alt, err := b.alternative(c, r.Name, s.Name, s.DeviceClassName, s.Selectors, s.AllocationMode,
-					s.Count, nil, s.Tolerations, s.Capacity != nil, len(s.DerivedAttributes) > 0)
+					s.Count, nil, s.Tolerations, s.Capacity != nil, s.DerivedAttributes)
 				if err != nil {
 					return fmt.Errorf("request %s/%s: %w", r.Name, s.Name, err)
 				}
@@ -462,9 +463,6 @@ func (b *builder) buildRequests(c *Claim) error {
 		c.Requests = append(c.Requests, req)
 	}
 	if err := limitResults(c); err != nil {
-		return err
-	}
-	if err := b.excludeCELErrorNodes(c); err != nil {
 		return err
 	}
 	for i, con := range spec.Constraints {
@@ -483,20 +481,41 @@ func (b *builder) buildRequests(c *Claim) error {
 				if !k.Applies(req, alt) {
 					continue
 				}
+				expr, derived := alt.Derived[k.Attribute]
 				for _, d := range alt.Candidates {
 					dev := b.p.Devices[d]
-					k.Values[d] = b.attribute(dev, k.Attribute)
+					if !derived {
+						k.Values[d] = b.attribute(dev, k.Attribute)
+						continue
+					}
+					// A derived attribute (alpha) shadows the device's
+					// own for this request, as upstream's lookupAttribute.
+					vals, err := b.cel.derived(expr, dev)
+					if err != nil {
+						if alt.derivedErrs == nil {
+							alt.derivedErrs = map[int]error{}
+						}
+						alt.derivedErrs[d] = fmt.Errorf("derived attribute %s: %w", k.Attribute, err)
+						continue
+					}
+					if k.AltValues == nil {
+						k.AltValues = map[*Alternative]map[int][]string{}
+					}
+					if k.AltValues[alt] == nil {
+						k.AltValues[alt] = map[int][]string{}
+					}
+					k.AltValues[alt][d] = vals
 				}
 			}
 		}
 		c.Constraints = append(c.Constraints, k)
 	}
-	return nil
+	return b.excludeCELErrorNodes(c)
 }
 
 func (b *builder) alternative(c *Claim, reqName, subName, className string, sels []resourceapi.DeviceSelector,
 	mode resourceapi.DeviceAllocationMode, count int64, admin *bool, tols []resourceapi.DeviceToleration,
-	hasCapacity, hasDerived bool) (*Alternative, error) {
+	hasCapacity bool, derived []resourceapi.DeviceDerivedAttribute) (*Alternative, error) {
 	alt := &Alternative{Name: reqName, SubName: subName, AdminAccess: admin != nil && *admin, Tolerations: tols}
 	if subName != "" {
 		alt.Name = reqName + "/" + subName
@@ -504,8 +523,14 @@ func (b *builder) alternative(c *Claim, reqName, subName, className string, sels
 	if hasCapacity {
 		return nil, fmt.Errorf("field capacity: consumable capacity requests are %w", errUnsupported)
 	}
-	if hasDerived {
-		return nil, fmt.Errorf("field derivedAttributes: %w", errUnsupported)
+	for i, da := range derived {
+		if err := b.cel.compileDerived(da.Expression); err != nil {
+			return nil, fmt.Errorf("field derivedAttributes[%d] (%s): %w", i, da.Name, err)
+		}
+		if alt.Derived == nil {
+			alt.Derived = map[string]string{}
+		}
+		alt.Derived[string(da.Name)] = da.Expression
 	}
 	class := b.classes[className]
 	if class == nil {
@@ -601,7 +626,15 @@ func (b *builder) excludeCELErrorNodes(c *Claim) error {
 	excluded := map[int]bool{}
 	for _, r := range c.Requests {
 		for _, a := range r.Alternatives {
-			for d, err := range a.celErrs {
+			errs := a.celErrs
+			if len(a.derivedErrs) > 0 {
+				errs = maps.Clone(a.celErrs)
+				if errs == nil {
+					errs = map[int]error{}
+				}
+				maps.Copy(errs, a.derivedErrs)
+			}
+			for d, err := range errs {
 				if first == nil || d < firstDev {
 					first, firstDev = err, d
 				}

@@ -187,8 +187,12 @@ type Alternative struct {
 	// minimums, exceeds the claim's 32 results; it has no candidates.
 	OverLimit bool
 
-	onNode  map[int][]int
-	celErrs map[int]error // device index to a selector's run-time error
+	// Derived maps a derivedAttributes name to its CEL expression (alpha).
+	Derived map[string]string
+
+	onNode      map[int][]int
+	celErrs     map[int]error // device index to a selector's run-time error
+	derivedErrs map[int]error // device index to a derived attribute's error
 }
 
 // CandidatesOn lists the candidates usable from node n, in candidate order;
@@ -233,6 +237,17 @@ type Constraint struct {
 	// types never meet). Nil when the device lacks the attribute or its list
 	// is empty: it cannot take part, as upstream.
 	Values map[int][]string
+	// AltValues replaces Values for alternatives whose request defines
+	// the attribute in derivedAttributes.
+	AltValues map[*Alternative]map[int][]string
+}
+
+// ValuesOf is the value set of device d when it serves alternative a.
+func (c *Constraint) ValuesOf(a *Alternative, d int) []string {
+	if _, derived := a.Derived[c.Attribute]; derived {
+		return c.AltValues[a][d]
+	}
+	return c.Values[d]
 }
 
 // Allows tells whether a device with values v may join devices already

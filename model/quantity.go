@@ -36,7 +36,9 @@ func CounterQuantitiesFit(slices []*resourceapi.ResourceSlice) error {
 			}
 		}
 	}
-	sort.Slice(keys, func(i, j int) bool { return keys[i][0] < keys[j][0] || keys[i][0] == keys[j][0] && keys[i][1] < keys[j][1] })
+	sort.Slice(keys, func(i, j int) bool {
+		return keys[i][0] < keys[j][0] || keys[i][0] == keys[j][0] && keys[i][1] < keys[j][1]
+	})
 	for _, k := range keys {
 		if _, _, err := scaleQuantities(quant[k]); err != nil {
 			return fmt.Errorf("counter set %s, counter %s: %w: drasat computes counters exactly in 64-bit integers and does not use this pool", k[0], k[1], err)

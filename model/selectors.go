@@ -21,6 +21,8 @@ type celEnv struct {
 	devices []*celDevice // by device index, built when first needed
 	keyBuf  []byte
 	evals   int // DeviceMatches calls, for tests
+	// derivedMemo caches derivedAttributes results per expression and device.
+	derivedMemo map[derivedKey]derivedResult
 }
 
 // celExpr is what celEnv remembers of one expression.
@@ -140,6 +142,55 @@ func (e *celEnv) eval(expr, driver string, dev *resourceapi.Device) (bool, error
 	return ok, nil
 }
 
+// compileDerived reports a compile error of a derivedAttributes expression.
+func (e *celEnv) compileDerived(expr string) error {
+	res := e.cache.GetOrCompileDerivedAttribute(expr)
+	if res.Error != nil {
+		return fmt.Errorf("CEL expression %q: %s", expr, res.Error.Detail)
+	}
+	return nil
+}
+
+// derived evaluates a derivedAttributes expression on d (cached per
+// expression and device) and returns its value set as attributeValues does.
+func (e *celEnv) derived(expr string, d *Device) ([]string, error) {
+	if e.derivedMemo == nil {
+		e.derivedMemo = map[derivedKey]derivedResult{}
+	}
+	key := derivedKey{expr, d.Index}
+	if r, ok := e.derivedMemo[key]; ok {
+		return r.vals, r.err
+	}
+	res := e.cache.GetOrCompileDerivedAttribute(expr)
+	if res.Error != nil {
+		return nil, fmt.Errorf("CEL expression %q: %s", expr, res.Error.Detail)
+	}
+	attr, _, err := res.EvaluateDerivedAttribute(context.Background(), dracel.Device{
+		Driver:                   d.ID.Driver,
+		AllowMultipleAllocations: d.Spec.AllowMultipleAllocations,
+		Attributes:               d.Spec.Attributes,
+		Capacity:                 d.Spec.Capacity,
+	})
+	var r derivedResult
+	if err != nil {
+		r.err = fmt.Errorf("CEL expression %q on device %s: %w", expr, d.ID, dracel.EnhanceRuntimeError(err))
+	} else if attr != nil {
+		r.vals = valueSet(*attr)
+	}
+	e.derivedMemo[key] = r
+	return r.vals, r.err
+}
+
+type derivedKey struct {
+	expr string
+	dev  int
+}
+
+type derivedResult struct {
+	vals []string
+	err  error
+}
+
 // attributeValues looks an attribute up as the allocator does: the fully
 // qualified name first, then the bare id when the domain is the driver's.
 // It returns the value set in canonical strings ("s:x", "i:3", "b:true",
@@ -159,6 +210,12 @@ func attributeValues(driver string, dev *resourceapi.Device, name string) []stri
 			return nil
 		}
 	}
+	return valueSet(attr)
+}
+
+// valueSet is an attribute's values in canonical strings, sorted and unique
+// (see attributeValues); nil for an empty list or an unknown type.
+func valueSet(attr resourceapi.DeviceAttribute) []string {
 	var out []string
 	// Upstream looks at the list fields first, then the scalars.
 	switch {
