@@ -155,7 +155,7 @@ func (g *placer) all(ri, ai int, a *model.Alternative) bool {
 	}
 	for _, d := range a.AllMatch {
 		dev := g.s.P.Devices[d]
-		if g.node >= 0 && !dev.All && !contains(dev.Reach, g.node) {
+		if g.node >= 0 && !dev.SeenFrom(g.node) {
 			continue
 		}
 		if !cand[d] {

@@ -128,6 +128,7 @@ func (c *checker) run(allocated []*resourceapi.ResourceClaim) {
 		c.checkRequests(nc)
 		c.checkConstraints(nc)
 		c.checkNode(nc)
+		c.checkResultFields(nc)
 	}
 	c.checkOccupancy()
 	c.checkCounters()

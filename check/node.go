@@ -81,7 +81,7 @@ func (c *checker) checkNode(nc *newClaim) {
 	}
 	for _, p := range devs {
 		for _, n := range admitted {
-			ok, err := c.w.reach(p.dev, n)
+			ok, err := c.w.allocatable(p.dev, n)
 			if err != nil {
 				c.errorf("%s: device %s: %v", prefix, keyOf(p.res), err)
 				break
@@ -112,7 +112,7 @@ func (c *checker) checkNode(nc *newClaim) {
 			c.errorf("%s: used by pod %s, which is bound to node %s, but the allocation's nodeSelector %s does not admit that node", prefix, b.pod, b.node, selString(sel))
 		}
 		for _, p := range devs {
-			if ok, _ := c.w.reach(p.dev, n); !ok {
+			if ok, _ := c.w.allocatable(p.dev, n); !ok {
 				c.errorf("%s: used by pod %s, which is bound to node %s, but device %s is not available there", prefix, b.pod, b.node, keyOf(p.res))
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	resourceapi "k8s.io/api/resource/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	dracel "k8s.io/dynamic-resource-allocation/cel"
 	"k8s.io/dynamic-resource-allocation/resourceclaim"
 )
@@ -284,6 +285,55 @@ func constraintApplies(names []string, result string) bool {
 		}
 	}
 	return false
+}
+
+// maxResults is the API's limit on a claim's results, all requests together.
+const maxResults = resourceapi.AllocationResultsMaxSize
+
+// checkResultFields: at most 32 results per claim, and the fields upstream's
+// allocator copies into each result: the request's tolerations, the
+// device's binding conditions and the slice's skipNodeOperations.
+func (c *checker) checkResultFields(nc *newClaim) {
+	if n := len(nc.alloc.Devices.Results); n > maxResults {
+		c.errorf("claim %s: %d results, more than the limit of %d per claim", nc.key, n, maxResults)
+	}
+	for _, p := range nc.placements {
+		if p.dev == nil {
+			continue
+		}
+		prefix := fmt.Sprintf("claim %s: device %s (request %s)", nc.key, keyOf(p.res), p.res.Request)
+		if want := requestTolerations(nc.in, p.res.Request); !apiequality.Semantic.DeepEqual(want, p.res.Tolerations) {
+			c.errorf("%s: tolerations %v, want the request's %v", prefix, p.res.Tolerations, want)
+		}
+		if !apiequality.Semantic.DeepEqual(p.dev.spec.BindingConditions, p.res.BindingConditions) ||
+			!apiequality.Semantic.DeepEqual(p.dev.spec.BindingFailureConditions, p.res.BindingFailureConditions) {
+			c.errorf("%s: bindingConditions %v / bindingFailureConditions %v, want the device's %v / %v", prefix,
+				p.res.BindingConditions, p.res.BindingFailureConditions, p.dev.spec.BindingConditions, p.dev.spec.BindingFailureConditions)
+		}
+		if !apiequality.Semantic.DeepEqual(p.dev.slice.Spec.SkipNodeOperations, p.res.SkipNodeOperations) {
+			c.errorf("%s: skipNodeOperations %v, want the slice's %v", prefix, p.res.SkipNodeOperations, p.dev.slice.Spec.SkipNodeOperations)
+		}
+	}
+}
+
+// requestTolerations are the tolerations of the request or subrequest a
+// result names.
+func requestTolerations(claim *resourceapi.ResourceClaim, result string) []resourceapi.DeviceToleration {
+	parent, sub, hasSub := strings.Cut(result, "/")
+	for _, r := range claim.Spec.Devices.Requests {
+		if r.Name != parent {
+			continue
+		}
+		if !hasSub && r.Exactly != nil {
+			return r.Exactly.Tolerations
+		}
+		for _, s := range r.FirstAvailable {
+			if hasSub && s.Name == sub {
+				return s.Tolerations
+			}
+		}
+	}
+	return nil
 }
 
 // derivedExpression finds the derivedAttributes entry of the request (or

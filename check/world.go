@@ -3,12 +3,14 @@ package check
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/component-helpers/nodedeclaredfeatures/features/draoptionalnodeoperations"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	dracel "k8s.io/dynamic-resource-allocation/cel"
 )
@@ -237,6 +239,18 @@ func (w *world) reach(d *device, n *corev1.Node) (bool, error) {
 		return w.matchNode(sel, n)
 	}
 	return false, nil
+}
+
+// allocatable is reach, and for a slice with skipNodeOperations also that
+// the node declares DRAOptionalNodeOperations in status.declaredFeatures
+// (upstream's allocator requires it). allocationMode All still counts such
+// a device on other nodes (reach), so All fails there.
+func (w *world) allocatable(d *device, n *corev1.Node) (bool, error) {
+	ok, err := w.reach(d, n)
+	if !ok || err != nil || len(d.slice.Spec.SkipNodeOperations) == 0 {
+		return ok, err
+	}
+	return n != nil && slices.Contains(n.Status.DeclaredFeatures, draoptionalnodeoperations.DRAOptionalNodeOperationsFeatureGate), nil
 }
 
 // sliceRelevant tells whether any part of slice s is published for node n.

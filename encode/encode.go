@@ -592,7 +592,7 @@ func (m *Model) allMode(u *Unit, sel z.Lit, a *model.Alternative, xs []z.Lit, no
 		var here []z.Lit
 		blocked := false
 		for _, d := range a.AllMatch {
-			if !reachesNode(m.P.Devices[d], n) {
+			if !m.P.Devices[d].SeenFrom(n) {
 				continue
 			}
 			l, ok := xOf[d]

@@ -283,6 +283,10 @@ func (b *builder) optionalNodeOperations(d *Device) {
 			d.Reach = append(d.Reach, n)
 		}
 	}
+	d.Sees = slices.Clone(d.Reach)
+	if d.Sees == nil {
+		d.Sees = []int{}
+	}
 	d.Reach = slices.DeleteFunc(d.Reach, func(n int) bool { return !declares(n) })
 }
 

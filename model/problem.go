@@ -1,6 +1,7 @@
 package model
 
 import (
+	"slices"
 	"encoding/json"
 	"sort"
 
@@ -66,6 +67,10 @@ type Device struct {
 	// means every node (allNodes).
 	Reach []int
 	All   bool
+	// Sees, when not nil, lists the nodes whose allocationMode All counts
+	// the device although it cannot be allocated there (skipNodeOperations
+	// on a node without DRAOptionalNodeOperations): All fails on them.
+	Sees []int
 	// NodeLocal: the device is published for one node by name; results
 	// then pin the claim to the node (upstream createNodeSelector).
 	NodeLocal   bool
@@ -193,6 +198,14 @@ type Alternative struct {
 	onNode      map[int][]int
 	celErrs     map[int]error // device index to a selector's run-time error
 	derivedErrs map[int]error // device index to a derived attribute's error
+}
+
+// SeenFrom tells whether allocationMode All on node n must take d.
+func (d *Device) SeenFrom(n int) bool {
+	if d.Sees != nil {
+		return slices.Contains(d.Sees, n)
+	}
+	return d.All || slices.Contains(d.Reach, n)
 }
 
 // CandidatesOn lists the candidates usable from node n, in candidate order;
