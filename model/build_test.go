@@ -1,6 +1,7 @@
 package model
 
 import (
+	"context"
 	"strings"
 	"testing"
 )
@@ -202,5 +203,60 @@ func TestBuildSharedTaintedNotBlamed(t *testing.T) {
 	p := buildYAML(t, docs+claimYAML("a", "shared.example.com", ""))
 	if err := claimErr(t, p, "default/a"); err != nil {
 		t.Errorf("claim default/a: error %v, want none (tainted devices are not candidates anyway)", err)
+	}
+}
+
+// A counter too large for exact int64 arithmetic leaves its pool out (with a
+// reason and a validate finding); the run and the other pools go on. A value
+// larger than all consumptions together is taken as their sum and stays.
+func TestCounterTooLargeExcludesItsPool(t *testing.T) {
+	pool := func(name, capacity, big string) string {
+		return `
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: ` + name + `-counters}
+spec:
+  driver: gpu.example.com
+  nodeName: node-1
+  pool: {name: ` + name + `, generation: 1, resourceSliceCount: 2}
+  sharedCounters: [{name: gpu, counters: {c: {value: "` + capacity + `"}}}]
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: ` + name + `-devices}
+spec:
+  driver: gpu.example.com
+  nodeName: node-1
+  pool: {name: ` + name + `, generation: 1, resourceSliceCount: 2}
+  devices:
+  - {name: big, consumesCounters: [{counterSet: gpu, counters: {c: {value: "` + big + `"}}}]}
+  - {name: one, consumesCounters: [{counterSet: gpu, counters: {c: {value: "1"}}}]}
+`
+	}
+	objs, _, err := Load([]string{"-"}, strings.NewReader(pool("huge", "100E", "90E")+pool("capped", "10E", "1k")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Build(objs, Options{})
+	if err != nil {
+		t.Fatalf("a too large quantity aborted the run: %v", err)
+	}
+	if len(p.Issues) != 1 || p.Issues[0].Pool != "huge" || !strings.Contains(p.Issues[0].Reason, "64-bit") {
+		t.Fatalf("want pool huge left out, got issues %v", p.Issues)
+	}
+	var names []string
+	for _, d := range p.Devices {
+		names = append(names, d.ID.String())
+	}
+	if strings.Join(names, " ") != "gpu.example.com/capped/big gpu.example.com/capped/one" {
+		t.Fatalf("devices %v: want capped's only", names)
+	}
+	fs, err := Validate(context.Background(), objs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(findingsText(fs), "64-bit") {
+		t.Fatalf("no validate finding for the too large quantity:\n%s", findingsText(fs))
 	}
 }
