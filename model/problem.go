@@ -1,8 +1,8 @@
 package model
 
 import (
-	"slices"
 	"encoding/json"
+	"slices"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
