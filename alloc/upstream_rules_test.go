@@ -220,3 +220,50 @@ func TestDerivedAttributesInConstraints(t *testing.T) {
 		t.Fatalf("got %v, want a=dev-0 b=dev-2 (%v)", got, res.Rejected)
 	}
 }
+
+func TestDeviceTaintRules(t *testing.T) {
+	rule := func(name, selector string) string {
+		return fmt.Sprintf(`
+---
+apiVersion: resource.k8s.io/v1
+kind: DeviceTaintRule
+metadata: {name: %s}
+spec:
+  %s
+  taint: {key: maintenance, effect: NoSchedule}
+`, name, selector)
+	}
+	pool := plainPool("node-1", "p", 2, nil, "")
+	c := pendingClaim("c", `    requests: [{name: r, exactly: {deviceClassName: gpu, count: 2}}]
+`)
+	for _, tc := range []struct {
+		name, selector string
+		ok             bool
+	}{
+		{"one device", "deviceSelector: {driver: gpu.example.com, pool: p, device: dev-1}", false},
+		{"whole pool", "deviceSelector: {pool: p}", false},
+		{"other pool", "deviceSelector: {pool: q}", true},
+		{"other driver", "deviceSelector: {driver: net.example.com}", true},
+		{"no selector", "", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			objs := load(t, node1, pool, rule("r", tc.selector), c)
+			if len(objs.TaintRules) != 1 {
+				t.Fatalf("DeviceTaintRule not loaded: %d", len(objs.TaintRules))
+			}
+			got, _ := solve(t, objs, Options{}, "")
+			if (got["default/c"] != nil) != tc.ok {
+				t.Fatalf("allocated %v, want %v", devicesOf(got["default/c"]), tc.ok)
+			}
+			if objs.Slices[0].Spec.Devices[1].Taints != nil {
+				t.Fatal("the input slice was modified")
+			}
+		})
+	}
+	// A toleration in the request lets the claim use the tainted devices.
+	tolerating := strings.Replace(c, "count: 2}", "count: 2, tolerations: [{key: maintenance, operator: Exists}]}", 1)
+	objs := load(t, node1, pool, rule("r", "deviceSelector: {pool: p}"), tolerating)
+	if got, _ := solve(t, objs, Options{}, ""); got["default/c"] == nil {
+		t.Fatal("tolerated taint rule still blocks the devices")
+	}
+}

@@ -525,6 +525,16 @@ func TestCheck(t *testing.T) {
 			_, out := fx.claim("a")
 			out.Status.ReservedFor = []resourceapi.ResourceClaimConsumerReference{{Resource: "pods", Name: "p", UID: "1"}}
 		}, want: []string{"claim default/a: status other than allocation differs from the input claim"}},
+		{name: "DeviceTaintRule not tolerated", mutate: func(fx *fixture) {
+			fx.objs.TaintRules = []*resourceapi.DeviceTaintRule{{Spec: resourceapi.DeviceTaintRuleSpec{
+				DeviceSelector: &resourceapi.DeviceTaintSelector{Device: ptr.To("half-0")},
+				Taint:          resourceapi.DeviceTaint{Key: "rule", Effect: resourceapi.DeviceTaintEffectNoExecute}}}}
+		}, want: []string{"claim default/a: request r: device gpu.example.com/node-1/half-0: taint rule=:NoExecute is not tolerated"}},
+		{name: "DeviceTaintRule of another pool", mutate: func(fx *fixture) {
+			fx.objs.TaintRules = []*resourceapi.DeviceTaintRule{{Spec: resourceapi.DeviceTaintRuleSpec{
+				DeviceSelector: &resourceapi.DeviceTaintSelector{Pool: ptr.To("elsewhere")},
+				Taint:          resourceapi.DeviceTaint{Key: "rule", Effect: resourceapi.DeviceTaintEffectNoExecute}}}}
+		}},
 		{name: "tolerations not copied", mutate: func(fx *fixture) { fx.alloc("b").Devices.Results[0].Tolerations = nil },
 			want: []string{"claim default/b: device gpu.example.com/node-1/quarter-2 (request q): tolerations [], want the request's"}},
 		{name: "binding conditions not copied", mutate: func(fx *fixture) {

@@ -82,6 +82,41 @@ func newWorld(slices []*resourceapi.ResourceSlice, nodes []*corev1.Node) *world 
 	return w
 }
 
+// taintedSlices adds the taints of DeviceTaintRules to the devices they
+// select, as the scheduler's ResourceSlice tracker does: no deviceSelector
+// selects nothing, each of driver, pool and device that is set must match.
+// Patched slices are copies.
+func taintedSlices(slices []*resourceapi.ResourceSlice, rules []*resourceapi.DeviceTaintRule) []*resourceapi.ResourceSlice {
+	out := slices
+	copied := false
+	for i, s := range slices {
+		var cp *resourceapi.ResourceSlice
+		for _, r := range rules {
+			sel := r.Spec.DeviceSelector
+			if sel == nil {
+				continue
+			}
+			if (sel.Driver != nil && *sel.Driver != s.Spec.Driver) || (sel.Pool != nil && *sel.Pool != s.Spec.Pool.Name) {
+				continue
+			}
+			for j, d := range s.Spec.Devices {
+				if sel.Device != nil && *sel.Device != d.Name {
+					continue
+				}
+				if cp == nil {
+					cp = s.DeepCopy()
+					if !copied {
+						out, copied = append([]*resourceapi.ResourceSlice(nil), slices...), true
+					}
+					out[i] = cp
+				}
+				cp.Spec.Devices[j].Taints = append(cp.Spec.Devices[j].Taints, r.Spec.Taint)
+			}
+		}
+	}
+	return out
+}
+
 // buildPools keeps each pool's highest generation and records whether the
 // pool is usable: complete (all resourceSliceCount slices present) and valid
 // (unique device and counter set names, consumed counter sets and counters

@@ -38,7 +38,7 @@ func Build(objs *Objects, opts Options) (*Problem, error) {
 	}
 	b := &builder{objs: objs, p: &Problem{Options: opts}, cel: newCELEnv(),
 		deviceByID: map[DeviceID]int{}, matchCache: map[string]matchResult{}, setByName: map[[3]string]int{}, nodeByName: map[string]int{}}
-	pools, issues := usablePools(objs.Slices)
+	pools, issues := usablePools(ApplyTaintRules(objs.Slices, objs.TaintRules))
 	b.p.Issues = issues
 	b.buildNodes()
 	if err := b.buildPools(pools); err != nil {
