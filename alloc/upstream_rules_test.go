@@ -267,3 +267,28 @@ spec:
 		t.Fatal("tolerated taint rule still blocks the devices")
 	}
 }
+
+func TestPoolGenerationSeenPerNode(t *testing.T) {
+	// Generation 1 of the pool is on node-1, generation 2 moved to node-2.
+	gen := func(g int, node string) string {
+		return strings.Replace(strings.Replace(plainPool(node, "p", 1, nil, ""), "generation: 1", fmt.Sprintf("generation: %d", g), 1),
+			"metadata: {name: p}", fmt.Sprintf("metadata: {name: p-%d}", g), 1)
+	}
+	c := pendingClaim("c", `    requests: [{name: r, exactly: {deviceClassName: gpu}}]
+`)
+	onlyNode1 := strings.SplitN(node1, "---", 2)[0] + "---" + strings.SplitN(node1, "---", 3)[2]
+	// Only node-1 is known: it sees generation 1 complete, as upstream's
+	// per-node view of the pool does.
+	objs := load(t, onlyNode1, gen(1, "node-1"), gen(2, "node-2"), c)
+	got, res := solve(t, objs, Options{}, "")
+	a := got["default/c"]
+	if a == nil || a.NodeSelector.NodeSelectorTerms[0].MatchFields[0].Values[0] != "node-1" {
+		t.Fatalf("want the generation-1 device on node-1, got %v (%v)", a, res.Rejected)
+	}
+	// Both nodes known: they see different generations; the highest counts.
+	objs = load(t, node1, gen(1, "node-1"), gen(2, "node-2"), c)
+	got, _ = solve(t, objs, Options{}, "")
+	if a := got["default/c"]; a == nil || a.NodeSelector.NodeSelectorTerms[0].MatchFields[0].Values[0] != "node-2" {
+		t.Fatalf("want the generation-2 device on node-2, got %v", a)
+	}
+}

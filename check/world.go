@@ -77,8 +77,8 @@ func newWorld(slices []*resourceapi.ResourceSlice, nodes []*corev1.Node) *world 
 		cel:        dracel.NewCache(1000, dracel.Features{EnableConsumableCapacity: true, EnableListTypeAttributes: true}),
 		celMemo:    map[celKey]celOut{},
 	}
-	w.buildPools(slices)
 	w.buildNodes(slices, nodes)
+	w.buildPools(slices)
 	return w
 }
 
@@ -132,6 +132,7 @@ func (w *world) buildPools(slices []*resourceapi.ResourceSlice) {
 		for _, s := range all {
 			gen = max(gen, s.Spec.Pool.Generation)
 		}
+		gen = w.generationSeenByNodes(all, gen)
 		p := &pool{key: k, counterSets: map[string]*resourceapi.CounterSet{}}
 		for _, s := range all {
 			if s.Spec.Pool.Generation == gen {
@@ -200,6 +201,46 @@ func (w *world) buildPools(slices []*resourceapi.ResourceSlice) {
 		}
 		return a.Pool < b.Pool
 	})
+}
+
+// generationSeenByNodes: upstream's GatherPools looks at a pool per node,
+// through the slices published for that node, at their highest generation.
+// If those form a complete generation (all resourceSliceCount slices) it is
+// used even when another node sees a newer one; if not and a newer one
+// exists, the node ignores the pool. The checker takes the older generation
+// only when every node that sees the pool uses that same one.
+func (w *world) generationSeenByNodes(all []*resourceapi.ResourceSlice, highest int64) int64 {
+	used := map[int64]bool{}
+	for _, n := range w.nodes {
+		perGen := map[int64]int64{}
+		top := int64(-1)
+		for _, s := range all {
+			if w.sliceRelevant(s, n) {
+				perGen[s.Spec.Pool.Generation]++
+				top = max(top, s.Spec.Pool.Generation)
+			}
+		}
+		if top < 0 {
+			continue
+		}
+		var want int64
+		for _, s := range all {
+			if s.Spec.Pool.Generation == top {
+				want = s.Spec.Pool.ResourceSliceCount
+				break
+			}
+		}
+		if top < highest && perGen[top] != want {
+			continue // ignored on this node
+		}
+		used[top] = true
+	}
+	if len(used) == 1 {
+		for g := range used {
+			return g
+		}
+	}
+	return highest
 }
 
 // buildNodes fixes the node universe: the Node objects, or when there are

@@ -38,9 +38,13 @@ func Build(objs *Objects, opts Options) (*Problem, error) {
 	}
 	b := &builder{objs: objs, p: &Problem{Options: opts}, cel: newCELEnv(),
 		deviceByID: map[DeviceID]int{}, matchCache: map[string]matchResult{}, setByName: map[[3]string]int{}, nodeByName: map[string]int{}}
-	pools, issues := usablePools(ApplyTaintRules(objs.Slices, objs.TaintRules))
-	b.p.Issues = issues
 	b.buildNodes()
+	nodeObjs := make([]*corev1.Node, len(b.p.Nodes))
+	for i, n := range b.p.Nodes {
+		nodeObjs[i] = n.Obj
+	}
+	pools, issues := usablePools(ApplyTaintRules(objs.Slices, objs.TaintRules), nodeObjs)
+	b.p.Issues = issues
 	if err := b.buildPools(pools); err != nil {
 		return nil, err
 	}
