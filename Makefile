@@ -34,15 +34,15 @@ e2e: e2e-bin
 conformance:
 	$(GO) test -count=1 -timeout 20m -v -run '^TestConformance$$' ./tools/conformance/ | grep -v '^=== RUN'
 
-# All tests: gofmt and vet must be clean, the conformance suite, then every
-# package's tests, including the end-to-end suite (k8s/e2e; skipped with
-# -short).
+# All tests: gofmt and vet must be clean, every package's tests, including
+# the end-to-end suite (k8s/e2e; skipped with -short), then the conformance
+# suite.
 test: e2e-bin
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	$(GO) vet ./...
-	$(MAKE) --no-print-directory conformance
 	$(GO) test -count=1 -timeout 30m -skip '^TestConformance$$' ./...
+	$(MAKE) --no-print-directory conformance
 
 # Go benchmarks, benchstat-friendly (compare two bench.out files with
 # benchstat); BENCH selects benchmarks, COUNT the runs of each. The
