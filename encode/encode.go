@@ -539,7 +539,7 @@ func (m *Model) claimUnit(c *model.Claim) *Unit {
 	// At most 32 results per claim, all requests together (each x is one
 	// result): firstAvailable combinations and All-mode counts past it
 	// are infeasible, as upstream.
-	if len(u.X) > model.MaxResults {
+	if len(u.X) > model.MaxResults && mostResults(c) > model.MaxResults {
 		xs := make([]z.Lit, len(u.X))
 		ones := make([]int64, len(u.X))
 		for i, x := range u.X {
@@ -551,6 +551,24 @@ func (m *Model) claimUnit(c *model.Claim) *Unit {
 	}
 	m.constraints(u)
 	return u
+}
+
+// mostResults bounds the results a claim can get: per request the largest
+// alternative (All: every matching device).
+func mostResults(c *model.Claim) int {
+	n := 0
+	for _, r := range c.Requests {
+		most := 0
+		for _, a := range r.Alternatives {
+			if a.All {
+				most = max(most, len(a.AllMatch))
+			} else {
+				most = max(most, a.Count)
+			}
+		}
+		n += most
+	}
+	return n
 }
 
 // exactlyOneIf: when g holds exactly one of ls holds; none holds otherwise.
