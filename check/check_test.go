@@ -525,6 +525,12 @@ func TestCheck(t *testing.T) {
 			_, out := fx.claim("a")
 			out.Status.ReservedFor = []resourceapi.ResourceClaimConsumerReference{{Resource: "pods", Name: "p", UID: "1"}}
 		}, want: []string{"claim default/a: status other than allocation differs from the input claim"}},
+		{name: "selector error on a device the node reaches", mutate: func(fx *fixture) {
+			fx.device("node-1-devices", "half-0").Attributes["extra"] = resourceapi.DeviceAttribute{IntValue: ptr.To(int64(1))}
+			fx.spec("a", func(s *resourceapi.ResourceClaimSpec) {
+				s.Devices.Requests[0].Exactly.Selectors = sel(`device.attributes["gpu.example.com"].size != 2 || device.attributes["gpu.example.com"].extra == 1`)
+			})
+		}, want: []string{"claim default/a: a selector fails at run time on device gpu.example.com/node-1/half-1"}},
 		{name: "DeviceTaintRule not tolerated", mutate: func(fx *fixture) {
 			fx.objs.TaintRules = []*resourceapi.DeviceTaintRule{{Spec: resourceapi.DeviceTaintRuleSpec{
 				DeviceSelector: &resourceapi.DeviceTaintSelector{Device: ptr.To("half-0")},
