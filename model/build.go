@@ -134,7 +134,7 @@ func (b *builder) buildPools(pools [][]*resourceapi.ResourceSlice) error {
 		if err := CounterQuantitiesFit(slices); err != nil {
 			// Too large for exact integer arithmetic: this pool is left
 			// out (with a warning), the rest of the run goes on.
-			b.p.Issues = append(b.p.Issues, PoolIssue{Driver: driver, Pool: pool, Reason: err.Error()})
+			b.p.Issues = append(b.p.Issues, PoolIssue{Driver: driver, Pool: pool, Reason: err.Error(), TooLarge: slices})
 			continue
 		}
 		// Counter sets first, so devices can refer to them.
@@ -558,8 +558,10 @@ func (b *builder) alternative(c *Claim, reqName, subName, className string, sels
 		alt.Count = int(min(count, resourceapi.AllocationResultsMaxSize+1))
 	case resourceapi.DeviceAllocationModeAll:
 		alt.All = true
-		if len(b.p.Issues) > 0 {
-			return nil, fmt.Errorf("allocationMode All needs every pool usable, but %s", b.p.Issues[0])
+		for _, is := range b.p.Issues {
+			if is.TooLarge == nil || b.anyMatches(class, sels, is.TooLarge) {
+				return nil, fmt.Errorf("allocationMode All needs every pool usable, but %s", is)
+			}
 		}
 	default:
 		return nil, fmt.Errorf("field allocationMode: unknown mode %q", mode)
@@ -668,6 +670,35 @@ func (b *builder) excludeCELErrorNodes(c *Claim) error {
 
 // MaxResults is the limit on a claim's results (all requests together).
 const MaxResults = resourceapi.AllocationResultsMaxSize
+
+// anyMatches tells whether some device of the slices matches the class's
+// and the request's selectors (a selector error counts as a match: the
+// device might be one the request needs).
+func (b *builder) anyMatches(class *resourceapi.DeviceClass, sels []resourceapi.DeviceSelector, slices []*resourceapi.ResourceSlice) bool {
+	all := append(append([]resourceapi.DeviceSelector(nil), class.Spec.Selectors...), sels...)
+	for _, s := range slices {
+		for i := range s.Spec.Devices {
+			match := true
+			for _, sel := range all {
+				if sel.CEL == nil {
+					return true
+				}
+				ok, err := b.cel.eval(sel.CEL.Expression, s.Spec.Driver, &s.Spec.Devices[i])
+				if err != nil {
+					return true
+				}
+				if !ok {
+					match = false
+					break
+				}
+			}
+			if match {
+				return true
+			}
+		}
+	}
+	return false
+}
 
 // matchResult caches which devices an alternative may use: many claims ask
 // for the same class with the same selectors.

@@ -252,6 +252,36 @@ spec:
 	if strings.Join(names, " ") != "gpu.example.com/capped/big gpu.example.com/capped/one" {
 		t.Fatalf("devices %v: want capped's only", names)
 	}
+	// allocationMode All is blocked only where a device of the left-out
+	// pool matches (the scheduler would use that pool).
+	all := func(name, driver string) string {
+		return `
+---
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: ` + name + `}
+spec: {selectors: [{cel: {expression: 'device.driver == "` + driver + `"'}}]}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: all-` + name + `, namespace: default}
+spec: {devices: {requests: [{name: r, exactly: {deviceClassName: ` + name + `, allocationMode: All}}]}}
+`
+	}
+	withAll, _, err := Load([]string{"-"}, strings.NewReader(pool("huge", "100E", "90E")+all("gpu", "gpu.example.com")+all("net", "net.example.com")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pa, err := Build(withAll, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range pa.Claims {
+		blocked := c.Err != nil && strings.Contains(c.Err.Error(), "needs every pool usable")
+		if want := c.Obj.Name == "all-gpu"; blocked != want {
+			t.Errorf("claim %s: blocked by the left-out pool: %v, want %v (%v)", c.Obj.Name, blocked, want, c.Err)
+		}
+	}
 	fs, err := Validate(context.Background(), objs)
 	if err != nil {
 		t.Fatal(err)

@@ -51,11 +51,11 @@ func usablePools(slices []*resourceapi.ResourceSlice, nodes []*corev1.Node) ([][
 		}
 		sort.Slice(cur, func(i, j int) bool { return cur[i].Name < cur[j].Name })
 		if want := cur[0].Spec.Pool.ResourceSliceCount; int64(len(cur)) != want {
-			issues = append(issues, PoolIssue{k.Driver, k.Pool, fmt.Sprintf("incomplete: generation %d has %d of %d slices", gen, len(cur), want)})
+			issues = append(issues, PoolIssue{Driver: k.Driver, Pool: k.Pool, Reason: fmt.Sprintf("incomplete: generation %d has %d of %d slices", gen, len(cur), want)})
 			continue
 		}
 		if reason := poolInvalid(cur); reason != "" {
-			issues = append(issues, PoolIssue{k.Driver, k.Pool, "invalid: " + reason})
+			issues = append(issues, PoolIssue{Driver: k.Driver, Pool: k.Pool, Reason: "invalid: " + reason})
 			continue
 		}
 		pools = append(pools, cur)

@@ -45,6 +45,10 @@ const (
 type PoolIssue struct {
 	Driver, Pool string
 	Reason       string
+	// TooLarge holds the slices of a pool left out only because a counter
+	// does not fit drasat's integers; the scheduler would use it, so
+	// allocationMode All is blocked only where one of its devices matches.
+	TooLarge []*resourceapi.ResourceSlice `json:"-"`
 }
 
 func (p PoolIssue) String() string { return "pool " + p.Driver + "/" + p.Pool + ": " + p.Reason }
