@@ -1,8 +1,11 @@
 # drasat — see README.md.
 GO ?= go
+# bash with pipefail: a failing test piped through grep still fails the target.
+SHELL := /bin/bash
+.SHELLFLAGS := -o pipefail -c
 EXAMPLE ?= examples/mig-a100
 
-.PHONY: all build run test vet fmt bench fuzz clean e2e-bin e2e
+.PHONY: all build run test vet fmt bench fuzz clean e2e-bin e2e conformance
 
 all: build
 
@@ -24,13 +27,22 @@ e2e-bin:
 e2e: e2e-bin
 	$(GO) test -count=1 -timeout 20m -v ./k8s/e2e/
 
-# All tests: gofmt and vet must be clean, then every package's tests,
-# including the end-to-end suite (k8s/e2e; skipped with -short).
+# Upstream conformance: every case of the structured allocator's own test
+# table (TestAllocator of k8s.io/dynamic-resource-allocation, the version in
+# go.mod), extracted at test time, run against drasat (tools/conformance;
+# docs/semantics.md). Prints the "conformance: N cases, ..." line.
+conformance:
+	$(GO) test -count=1 -timeout 20m -v -run '^TestConformance$$' ./tools/conformance/ | grep -v '^=== RUN'
+
+# All tests: gofmt and vet must be clean, every package's tests, including
+# the end-to-end suite (k8s/e2e; skipped with -short), then the conformance
+# suite.
 test: e2e-bin
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	$(GO) vet ./...
-	$(GO) test -count=1 -timeout 30m ./...
+	$(GO) test -count=1 -timeout 30m -skip '^TestConformance$$' ./...
+	$(MAKE) --no-print-directory conformance
 
 # Go benchmarks, benchstat-friendly (compare two bench.out files with
 # benchstat); BENCH selects benchmarks, COUNT the runs of each. The

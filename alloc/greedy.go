@@ -152,6 +152,9 @@ func (g *placer) request(ri int) bool {
 			}
 			continue
 		}
+		if len(g.picks)+a.Count > model.MaxResults {
+			continue // upstream: past the claim's result limit; next alternative
+		}
 		if g.devices(ri, ai, a, 0, a.Count) {
 			return true
 		}
@@ -196,7 +199,7 @@ func (g *placer) all(ri, ai int, a *model.Alternative) bool {
 	}
 	for _, d := range a.AllMatch {
 		dev := g.s.P.Devices[d]
-		if g.node >= 0 && !dev.Reaches(g.node) {
+		if g.node >= 0 && !dev.SeenFrom(g.node) {
 			continue
 		}
 		if !cand[d] {
@@ -204,7 +207,7 @@ func (g *placer) all(ri, ai int, a *model.Alternative) bool {
 		}
 		take = append(take, d)
 	}
-	if len(take) == 0 {
+	if len(take) == 0 || len(g.picks)+len(take) > model.MaxResults {
 		return false
 	}
 	n := 0
@@ -246,19 +249,15 @@ func (g *placer) constraintsAllow(ri int, a *model.Alternative, d int) bool {
 		if !k.Applies(req, a) {
 			continue
 		}
-		v := k.Value[d]
-		if v == "" {
-			return false
-		}
+		var chosen [][]string
 		for _, p := range g.picks {
 			pr := g.c.Requests[p.Req]
-			if !k.Applies(pr, pr.Alternatives[p.Alt]) {
-				continue
+			if k.Applies(pr, pr.Alternatives[p.Alt]) {
+				chosen = append(chosen, k.ValuesOf(pr.Alternatives[p.Alt], p.Dev))
 			}
-			same := k.Value[p.Dev] == v
-			if (k.Kind == model.MatchAttribute) != same {
-				return false
-			}
+		}
+		if !k.Allows(chosen, k.ValuesOf(a, d)) {
+			return false
 		}
 	}
 	return true

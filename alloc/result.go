@@ -33,10 +33,14 @@ func AllocationResult(p *model.Problem, a *Assignment) (*resourceapi.AllocationR
 		if alt.AdminAccess {
 			r.AdminAccess = ptr.To(true)
 		}
-		if dev.BindsToNode {
-			r.BindingConditions = dev.Spec.BindingConditions
-			r.BindingFailureConditions = dev.Spec.BindingFailureConditions
-		}
+		// As upstream's allocator: the request's tolerations (the taint
+		// eviction controller reads them here), the device's binding
+		// conditions whenever it has them, and the slice's
+		// skipNodeOperations.
+		r.Tolerations = slices.Clone(alt.Tolerations)
+		r.BindingConditions = slices.Clone(dev.Spec.BindingConditions)
+		r.BindingFailureConditions = slices.Clone(dev.Spec.BindingFailureConditions)
+		r.SkipNodeOperations = slices.Clone(dev.Slice.Spec.SkipNodeOperations)
 		if dev.MultiAlloc {
 			r.ShareID = shareID(c, len(out.Devices.Results), dev.ID)
 			if consumed := alt.ConsumedCapacity(pk.Dev); len(consumed) > 0 {

@@ -233,26 +233,16 @@ func (f *ffSearch) ok(ri, ai int, a *model.Alternative, d int) bool {
 		if !con.Applies(req, a) {
 			continue
 		}
-		v := con.Value[d]
-		if v == "" {
-			return false // upstream: a device without the attribute fails both kinds
-		}
+		// upstream: a device without the attribute fails both kinds
+		var chosen [][]string
 		for _, pk := range f.picks {
 			preq := f.c.Requests[pk.Req]
-			if !con.Applies(preq, preq.Alternatives[pk.Alt]) {
-				continue
+			if con.Applies(preq, preq.Alternatives[pk.Alt]) {
+				chosen = append(chosen, con.ValuesOf(preq.Alternatives[pk.Alt], pk.Dev))
 			}
-			pv := con.Value[pk.Dev]
-			switch con.Kind {
-			case model.MatchAttribute:
-				if pv != v {
-					return false
-				}
-			case model.DistinctAttribute:
-				if pv == v {
-					return false
-				}
-			}
+		}
+		if !con.Allows(chosen, con.ValuesOf(a, d)) {
+			return false
 		}
 	}
 	return true

@@ -193,6 +193,9 @@ func Upstream(ctx context.Context, objs *model.Objects, feats UpstreamFeatures) 
 		}
 	}
 
+	// The scheduler's ResourceSlice tracker adds DeviceTaintRules' taints
+	// to the slices the allocator sees.
+	slices := model.ApplyTaintRules(objs.Slices, objs.TaintRules)
 	for _, claim := range objs.Claims {
 		if claim.Status.Allocation != nil {
 			continue
@@ -210,7 +213,7 @@ func Upstream(ctx context.Context, objs *model.Objects, feats UpstreamFeatures) 
 			}
 			tryNodes = []*corev1.Node{n}
 		}
-		result, rej, err := allocateOne(ctx, res, features, state, classes, objs.Slices, celCache, claim, tryNodes, timeout, feats.ClaimTimeout)
+		result, rej, err := allocateOne(ctx, res, features, state, classes, slices, celCache, claim, tryNodes, timeout, feats.ClaimTimeout)
 		if err != nil {
 			return nil, err
 		}

@@ -70,27 +70,30 @@ func (r *Relaxation) local(k *class) bool {
 		if con.Kind != model.MatchAttribute {
 			continue
 		}
+		// Derived values differ per alternative: only the devices' own
+		// values are looked at here, so such a constraint proves nothing.
 		covers := true
 		for _, req := range c.Requests {
 			for _, a := range req.Alternatives {
-				covers = covers && con.Applies(req, a)
+				_, derived := a.Derived[con.Attribute]
+				covers = covers && con.Applies(req, a) && !derived
 			}
 		}
 		if !covers {
 			continue
 		}
+		// Every value (a list-type attribute has several) on one bin only:
+		// devices sharing a value then share the bin.
 		binOfValue := map[string]int{}
 		ok := true
 		for _, cands := range k.cands {
 			for _, d := range cands {
-				v := con.Value[d]
-				if v == "" {
-					continue
+				for _, v := range con.Values[d] {
+					if b, seen := binOfValue[v]; seen && b != r.binOf[d] {
+						ok = false
+					}
+					binOfValue[v] = r.binOf[d]
 				}
-				if b, seen := binOfValue[v]; seen && b != r.binOf[d] {
-					ok = false
-				}
-				binOfValue[v] = r.binOf[d]
 			}
 		}
 		if ok {

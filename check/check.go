@@ -57,7 +57,7 @@ func Check(objs *model.Objects, allocated []*resourceapi.ResourceClaim, opts Opt
 	default:
 		return fmt.Errorf("compat mode %q: want %s or %s", opts.Compat, CompatKEP5963, CompatWildcard)
 	}
-	c := &checker{objs: objs, compat: compat, w: newWorld(objs.Slices, objs.Nodes),
+	c := &checker{objs: objs, compat: compat, w: newWorld(taintedSlices(objs.Slices, objs.TaintRules), objs.Nodes),
 		classes: map[string]*resourceapi.DeviceClass{}, input: map[string]*resourceapi.ResourceClaim{}}
 	for _, cl := range objs.Classes {
 		if _, ok := c.classes[cl.Name]; !ok {
@@ -128,6 +128,7 @@ func (c *checker) run(allocated []*resourceapi.ResourceClaim) {
 		c.checkRequests(nc)
 		c.checkConstraints(nc)
 		c.checkNode(nc)
+		c.checkResultFields(nc)
 	}
 	c.checkOccupancy()
 	c.checkCapacity()

@@ -174,6 +174,9 @@ func newFixture() *fixture {
 		"e": allocation(nil, res("l", netDriver, "fabric", "link-0"), res("l", netDriver, "fabric", "link-1")),
 		"f": allocation(zoneSelector("a"), res("z", netDriver, "zoned", "z-0")),
 	}
+	for i := range results["b"].Devices.Results {
+		results["b"].Devices.Results[i].Tolerations = b.Spec.Devices.Requests[0].Exactly.Tolerations
+	}
 	fx := &fixture{objs: objs}
 	for _, cl := range objs.Claims {
 		if cl.Status.Allocation != nil {
@@ -522,6 +525,44 @@ func TestCheck(t *testing.T) {
 			_, out := fx.claim("a")
 			out.Status.ReservedFor = []resourceapi.ResourceClaimConsumerReference{{Resource: "pods", Name: "p", UID: "1"}}
 		}, want: []string{"claim default/a: status other than allocation differs from the input claim"}},
+		{name: "selector error on a device the node reaches", mutate: func(fx *fixture) {
+			fx.device("node-1-devices", "half-0").Attributes["extra"] = resourceapi.DeviceAttribute{IntValue: ptr.To(int64(1))}
+			fx.spec("a", func(s *resourceapi.ResourceClaimSpec) {
+				s.Devices.Requests[0].Exactly.Selectors = sel(`device.attributes["gpu.example.com"].size != 2 || device.attributes["gpu.example.com"].extra == 1`)
+			})
+		}, want: []string{"claim default/a: a selector fails at run time on device gpu.example.com/node-1/half-1"}},
+		{name: "DeviceTaintRule not tolerated", mutate: func(fx *fixture) {
+			fx.objs.TaintRules = []*resourceapi.DeviceTaintRule{{Spec: resourceapi.DeviceTaintRuleSpec{
+				DeviceSelector: &resourceapi.DeviceTaintSelector{Device: ptr.To("half-0")},
+				Taint:          resourceapi.DeviceTaint{Key: "rule", Effect: resourceapi.DeviceTaintEffectNoExecute}}}}
+		}, want: []string{"claim default/a: request r: device gpu.example.com/node-1/half-0: taint rule=:NoExecute is not tolerated"}},
+		{name: "DeviceTaintRule of another pool", mutate: func(fx *fixture) {
+			fx.objs.TaintRules = []*resourceapi.DeviceTaintRule{{Spec: resourceapi.DeviceTaintRuleSpec{
+				DeviceSelector: &resourceapi.DeviceTaintSelector{Pool: ptr.To("elsewhere")},
+				Taint:          resourceapi.DeviceTaint{Key: "rule", Effect: resourceapi.DeviceTaintEffectNoExecute}}}}
+		}},
+		{name: "tolerations not copied", mutate: func(fx *fixture) { fx.alloc("b").Devices.Results[0].Tolerations = nil },
+			want: []string{"claim default/b: device gpu.example.com/node-1/quarter-2 (request q): tolerations [], want the request's"}},
+		{name: "binding conditions not copied", mutate: func(fx *fixture) {
+			fx.device("node-1-devices", "half-0").BindingConditions = []string{"ready"}
+			fx.device("node-1-devices", "half-0").BindingFailureConditions = []string{"failed"}
+		}, want: []string{"claim default/a: device gpu.example.com/node-1/half-0 (request r): bindingConditions [] / bindingFailureConditions [], want the device's [ready] / [failed]"}},
+		{name: "skipNodeOperations not copied", mutate: func(fx *fixture) {
+			fx.slice("node-1-devices").Spec.SkipNodeOperations = []resourceapi.SkipNodeOperation{"*"}
+			for _, n := range fx.objs.Nodes {
+				n.Status.DeclaredFeatures = []string{"DRAOptionalNodeOperations"}
+			}
+		}, want: []string{"claim default/a: device gpu.example.com/node-1/half-0 (request r): skipNodeOperations [], want the slice's [*]"}},
+		{name: "skipNodeOperations on a node without the feature", mutate: func(fx *fixture) {
+			fx.slice("node-1-devices").Spec.SkipNodeOperations = []resourceapi.SkipNodeOperation{"*"}
+			fx.alloc("a").Devices.Results[0].SkipNodeOperations = []resourceapi.SkipNodeOperation{"*"}
+		}, want: []string{"claim default/a: device gpu.example.com/node-1/half-0 is not available on node node-1"}},
+		{name: "more than 32 results", mutate: func(fx *fixture) {
+			r := fx.alloc("e").Devices.Results
+			for len(fx.alloc("e").Devices.Results) <= 32 {
+				fx.alloc("e").Devices.Results = append(fx.alloc("e").Devices.Results, r...)
+			}
+		}, want: []string{"claim default/e: 34 results, more than the limit of 32 per claim"}},
 		{name: "claim not in the input", mutate: func(fx *fixture) {
 			x := mkClaim("x", nil)
 			fx.out = append(fx.out, x)

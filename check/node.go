@@ -81,7 +81,7 @@ func (c *checker) checkNode(nc *newClaim) {
 	}
 	for _, p := range devs {
 		for _, n := range admitted {
-			ok, err := c.w.reach(p.dev, n)
+			ok, err := c.w.allocatable(p.dev, n)
 			if err != nil {
 				c.errorf("%s: device %s: %v", prefix, keyOf(p.res), err)
 				break
@@ -112,13 +112,70 @@ func (c *checker) checkNode(nc *newClaim) {
 			c.errorf("%s: used by pod %s, which is bound to node %s, but the allocation's nodeSelector %s does not admit that node", prefix, b.pod, b.node, selString(sel))
 		}
 		for _, p := range devs {
-			if ok, _ := c.w.reach(p.dev, n); !ok {
+			if ok, _ := c.w.allocatable(p.dev, n); !ok {
 				c.errorf("%s: used by pod %s, which is bound to node %s, but device %s is not available there", prefix, b.pod, b.node, keyOf(p.res))
 			}
 		}
 		witnesses = []*corev1.Node{n}
 	}
+	c.checkSelectorErrors(nc, witnesses)
 	c.checkAll(nc, witnesses)
+}
+
+// checkSelectorErrors: the upstream allocator evaluates the class and
+// request selectors on the devices of the node it tries, and a run-time
+// error there ends the try. So some node the claim may have been allocated
+// for must reach no device on which a selector of the claim's chosen
+// requests fails at run time.
+func (c *checker) checkSelectorErrors(nc *newClaim, witnesses []*corev1.Node) {
+	type failure struct {
+		d   *device
+		err error
+	}
+	var failing []failure
+	for _, a := range nc.alts {
+		class := c.classes[a.class]
+		if class == nil {
+			continue
+		}
+		sels := append(append([]resourceapi.DeviceSelector(nil), class.Spec.Selectors...), a.selectors...)
+		for _, p := range c.w.poolOrder {
+			if p.issue != "" {
+				continue
+			}
+			for _, d := range p.devices {
+				for _, s := range sels {
+					if s.CEL == nil {
+						break
+					}
+					ok, err := c.w.eval(s.CEL.Expression, d)
+					if err != nil {
+						failing = append(failing, failure{d, err})
+					}
+					if err != nil || !ok {
+						break // upstream stops at the first false selector
+					}
+				}
+			}
+		}
+	}
+	if len(failing) == 0 {
+		return
+	}
+	for _, n := range witnesses {
+		clean := true
+		for _, f := range failing {
+			if ok, _ := c.w.reach(f.d, n); ok {
+				clean = false
+				break
+			}
+		}
+		if clean {
+			return
+		}
+	}
+	c.errorf("claim %s: a selector fails at run time on device %s, and every node the allocation admits reaches such a device (the upstream allocator fails there): %v",
+		nc.key, failing[0].d.key, failing[0].err)
 }
 
 // checkAll: rule 3 for allocationMode All. For some node the claim may have

@@ -1,11 +1,14 @@
 package check
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
 
 	resourceapi "k8s.io/api/resource/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	dracel "k8s.io/dynamic-resource-allocation/cel"
 	"k8s.io/dynamic-resource-allocation/resourceclaim"
 )
 
@@ -225,6 +228,15 @@ func (c *checker) checkConstraints(nc *newClaim) {
 				continue
 			}
 			a := lookupAttribute(p.dev, attr)
+			if expr, ok := derivedExpression(nc.in, p.res.Request, attr); ok {
+				// derivedAttributes (alpha) shadow the device's own
+				// attribute for the request that defines them.
+				var err error
+				if a, err = c.derivedAttribute(expr, p.dev); err != nil {
+					c.errorf("%s: device %s: derived attribute: %v", prefix, keyOf(p.res), err)
+					continue
+				}
+			}
 			if a == nil {
 				c.errorf("%s: device %s (request %s) does not have the attribute", prefix, keyOf(p.res), p.res.Request)
 				continue
@@ -274,6 +286,95 @@ func constraintApplies(names []string, result string) bool {
 		}
 	}
 	return false
+}
+
+// maxResults is the API's limit on a claim's results, all requests together.
+const maxResults = resourceapi.AllocationResultsMaxSize
+
+// checkResultFields: at most 32 results per claim, and the fields upstream's
+// allocator copies into each result: the request's tolerations, the
+// device's binding conditions and the slice's skipNodeOperations.
+func (c *checker) checkResultFields(nc *newClaim) {
+	if n := len(nc.alloc.Devices.Results); n > maxResults {
+		c.errorf("claim %s: %d results, more than the limit of %d per claim", nc.key, n, maxResults)
+	}
+	for _, p := range nc.placements {
+		if p.dev == nil {
+			continue
+		}
+		prefix := fmt.Sprintf("claim %s: device %s (request %s)", nc.key, keyOf(p.res), p.res.Request)
+		if want := requestTolerations(nc.in, p.res.Request); !apiequality.Semantic.DeepEqual(want, p.res.Tolerations) {
+			c.errorf("%s: tolerations %v, want the request's %v", prefix, p.res.Tolerations, want)
+		}
+		if !apiequality.Semantic.DeepEqual(p.dev.spec.BindingConditions, p.res.BindingConditions) ||
+			!apiequality.Semantic.DeepEqual(p.dev.spec.BindingFailureConditions, p.res.BindingFailureConditions) {
+			c.errorf("%s: bindingConditions %v / bindingFailureConditions %v, want the device's %v / %v", prefix,
+				p.res.BindingConditions, p.res.BindingFailureConditions, p.dev.spec.BindingConditions, p.dev.spec.BindingFailureConditions)
+		}
+		if !apiequality.Semantic.DeepEqual(p.dev.slice.Spec.SkipNodeOperations, p.res.SkipNodeOperations) {
+			c.errorf("%s: skipNodeOperations %v, want the slice's %v", prefix, p.res.SkipNodeOperations, p.dev.slice.Spec.SkipNodeOperations)
+		}
+	}
+}
+
+// requestTolerations are the tolerations of the request or subrequest a
+// result names.
+func requestTolerations(claim *resourceapi.ResourceClaim, result string) []resourceapi.DeviceToleration {
+	parent, sub, hasSub := strings.Cut(result, "/")
+	for _, r := range claim.Spec.Devices.Requests {
+		if r.Name != parent {
+			continue
+		}
+		if !hasSub && r.Exactly != nil {
+			return r.Exactly.Tolerations
+		}
+		for _, s := range r.FirstAvailable {
+			if hasSub && s.Name == sub {
+				return s.Tolerations
+			}
+		}
+	}
+	return nil
+}
+
+// derivedExpression finds the derivedAttributes entry of the request (or
+// subrequest) a result names.
+func derivedExpression(claim *resourceapi.ResourceClaim, result string, attr resourceapi.FullyQualifiedName) (string, bool) {
+	parent, sub, hasSub := strings.Cut(result, "/")
+	for _, r := range claim.Spec.Devices.Requests {
+		if r.Name != parent {
+			continue
+		}
+		var das []resourceapi.DeviceDerivedAttribute
+		switch {
+		case !hasSub && r.Exactly != nil:
+			das = r.Exactly.DerivedAttributes
+		case hasSub:
+			for _, s := range r.FirstAvailable {
+				if s.Name == sub {
+					das = s.DerivedAttributes
+				}
+			}
+		}
+		for _, da := range das {
+			if da.Name == attr {
+				return da.Expression, true
+			}
+		}
+	}
+	return "", false
+}
+
+// derivedAttribute evaluates a derivedAttributes expression on a device
+// with the scheduler's CEL package.
+func (c *checker) derivedAttribute(expr string, d *device) (*resourceapi.DeviceAttribute, error) {
+	res := c.w.cel.GetOrCompileDerivedAttribute(expr)
+	if res.Error != nil {
+		return nil, res.Error
+	}
+	a, _, err := res.EvaluateDerivedAttribute(context.Background(), dracel.Device{Driver: d.key.Driver,
+		AllowMultipleAllocations: d.spec.AllowMultipleAllocations, Attributes: d.spec.Attributes, Capacity: d.spec.Capacity})
+	return a, err
 }
 
 // lookupAttribute finds an attribute as the allocator does: the fully

@@ -3,12 +3,14 @@ package check
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/component-helpers/nodedeclaredfeatures/features/draoptionalnodeoperations"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	dracel "k8s.io/dynamic-resource-allocation/cel"
 )
@@ -75,9 +77,44 @@ func newWorld(slices []*resourceapi.ResourceSlice, nodes []*corev1.Node) *world 
 		cel:        dracel.NewCache(1000, dracel.Features{EnableConsumableCapacity: true, EnableListTypeAttributes: true}),
 		celMemo:    map[celKey]celOut{},
 	}
-	w.buildPools(slices)
 	w.buildNodes(slices, nodes)
+	w.buildPools(slices)
 	return w
+}
+
+// taintedSlices adds the taints of DeviceTaintRules to the devices they
+// select, as the scheduler's ResourceSlice tracker does: no deviceSelector
+// selects nothing, each of driver, pool and device that is set must match.
+// Patched slices are copies.
+func taintedSlices(slices []*resourceapi.ResourceSlice, rules []*resourceapi.DeviceTaintRule) []*resourceapi.ResourceSlice {
+	out := slices
+	copied := false
+	for i, s := range slices {
+		var cp *resourceapi.ResourceSlice
+		for _, r := range rules {
+			sel := r.Spec.DeviceSelector
+			if sel == nil {
+				continue
+			}
+			if (sel.Driver != nil && *sel.Driver != s.Spec.Driver) || (sel.Pool != nil && *sel.Pool != s.Spec.Pool.Name) {
+				continue
+			}
+			for j, d := range s.Spec.Devices {
+				if sel.Device != nil && *sel.Device != d.Name {
+					continue
+				}
+				if cp == nil {
+					cp = s.DeepCopy()
+					if !copied {
+						out, copied = append([]*resourceapi.ResourceSlice(nil), slices...), true
+					}
+					out[i] = cp
+				}
+				cp.Spec.Devices[j].Taints = append(cp.Spec.Devices[j].Taints, r.Spec.Taint)
+			}
+		}
+	}
+	return out
 }
 
 // buildPools keeps each pool's highest generation and records whether the
@@ -95,6 +132,7 @@ func (w *world) buildPools(slices []*resourceapi.ResourceSlice) {
 		for _, s := range all {
 			gen = max(gen, s.Spec.Pool.Generation)
 		}
+		gen = w.generationSeenByNodes(all, gen)
 		p := &pool{key: k, counterSets: map[string]*resourceapi.CounterSet{}}
 		for _, s := range all {
 			if s.Spec.Pool.Generation == gen {
@@ -163,6 +201,46 @@ func (w *world) buildPools(slices []*resourceapi.ResourceSlice) {
 		}
 		return a.Pool < b.Pool
 	})
+}
+
+// generationSeenByNodes: upstream's GatherPools looks at a pool per node,
+// through the slices published for that node, at their highest generation.
+// If those form a complete generation (all resourceSliceCount slices) it is
+// used even when another node sees a newer one; if not and a newer one
+// exists, the node ignores the pool. The checker takes the older generation
+// only when every node that sees the pool uses that same one.
+func (w *world) generationSeenByNodes(all []*resourceapi.ResourceSlice, highest int64) int64 {
+	used := map[int64]bool{}
+	for _, n := range w.nodes {
+		perGen := map[int64]int64{}
+		top := int64(-1)
+		for _, s := range all {
+			if w.sliceRelevant(s, n) {
+				perGen[s.Spec.Pool.Generation]++
+				top = max(top, s.Spec.Pool.Generation)
+			}
+		}
+		if top < 0 {
+			continue
+		}
+		var want int64
+		for _, s := range all {
+			if s.Spec.Pool.Generation == top {
+				want = s.Spec.Pool.ResourceSliceCount
+				break
+			}
+		}
+		if top < highest && perGen[top] != want {
+			continue // ignored on this node
+		}
+		used[top] = true
+	}
+	if len(used) == 1 {
+		for g := range used {
+			return g
+		}
+	}
+	return highest
 }
 
 // buildNodes fixes the node universe: the Node objects, or when there are
@@ -237,6 +315,18 @@ func (w *world) reach(d *device, n *corev1.Node) (bool, error) {
 		return w.matchNode(sel, n)
 	}
 	return false, nil
+}
+
+// allocatable is reach, and for a slice with skipNodeOperations also that
+// the node declares DRAOptionalNodeOperations in status.declaredFeatures
+// (upstream's allocator requires it). allocationMode All still counts such
+// a device on other nodes (reach), so All fails there.
+func (w *world) allocatable(d *device, n *corev1.Node) (bool, error) {
+	ok, err := w.reach(d, n)
+	if !ok || err != nil || len(d.slice.Spec.SkipNodeOperations) == 0 {
+		return ok, err
+	}
+	return n != nil && slices.Contains(n.Status.DeclaredFeatures, draoptionalnodeoperations.DRAOptionalNodeOperationsFeatureGate), nil
 }
 
 // sliceRelevant tells whether any part of slice s is published for node n.

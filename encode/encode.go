@@ -380,7 +380,7 @@ func IsSimple(c *model.Claim) bool { return simpleKey(c) != "" }
 // simpleKey returns a key identical for interchangeable simple claims, or
 // "" when the claim is not simple.
 func simpleKey(c *model.Claim) string {
-	if c.FixedNode >= 0 || len(c.Requests) != 1 || len(c.Constraints) != 0 || len(c.Requests[0].Alternatives) != 1 {
+	if c.FixedNode >= 0 || len(c.ExcludedNodes) > 0 || len(c.Requests) != 1 || len(c.Constraints) != 0 || len(c.Requests[0].Alternatives) != 1 {
 		return ""
 	}
 	a := c.Requests[0].Alternatives[0]
@@ -469,6 +469,18 @@ func (m *Model) claimUnit(c *model.Claim) *Unit {
 		nodeSet = map[int]bool{c.FixedNode: true}
 		needNode = true
 	}
+	if len(c.ExcludedNodes) > 0 {
+		// The node is chosen explicitly, and not among these.
+		needNode, single = true, false
+		if len(nodeSet) == 0 {
+			for n := range m.P.Nodes {
+				nodeSet[n] = true
+			}
+		}
+		for n := range c.ExcludedNodes {
+			delete(nodeSet, n)
+		}
+	}
 	if needNode && !(single && c.FixedNode < 0) {
 		for n := range nodeSet {
 			u.NodeIdx = append(u.NodeIdx, n)
@@ -552,8 +564,39 @@ func (m *Model) claimUnit(c *model.Claim) *Unit {
 			m.atMostOne(ls)
 		}
 	}
+	// At most 32 results per claim, all requests together (each x is one
+	// result): firstAvailable combinations and All-mode counts past it
+	// are infeasible, as upstream.
+	if len(u.X) > model.MaxResults && mostResults(c) > model.MaxResults {
+		xs := make([]z.Lit, len(u.X))
+		ones := make([]int64, len(u.X))
+		for i, x := range u.X {
+			xs[i], ones[i] = x.Lit, 1
+		}
+		if err := m.atMost(xs, ones, model.MaxResults); err != nil {
+			m.clause(u.Admit.Not())
+		}
+	}
 	m.constraints(u)
 	return u
+}
+
+// mostResults bounds the results a claim can get: per request the largest
+// alternative (All: every matching device).
+func mostResults(c *model.Claim) int {
+	n := 0
+	for _, r := range c.Requests {
+		most := 0
+		for _, a := range r.Alternatives {
+			if a.All {
+				most = max(most, len(a.AllMatch))
+			} else {
+				most = max(most, a.Count)
+			}
+		}
+		n += most
+	}
+	return n
 }
 
 // exactlyOneIf: when g holds exactly one of ls holds; none holds otherwise.
@@ -595,7 +638,7 @@ func (m *Model) allMode(u *Unit, sel z.Lit, a *model.Alternative, xs []z.Lit, no
 		var here []z.Lit
 		blocked := false
 		for _, d := range a.AllMatch {
-			if !m.P.Devices[d].Reaches(n) {
+			if !m.P.Devices[d].SeenFrom(n) {
 				continue
 			}
 			l, ok := xOf[d]
@@ -628,34 +671,50 @@ func (m *Model) constraints(u *Unit) {
 // constraint encodes one matchAttribute or distinctAttribute of u's claim.
 func (m *Model) constraint(u *Unit, k *model.Constraint) {
 	c := u.Claims[0]
+	type member struct {
+		lit  z.Lit
+		vals []string
+	}
 	byValue := map[string][]z.Lit{}
 	var values []string
+	var sets []member
 	for _, x := range u.X {
 		if !k.Applies(c.Requests[x.Req], u.altOf(x)) {
 			continue
 		}
-		v := k.Value[x.Dev]
-		if v == "" {
+		vals := k.ValuesOf(u.altOf(x), x.Dev)
+		if len(vals) == 0 {
 			m.clause(x.Lit.Not()) // the device lacks the attribute
 			continue
 		}
-		if byValue[v] == nil {
-			values = append(values, v)
+		sets = append(sets, member{x.Lit, vals})
+		for _, v := range vals {
+			if byValue[v] == nil {
+				values = append(values, v)
+			}
+			byValue[v] = append(byValue[v], x.Lit)
 		}
-		byValue[v] = append(byValue[v], x.Lit)
 	}
 	switch k.Kind {
 	case model.MatchAttribute:
 		if len(values) <= 1 {
 			return
 		}
+		// One value is chosen (at most one v true); a device is taken only
+		// if it has the chosen value. With list-type attributes a device
+		// has several: then all chosen devices share a common element.
+		lit := map[string]z.Lit{}
 		var vs []z.Lit
 		for _, v := range values {
-			vl := m.C.Lit()
-			vs = append(vs, vl)
-			for _, l := range byValue[v] {
-				m.clause(l.Not(), vl)
+			lit[v] = m.C.Lit()
+			vs = append(vs, lit[v])
+		}
+		for _, s := range sets {
+			cl := []z.Lit{s.lit.Not()}
+			for _, v := range s.vals {
+				cl = append(cl, lit[v])
 			}
+			m.clause(cl...)
 		}
 		m.atMostOne(vs)
 	case model.DistinctAttribute:

@@ -285,7 +285,14 @@ func Short(ctx context.Context, p *model.Problem, c *model.Claim, deadline time.
 		}
 		parts = append(parts, r.Message)
 	}
-	return strings.Join(parts, "; "), len(parts) > 0
+	reason = strings.Join(parts, "; ")
+	// Pools left out may hold what the claim needs: say so (upstream
+	// fails such an allocation with "invalid resource pools were
+	// encountered").
+	if len(p.Issues) > 0 && len(parts) > 0 && !strings.Contains(reason, "pools are not used") {
+		reason += fmt.Sprintf("; note: %d pools are not used (%s)", len(p.Issues), p.Issues[0])
+	}
+	return reason, len(parts) > 0
 }
 
 // static finds a request that no device can serve, or a claim error,

@@ -307,15 +307,17 @@ func (e *explainer) constraintReason(c *model.Claim, ki int) Reason {
 		}
 		need += a.Count
 		for _, d := range a.Candidates {
-			v := k.Value[d]
-			if v == "" {
+			vals := k.ValuesOf(a, d)
+			if len(vals) == 0 {
 				missing[d] = true
 				continue
 			}
-			if counts[v] == nil {
-				counts[v] = map[int]bool{}
+			for _, v := range vals {
+				if counts[v] == nil {
+					counts[v] = map[int]bool{}
+				}
+				counts[v][d] = true
 			}
-			counts[v][d] = true
 		}
 	}
 	r := Reason{Kind: KindConstraint, Attribute: k.Attribute}

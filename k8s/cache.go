@@ -26,6 +26,9 @@ type Cache struct {
 	Classes resourcelisters.DeviceClassLister
 	Nodes   corelisters.NodeLister
 	Pods    corelisters.PodLister
+	// TaintRules: DeviceTaintRules, whose taints apply to the devices they
+	// select (model.ApplyTaintRules), as in the scheduler.
+	TaintRules resourcelisters.DeviceTaintRuleLister
 
 	synced  []cache.InformerSynced
 	changed chan struct{}
@@ -42,7 +45,9 @@ func NewCache(client kubernetes.Interface, opts Options) *Cache {
 	classes := c.factory.Resource().V1().DeviceClasses()
 	nodes := c.factory.Core().V1().Nodes()
 	pods := c.podFactory.Core().V1().Pods()
+	taintRules := c.factory.Resource().V1().DeviceTaintRules()
 	c.Claims, c.Slices, c.Classes, c.Nodes, c.Pods = claims.Lister(), slices.Lister(), classes.Lister(), nodes.Lister(), pods.Lister()
+	c.TaintRules = taintRules.Lister()
 
 	all := cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { c.signal() },
@@ -82,7 +87,7 @@ func NewCache(client kubernetes.Interface, opts Options) *Cache {
 	for _, x := range []struct {
 		inf cache.SharedIndexInformer
 		h   cache.ResourceEventHandler
-	}{{claims.Informer(), claimH}, {slices.Informer(), all}, {classes.Informer(), all}, {nodes.Informer(), nodeH}, {pods.Informer(), podH}} {
+	}{{claims.Informer(), claimH}, {slices.Informer(), all}, {classes.Informer(), all}, {taintRules.Informer(), all}, {nodes.Informer(), nodeH}, {pods.Informer(), podH}} {
 		// AddEventHandler only fails on a stopped informer.
 		reg, _ := x.inf.AddEventHandler(x.h)
 		if reg != nil {
@@ -131,6 +136,8 @@ type Snapshot struct {
 	Classes []*resourceapi.DeviceClass
 	Nodes   []*corev1.Node
 	Pods    []*corev1.Pod
+
+	TaintRules []*resourceapi.DeviceTaintRule
 }
 
 // Snapshot lists every cache.
@@ -152,6 +159,10 @@ func (c *Cache) Snapshot() (*Snapshot, error) {
 	if s.Pods, err = c.Pods.List(labels.Everything()); err != nil {
 		return nil, err
 	}
+	if s.TaintRules, err = c.TaintRules.List(labels.Everything()); err != nil {
+		return nil, err
+	}
+	sort.Slice(s.TaintRules, func(i, j int) bool { return s.TaintRules[i].Name < s.TaintRules[j].Name })
 	sort.Slice(s.Claims, func(i, j int) bool { return claimKey(s.Claims[i]) < claimKey(s.Claims[j]) })
 	sort.Slice(s.Slices, func(i, j int) bool { return s.Slices[i].Name < s.Slices[j].Name })
 	sort.Slice(s.Classes, func(i, j int) bool { return s.Classes[i].Name < s.Classes[j].Name })

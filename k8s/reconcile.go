@@ -251,7 +251,7 @@ func (r *Reconciler) solveAndWrite(ctx context.Context, snap *Snapshot, batch []
 // objects builds the engine input: all allocated claims (fixed) and the
 // batch (pending).
 func objects(snap *Snapshot, batch []*resourceapi.ResourceClaim) *model.Objects {
-	objs := &model.Objects{Slices: snap.Slices, Classes: snap.Classes, Nodes: snap.Nodes, Pods: snap.Pods}
+	objs := &model.Objects{Slices: snap.Slices, Classes: snap.Classes, Nodes: snap.Nodes, Pods: snap.Pods, TaintRules: snap.TaintRules}
 	for _, c := range snap.Claims {
 		if c.Status.Allocation != nil {
 			objs.Claims = append(objs.Claims, c)
@@ -270,7 +270,7 @@ func (r *Reconciler) checkWith(written map[string]*resourceapi.ResourceClaim, c 
 	if err != nil {
 		return err
 	}
-	objs := &model.Objects{Slices: snap.Slices, Classes: snap.Classes, Nodes: snap.Nodes, Pods: snap.Pods}
+	objs := &model.Objects{Slices: snap.Slices, Classes: snap.Classes, Nodes: snap.Nodes, Pods: snap.Pods, TaintRules: snap.TaintRules}
 	key := claimKey(c)
 	found := false
 	for _, cl := range snap.Claims {

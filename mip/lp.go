@@ -138,6 +138,12 @@ func ones(vs []int, coef int64) []term {
 // returns its variables. Claims of weight 0 add nothing to the objective
 // and are left out.
 func WriteLP(out io.Writer, p *model.Problem) (*Program, error) {
+	for _, d := range p.Devices {
+		if d.MultiAlloc {
+			// Shares and their capacity sums are not linearised here.
+			return nil, fmt.Errorf("device %s allows multiple allocations: consumable capacity is not supported by the LP export", d.ID)
+		}
+	}
 	w := &writer{p: p, prog: &Program{class: map[*model.Claim][]*model.Claim{}}, bound: map[int]int64{}}
 	uses := map[int][]int{} // device -> non-admin pick variables
 	type adminUse struct{ dev, v int }
@@ -164,7 +170,7 @@ func WriteLP(out io.Writer, p *model.Problem) (*Program, error) {
 			w.obj = append(w.obj, term{c.Weight, n})
 			var xs []int
 			for _, d := range c.Requests[0].Alternatives[0].Candidates {
-				if !reachable(p.Devices[d]) {
+				if !p.Devices[d].Reachable() {
 					continue
 				}
 				x := w.newVar(&Var{Name: fmt.Sprintf("y%d_%d", c.Index, d), Claims: []*model.Claim{c}, Dev: d, Node: -1, Kind: ClassPick})
@@ -278,20 +284,6 @@ func consumption(dev *model.Device, set, counter int) int64 {
 	return 0
 }
 
-func reachable(d *model.Device) bool { return d.All || len(d.Reach) > 0 }
-
-func reachesNode(d *model.Device, n int) bool {
-	if d.All {
-		return true
-	}
-	for _, r := range d.Reach {
-		if r == n {
-			return true
-		}
-	}
-	return false
-}
-
 // simpleKey is the class of a simple claim (one request for one device of
 // one alternative, no constraints, no bound node), "" for other claims;
 // as encode.IsSimple.
@@ -392,7 +384,7 @@ func (w *writer) claim(c *model.Claim, a int) []pick {
 			xOf := map[int]int{}
 			for _, d := range alt.Candidates {
 				dev := p.Devices[d]
-				if !reachable(dev) || (c.FixedNode >= 0 && !reachesNode(dev, c.FixedNode)) {
+				if !dev.Reachable() || (c.FixedNode >= 0 && !dev.Reaches(c.FixedNode)) {
 					continue
 				}
 				x := w.newVar(&Var{Name: fmt.Sprintf("x%d_%d_%d_%d", ci, ri, ai, d), Claims: []*model.Claim{c}, Dev: d, Req: ri, Alt: ai, Node: -1, Kind: Pick})
@@ -438,37 +430,63 @@ func (w *writer) claim(c *model.Claim, a int) []pick {
 	for _, d := range devs {
 		w.row(fmt.Sprintf("once%d_%d", ci, d), ones(perDevice[d], 1), "<=", 1)
 	}
-	// Constraints.
+	// At most 32 results per claim, all requests together.
+	if len(xsAll) > model.MaxResults {
+		vs := make([]int, len(xsAll))
+		for i, x := range xsAll {
+			vs[i] = x.v
+		}
+		w.row(fmt.Sprintf("results%d", ci), ones(vs, 1), "<=", model.MaxResults)
+	}
+	// Constraints over value sets (list-type attributes have several
+	// values; derivedAttributes replace them per alternative):
+	// matchAttribute picks one value that every chosen device has,
+	// distinctAttribute lets no value be had by two chosen devices.
 	for ki, k := range c.Constraints {
 		byValue := map[string][]int{}
+		setOf := map[int][]string{}
 		var values []string
 		for _, x := range xsAll {
 			req := c.Requests[x.req]
-			if !k.Applies(req, req.Alternatives[x.alt]) {
+			alt := req.Alternatives[x.alt]
+			if !k.Applies(req, alt) {
 				continue
 			}
-			v := k.Value[x.dev]
-			if v == "" {
+			vals := k.ValuesOf(alt, x.dev)
+			if len(vals) == 0 {
 				w.row(fmt.Sprintf("lack%d_%d_%s", ci, ki, w.prog.Vars[x.v].Name), []term{{1, x.v}}, "<=", 0)
 				continue
 			}
-			if byValue[v] == nil {
-				values = append(values, v)
+			setOf[x.v] = vals
+			for _, v := range vals {
+				if byValue[v] == nil {
+					values = append(values, v)
+				}
+				byValue[v] = append(byValue[v], x.v)
 			}
-			byValue[v] = append(byValue[v], x.v)
 		}
 		switch k.Kind {
 		case model.MatchAttribute:
 			if len(values) <= 1 {
 				continue
 			}
+			vvOf := map[string]int{}
 			var vs []int
 			for vi, v := range values {
 				vv := w.helper(fmt.Sprintf("v%d_%d_%d", ci, ki, vi))
+				vvOf[v] = vv
 				vs = append(vs, vv)
-				for _, x := range byValue[v] {
-					w.row(fmt.Sprintf("m%d_%d_%s", ci, ki, w.prog.Vars[x].Name), []term{{1, x}, {-1, vv}}, "<=", 0)
+			}
+			for _, x := range xsAll {
+				vals, ok := setOf[x.v]
+				if !ok {
+					continue
 				}
+				ts := []term{{1, x.v}}
+				for _, v := range vals {
+					ts = append(ts, term{-1, vvOf[v]})
+				}
+				w.row(fmt.Sprintf("m%d_%d_%s", ci, ki, w.prog.Vars[x.v].Name), ts, "<=", 0)
 			}
 			w.row(fmt.Sprintf("match%d_%d", ci, ki), ones(vs, 1), "<=", 1)
 		case model.DistinctAttribute:
@@ -503,7 +521,7 @@ func (w *writer) allMode(name string, alt *model.Alternative, sel int, xOf map[i
 		var here []int
 		blocked := false
 		for _, d := range alt.AllMatch {
-			if !reachesNode(w.p.Devices[d], n) {
+			if !w.p.Devices[d].SeenFrom(n) {
 				continue
 			}
 			x, ok := xOf[d]

@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"math"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -11,6 +14,7 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/component-helpers/nodedeclaredfeatures/features/draoptionalnodeoperations"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/dynamic-resource-allocation/resourceclaim"
 )
@@ -33,9 +37,13 @@ func Build(objs *Objects, opts Options) (*Problem, error) {
 	}
 	b := &builder{objs: objs, p: &Problem{Options: opts}, cel: newCELEnv(),
 		deviceByID: map[DeviceID]int{}, matchCache: map[string]matchResult{}, setByName: map[[3]string]int{}, nodeByName: map[string]int{}}
-	pools, issues := usablePools(objs.Slices)
-	b.p.Issues = issues
 	b.buildNodes()
+	nodeObjs := make([]*corev1.Node, len(b.p.Nodes))
+	for i, n := range b.p.Nodes {
+		nodeObjs[i] = n.Obj
+	}
+	pools, issues := usablePools(ApplyTaintRules(objs.Slices, objs.TaintRules), nodeObjs)
+	b.p.Issues = issues
 	if err := b.buildPools(pools); err != nil {
 		return nil, err
 	}
@@ -59,7 +67,7 @@ type builder struct {
 	nodeByName map[string]int
 	classes    map[string]*resourceapi.DeviceClass
 	matchCache map[string]matchResult
-	attrCache  map[string][]*string // attribute -> per device, nil until looked up
+	attrCache  map[string][]*[]string // attribute -> per device, nil until looked up
 	// existingCap sums the consumedCapacity of existing shares per device;
 	// altCaps are the alternatives' capacity consumptions, scaled at the end.
 	existingCap map[int]map[resourceapi.QualifiedName]resource.Quantity
@@ -68,17 +76,17 @@ type builder struct {
 
 // attribute is attributeValue, cached: constraints of many claims look up
 // the same attribute on the same devices.
-func (b *builder) attribute(dev *Device, name string) string {
+func (b *builder) attribute(dev *Device, name string) []string {
 	if b.attrCache == nil {
-		b.attrCache = map[string][]*string{}
+		b.attrCache = map[string][]*[]string{}
 	}
 	vals := b.attrCache[name]
 	if vals == nil {
-		vals = make([]*string, len(b.p.Devices))
+		vals = make([]*[]string, len(b.p.Devices))
 		b.attrCache[name] = vals
 	}
 	if vals[dev.Index] == nil {
-		v := attributeValue(dev.ID.Driver, dev.Spec, name)
+		v := attributeValues(dev.ID.Driver, dev.Spec, name)
 		vals[dev.Index] = &v
 	}
 	return *vals[dev.Index]
@@ -127,6 +135,12 @@ func (b *builder) buildNodes() {
 func (b *builder) buildPools(pools [][]*resourceapi.ResourceSlice) error {
 	for _, slices := range pools {
 		driver, pool := slices[0].Spec.Driver, slices[0].Spec.Pool.Name
+		if err := CounterQuantitiesFit(slices); err != nil {
+			// Too large for exact integer arithmetic: this pool is left
+			// out (with a warning), the rest of the run goes on.
+			b.p.Issues = append(b.p.Issues, PoolIssue{Driver: driver, Pool: pool, Reason: err.Error(), TooLarge: slices})
+			continue
+		}
 		// Counter sets first, so devices can refer to them.
 		type setInfo struct {
 			set   *CounterSet
@@ -238,6 +252,7 @@ func (b *builder) reach(d *Device) error {
 	} else {
 		nodeName, sel, all = slice.NodeName, slice.NodeSelector, slice.AllNodes != nil && *slice.AllNodes
 	}
+	defer b.optionalNodeOperations(d)
 	switch {
 	case nodeName != nil && *nodeName != "":
 		d.NodeLocal = true
@@ -259,6 +274,31 @@ func (b *builder) reach(d *Device) error {
 		}
 	}
 	return nil
+}
+
+// optionalNodeOperations: a device of a slice with skipNodeOperations can
+// only be allocated for a node that declares the DRAOptionalNodeOperations
+// feature in status.declaredFeatures, as upstream's allocator requires.
+func (b *builder) optionalNodeOperations(d *Device) {
+	if len(d.Slice.Spec.SkipNodeOperations) == 0 {
+		return
+	}
+	declares := func(n int) bool {
+		return slices.Contains(b.p.Nodes[n].Obj.Status.DeclaredFeatures, draoptionalnodeoperations.DRAOptionalNodeOperationsFeatureGate)
+	}
+	if d.All {
+		// Every node becomes "every declaring node", named one by one.
+		d.All = false
+		d.Reach = nil
+		for n := range b.p.Nodes {
+			d.Reach = append(d.Reach, n)
+		}
+	}
+	d.Sees = slices.Clone(d.Reach)
+	if d.Sees == nil {
+		d.Sees = []int{}
+	}
+	d.Reach = slices.DeleteFunc(d.Reach, func(n int) bool { return !declares(n) })
 }
 
 // applyExisting marks devices of allocated claims as in use and takes their
@@ -429,7 +469,7 @@ func (b *builder) buildRequests(c *Claim) error {
 		switch {
 		case r.Exactly != nil:
 			alt, err := b.alternative(c, r.Name, "", r.Exactly.DeviceClassName, r.Exactly.Selectors, r.Exactly.AllocationMode,
-				r.Exactly.Count, r.Exactly.AdminAccess, r.Exactly.Tolerations, r.Exactly.Capacity, len(r.Exactly.DerivedAttributes) > 0)
+				r.Exactly.Count, r.Exactly.AdminAccess, r.Exactly.Tolerations, r.Exactly.Capacity, r.Exactly.DerivedAttributes)
 			if err != nil {
 				return fmt.Errorf("request %s: %w", r.Name, err)
 			}
@@ -438,7 +478,7 @@ func (b *builder) buildRequests(c *Claim) error {
 			req.FirstAvail = true
 			for _, s := range r.FirstAvailable {
 				alt, err := b.alternative(c, r.Name, s.Name, s.DeviceClassName, s.Selectors, s.AllocationMode,
-					s.Count, nil, s.Tolerations, s.Capacity, len(s.DerivedAttributes) > 0)
+					s.Count, nil, s.Tolerations, s.Capacity, s.DerivedAttributes)
 				if err != nil {
 					return fmt.Errorf("request %s/%s: %w", r.Name, s.Name, err)
 				}
@@ -449,41 +489,72 @@ func (b *builder) buildRequests(c *Claim) error {
 		}
 		c.Requests = append(c.Requests, req)
 	}
+	if err := limitResults(c); err != nil {
+		return err
+	}
 	for i, con := range spec.Constraints {
-		k := &Constraint{Requests: con.Requests, Value: map[int]string{}}
+		k := &Constraint{Requests: con.Requests, Values: map[int][]string{}}
 		switch {
 		case con.MatchAttribute != nil:
 			k.Kind, k.Attribute = MatchAttribute, string(*con.MatchAttribute)
 		case con.DistinctAttribute != nil:
 			k.Kind, k.Attribute = DistinctAttribute, string(*con.DistinctAttribute)
 		default:
-			return fmt.Errorf("field spec.devices.constraints[%d]: %w (only matchAttribute and distinctAttribute are)", i, errUnsupported)
+			// A constraint type of a newer API: an error for the claim, as upstream.
+			return fmt.Errorf("field spec.devices.constraints[%d]: neither matchAttribute nor distinctAttribute is set (unknown constraint type)", i)
 		}
 		for _, req := range c.Requests {
 			for _, alt := range req.Alternatives {
 				if !k.Applies(req, alt) {
 					continue
 				}
+				expr, derived := alt.Derived[k.Attribute]
 				for _, d := range alt.Candidates {
 					dev := b.p.Devices[d]
-					k.Value[d] = b.attribute(dev, k.Attribute)
+					if !derived {
+						k.Values[d] = b.attribute(dev, k.Attribute)
+						continue
+					}
+					// A derived attribute (alpha) shadows the device's
+					// own for this request, as upstream's lookupAttribute.
+					vals, err := b.cel.derived(expr, dev)
+					if err != nil {
+						if alt.derivedErrs == nil {
+							alt.derivedErrs = map[int]error{}
+						}
+						alt.derivedErrs[d] = fmt.Errorf("derived attribute %s: %w", k.Attribute, err)
+						continue
+					}
+					if k.AltValues == nil {
+						k.AltValues = map[*Alternative]map[int][]string{}
+					}
+					if k.AltValues[alt] == nil {
+						k.AltValues[alt] = map[int][]string{}
+					}
+					k.AltValues[alt][d] = vals
 				}
 			}
 		}
 		c.Constraints = append(c.Constraints, k)
 	}
-	return nil
+	return b.excludeCELErrorNodes(c)
 }
 
 func (b *builder) alternative(c *Claim, reqName, subName, className string, sels []resourceapi.DeviceSelector,
 	mode resourceapi.DeviceAllocationMode, count int64, admin *bool, tols []resourceapi.DeviceToleration,
-	capReq *resourceapi.CapacityRequirements, hasDerived bool) (*Alternative, error) {
-	alt := &Alternative{Name: reqName, SubName: subName, AdminAccess: admin != nil && *admin, CapacityRequests: capReq}
+	capReq *resourceapi.CapacityRequirements, derived []resourceapi.DeviceDerivedAttribute) (*Alternative, error) {
+	alt := &Alternative{Name: reqName, SubName: subName, AdminAccess: admin != nil && *admin, CapacityRequests: capReq, Tolerations: tols}
 	if subName != "" {
 		alt.Name = reqName + "/" + subName
 	}
-	if hasDerived {
-		return nil, fmt.Errorf("field derivedAttributes: %w", errUnsupported)
+	for i, da := range derived {
+		if err := b.cel.compileDerived(da.Expression); err != nil {
+			return nil, fmt.Errorf("field derivedAttributes[%d] (%s): %w", i, da.Name, err)
+		}
+		if alt.Derived == nil {
+			alt.Derived = map[string]string{}
+		}
+		alt.Derived[string(da.Name)] = da.Expression
 	}
 	class := b.classes[className]
 	if class == nil {
@@ -495,14 +566,18 @@ func (b *builder) alternative(c *Claim, reqName, subName, className string, sels
 		if count == 0 {
 			count = 1
 		}
-		if count < 1 || count > resourceapi.AllocationResultsMaxSize {
-			return nil, fmt.Errorf("field count: %d is outside [1, %d]", count, resourceapi.AllocationResultsMaxSize)
+		if count < 1 {
+			return nil, fmt.Errorf("field count: %d is below 1", count)
 		}
-		alt.Count = int(count)
+		// Above the claim's 32 results the alternative cannot be met;
+		// limitResults decides what that means for the claim.
+		alt.Count = int(min(count, resourceapi.AllocationResultsMaxSize+1))
 	case resourceapi.DeviceAllocationModeAll:
 		alt.All = true
-		if len(b.p.Issues) > 0 {
-			return nil, fmt.Errorf("allocationMode All needs every pool usable, but %s", b.p.Issues[0])
+		for _, is := range b.p.Issues {
+			if is.TooLarge == nil || b.anyMatches(class, sels, is.TooLarge) {
+				return nil, fmt.Errorf("allocationMode All needs every pool usable, but %s", is)
+			}
 		}
 	default:
 		return nil, fmt.Errorf("field allocationMode: unknown mode %q", mode)
@@ -512,24 +587,139 @@ func (b *builder) alternative(c *Claim, reqName, subName, className string, sels
 		if m.err != nil {
 			return nil, m.err
 		}
-		alt.Candidates, alt.AllMatch, alt.onNode, alt.caps, alt.Shared = m.candidates, m.allMatch, m.onNode, m.caps, m.shared
+		alt.Candidates, alt.AllMatch, alt.onNode, alt.caps, alt.Shared, alt.celErrs = m.candidates, m.allMatch, m.onNode, m.caps, m.shared, m.celErrs
 		if alt.caps != nil {
 			alt.caps.uses++
 		}
 		return alt, nil
 	}
-	cands, allMatch, err := b.match(class, sels, alt, tols)
+	cands, allMatch, celErrs, err := b.match(class, sels, alt, tols)
 	if err != nil {
 		b.matchCache[key] = matchResult{err: err}
 		return nil, err
 	}
+	alt.celErrs = celErrs
 	alt.Candidates, alt.AllMatch = cands, allMatch
 	alt.indexByNode(b.p)
 	if alt.caps != nil {
 		alt.caps.uses++
 	}
-	b.matchCache[key] = matchResult{cands, allMatch, alt.onNode, alt.caps, alt.Shared, nil}
+	b.matchCache[key] = matchResult{cands, allMatch, alt.onNode, alt.caps, alt.Shared, celErrs, nil}
 	return alt, nil
+}
+
+// limitResults applies the limit of 32 results per claim, summed over its
+// requests, as upstream does. Each request needs at least the smallest
+// count among its alternatives (an All-mode alternative at least one
+// device); when these minimums exceed 32 the claim cannot be allocated.
+// Otherwise an alternative that would take the claim past 32 together with
+// the other requests' minimums can never be met: it is left without
+// candidates, so the next firstAvailable subrequest is tried. Which
+// combination of alternatives stays within 32 (and All-mode, whose count
+// depends on the node) is left to the search, which counts the results.
+func limitResults(c *Claim) error {
+	minCount := func(a *Alternative) int {
+		if a.All {
+			return 1
+		}
+		return a.Count
+	}
+	mins := make([]int, len(c.Requests))
+	sum := 0
+	for i, r := range c.Requests {
+		mins[i] = math.MaxInt
+		for _, a := range r.Alternatives {
+			mins[i] = min(mins[i], minCount(a))
+		}
+		if mins[i] > MaxResults-sum {
+			return fmt.Errorf("request %s: adding %d devices exceeds the claim limit of %d results, with %d already accounted for", r.Name, mins[i], MaxResults, sum)
+		}
+		sum += mins[i]
+	}
+	for i, r := range c.Requests {
+		for _, a := range r.Alternatives {
+			if minCount(a) > MaxResults-(sum-mins[i]) {
+				a.Candidates, a.AllMatch, a.OverLimit = nil, nil, true
+				a.onNode = map[int][]int{}
+			}
+		}
+	}
+	return nil
+}
+
+// excludeCELErrorNodes: a selector that fails at run time on a device makes
+// the claim unallocatable on every node that reaches the device (upstream
+// evaluates the selectors on the devices of the node it tries, and the
+// error ends that try). When that leaves no node, the claim fails with the
+// first error.
+func (b *builder) excludeCELErrorNodes(c *Claim) error {
+	var first error
+	firstDev := -1
+	excluded := map[int]bool{}
+	for _, r := range c.Requests {
+		for _, a := range r.Alternatives {
+			errs := a.celErrs
+			if len(a.derivedErrs) > 0 {
+				errs = maps.Clone(a.celErrs)
+				if errs == nil {
+					errs = map[int]error{}
+				}
+				maps.Copy(errs, a.derivedErrs)
+			}
+			for d, err := range errs {
+				if first == nil || d < firstDev {
+					first, firstDev = err, d
+				}
+				dev := b.p.Devices[d]
+				if dev.All {
+					return err
+				}
+				for _, n := range dev.Reach {
+					excluded[n] = true
+				}
+			}
+		}
+	}
+	if first == nil {
+		return nil
+	}
+	if c.FixedNode >= 0 && excluded[c.FixedNode] || len(excluded) >= len(b.p.Nodes) {
+		return first
+	}
+	c.ExcludedNodes = excluded
+	return nil
+}
+
+// MaxResults is the limit on a claim's results (all requests together).
+const MaxResults = resourceapi.AllocationResultsMaxSize
+
+// anyMatches tells whether some device of the slices matches the class's
+// and the request's selectors (a selector error counts as a match: the
+// device might be one the request needs).
+func (b *builder) anyMatches(class *resourceapi.DeviceClass, sels []resourceapi.DeviceSelector, slices []*resourceapi.ResourceSlice) bool {
+	all := append(append([]resourceapi.DeviceSelector(nil), class.Spec.Selectors...), sels...)
+	for _, s := range slices {
+		for i := range s.Spec.Devices {
+			match := true
+			for _, sel := range all {
+				if sel.CEL == nil {
+					return true
+				}
+				ok, err := b.cel.eval(sel.CEL.Expression, s.Spec.Driver, &s.Spec.Devices[i])
+				if err != nil {
+					return true
+				}
+				if !ok {
+					match = false
+					break
+				}
+			}
+			if match {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // matchResult caches which devices an alternative may use: many claims ask
@@ -539,6 +729,7 @@ type matchResult struct {
 	onNode               map[int][]int
 	caps                 *altCapacity
 	shared               bool
+	celErrs              map[int]error
 	err                  error
 }
 
@@ -563,32 +754,46 @@ func tolerationsKey(tols []resourceapi.DeviceToleration) string {
 // match evaluates the class's and the request's selectors on every device.
 // Errors name the selector; they make the claims using it unallocatable.
 func (b *builder) match(class *resourceapi.DeviceClass, sels []resourceapi.DeviceSelector, alt *Alternative,
-	tols []resourceapi.DeviceToleration) (candidates, allMatch []int, err error) {
+	tols []resourceapi.DeviceToleration) (candidates, allMatch []int, celErrs map[int]error, err error) {
 	type selector struct {
 		expr, field string
 	}
 	var exprs []selector
+	// A selector without cel is of a type drasat does not know (a newer
+	// API): an error for the claim, as upstream, never "matches all".
 	for i, s := range class.Spec.Selectors {
-		if s.CEL != nil {
-			exprs = append(exprs, selector{s.CEL.Expression, fmt.Sprintf("device class %s: field spec.selectors[%d].cel.expression", class.Name, i)})
+		if s.CEL == nil {
+			return nil, nil, nil, fmt.Errorf("device class %s: field spec.selectors[%d]: no cel expression (unknown selector type)", class.Name, i)
 		}
+		exprs = append(exprs, selector{s.CEL.Expression, fmt.Sprintf("device class %s: field spec.selectors[%d].cel.expression", class.Name, i)})
 	}
 	for i, s := range sels {
-		if s.CEL != nil {
-			exprs = append(exprs, selector{s.CEL.Expression, fmt.Sprintf("field selectors[%d].cel.expression", i)})
+		if s.CEL == nil {
+			return nil, nil, nil, fmt.Errorf("field selectors[%d]: no cel expression (unknown selector type)", i)
 		}
+		exprs = append(exprs, selector{s.CEL.Expression, fmt.Sprintf("field selectors[%d].cel.expression", i)})
 	}
 	for _, e := range exprs {
 		if err := b.cel.compile(e.expr); err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", e.field, err)
+			return nil, nil, nil, fmt.Errorf("%s: %w", e.field, err)
 		}
 	}
 	for _, d := range b.p.Devices {
+		if !d.All && len(d.Reach) == 0 {
+			continue // no node reaches it: upstream never looks at it
+		}
 		match := true
 		for _, e := range exprs {
 			ok, err := b.cel.matches(e.expr, d, len(b.p.Devices))
 			if err != nil {
-				return nil, nil, fmt.Errorf("%s: %w", e.field, err)
+				// Upstream fails the claim on a node whose devices
+				// include this one; other nodes are not affected.
+				if celErrs == nil {
+					celErrs = map[int]error{}
+				}
+				celErrs[d.Index] = fmt.Errorf("%s: %w", e.field, err)
+				match = false
+				break
 			}
 			if !ok {
 				match = false
@@ -603,7 +808,7 @@ func (b *builder) match(class *resourceapi.DeviceClass, sels []resourceapi.Devic
 		// request out, does not match (not even for All).
 		consumed, fits, err := ConsumedCapacity(alt.CapacityRequests, d.Spec.Capacity)
 		if err != nil && (alt.All || !d.InUse || alt.AdminAccess) {
-			return nil, nil, fmt.Errorf("device %s: %w", d.ID, err)
+			return nil, nil, nil, fmt.Errorf("device %s: %w", d.ID, err)
 		}
 		if !fits {
 			continue
@@ -629,7 +834,7 @@ func (b *builder) match(class *resourceapi.DeviceClass, sels []resourceapi.Devic
 			alt.Shared = true
 		}
 	}
-	return candidates, allMatch, nil
+	return candidates, allMatch, celErrs, nil
 }
 
 // FitsAlone is false for a device whose consumption exceeds what is free: it can never be

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"context"
 	"strings"
 	"testing"
 )
@@ -192,5 +193,90 @@ func TestBuildSharedTaintedNotBlamed(t *testing.T) {
 	p := buildYAML(t, docs+claimYAML("a", "shared.example.com", ""))
 	if err := claimErr(t, p, "default/a"); err != nil {
 		t.Errorf("claim default/a: error %v, want none (tainted devices are not candidates anyway)", err)
+	}
+}
+
+// A counter too large for exact int64 arithmetic leaves its pool out (with a
+// reason and a validate finding); the run and the other pools go on. A value
+// larger than all consumptions together is taken as their sum and stays.
+func TestCounterTooLargeExcludesItsPool(t *testing.T) {
+	pool := func(name, capacity, big string) string {
+		return `
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: ` + name + `-counters}
+spec:
+  driver: gpu.example.com
+  nodeName: node-1
+  pool: {name: ` + name + `, generation: 1, resourceSliceCount: 2}
+  sharedCounters: [{name: gpu, counters: {c: {value: "` + capacity + `"}}}]
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: ` + name + `-devices}
+spec:
+  driver: gpu.example.com
+  nodeName: node-1
+  pool: {name: ` + name + `, generation: 1, resourceSliceCount: 2}
+  devices:
+  - {name: big, consumesCounters: [{counterSet: gpu, counters: {c: {value: "` + big + `"}}}]}
+  - {name: one, consumesCounters: [{counterSet: gpu, counters: {c: {value: "1"}}}]}
+`
+	}
+	objs, _, err := Load([]string{"-"}, strings.NewReader(pool("huge", "100E", "90E")+pool("capped", "10E", "1k")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Build(objs, Options{})
+	if err != nil {
+		t.Fatalf("a too large quantity aborted the run: %v", err)
+	}
+	if len(p.Issues) != 1 || p.Issues[0].Pool != "huge" || !strings.Contains(p.Issues[0].Reason, "64-bit") {
+		t.Fatalf("want pool huge left out, got issues %v", p.Issues)
+	}
+	var names []string
+	for _, d := range p.Devices {
+		names = append(names, d.ID.String())
+	}
+	if strings.Join(names, " ") != "gpu.example.com/capped/big gpu.example.com/capped/one" {
+		t.Fatalf("devices %v: want capped's only", names)
+	}
+	// allocationMode All is blocked only where a device of the left-out
+	// pool matches (the scheduler would use that pool).
+	all := func(name, driver string) string {
+		return `
+---
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: ` + name + `}
+spec: {selectors: [{cel: {expression: 'device.driver == "` + driver + `"'}}]}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: all-` + name + `, namespace: default}
+spec: {devices: {requests: [{name: r, exactly: {deviceClassName: ` + name + `, allocationMode: All}}]}}
+`
+	}
+	withAll, _, err := Load([]string{"-"}, strings.NewReader(pool("huge", "100E", "90E")+all("gpu", "gpu.example.com")+all("net", "net.example.com")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pa, err := Build(withAll, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range pa.Claims {
+		blocked := c.Err != nil && strings.Contains(c.Err.Error(), "needs every pool usable")
+		if want := c.Obj.Name == "all-gpu"; blocked != want {
+			t.Errorf("claim %s: blocked by the left-out pool: %v, want %v (%v)", c.Obj.Name, blocked, want, c.Err)
+		}
+	}
+	fs, err := Validate(context.Background(), objs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(findingsText(fs), "64-bit") {
+		t.Fatalf("no validate finding for the too large quantity:\n%s", findingsText(fs))
 	}
 }

@@ -204,7 +204,7 @@ func (l *Loader) addObject(where string, js []byte) error {
 		return fmt.Errorf("%s: %s: field metadata.name: missing", where, tm.Kind)
 	}
 	wrap := func(err error) error { return fmt.Errorf("%s: %s: %w", where, id, err) }
-	isResource := tm.Kind == "ResourceSlice" || tm.Kind == "DeviceClass" || tm.Kind == "ResourceClaim"
+	isResource := tm.Kind == "ResourceSlice" || tm.Kind == "DeviceClass" || tm.Kind == "ResourceClaim" || tm.Kind == "DeviceTaintRule"
 	if isResource && tm.APIVersion != resourceapi.SchemeGroupVersion.String() {
 		return wrap(fmt.Errorf("field apiVersion: %q is not supported, use %s", tm.APIVersion, resourceapi.SchemeGroupVersion))
 	}
@@ -247,6 +247,12 @@ func (l *Loader) addObject(where string, js []byte) error {
 			id = "ResourceClaim default/" + c.Name
 		}
 		l.objs.Claims = append(l.objs.Claims, c)
+	case "DeviceTaintRule":
+		r := &resourceapi.DeviceTaintRule{}
+		if err := strictUnmarshal(js, r); err != nil {
+			return wrap(err)
+		}
+		l.objs.TaintRules = append(l.objs.TaintRules, r)
 	case "Node":
 		n := &corev1.Node{}
 		if err := strictUnmarshal(js, n); err != nil {

@@ -22,6 +22,9 @@ type Objects struct {
 	Claims  []*resourceapi.ResourceClaim
 	Nodes   []*corev1.Node
 	Pods    []*corev1.Pod
+	// TaintRules are DeviceTaintRules: their taints apply to the devices
+	// they select (ApplyTaintRules).
+	TaintRules []*resourceapi.DeviceTaintRule
 
 	// CompatibleOnlyWith holds the research extension
 	// `compatibleOnlyWith: {expression: ...}` found on devices in files. The API

@@ -4,16 +4,19 @@ import (
 	"fmt"
 	"sort"
 
+	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 )
 
 type poolKey struct{ Driver, Pool string }
 
 // usablePools groups slices into pools as the scheduler does: only the
-// highest generation counts, and incomplete or invalid pools are not used.
-// It returns the usable pools' slices (pool order: driver, then pool name;
-// slices by name) and one issue per pool left out.
-func usablePools(slices []*resourceapi.ResourceSlice) ([][]*resourceapi.ResourceSlice, []PoolIssue) {
+// highest generation counts (but see nodeGeneration), and incomplete or
+// invalid pools are not used. It returns the usable pools' slices (pool
+// order: driver, then pool name; slices by name) and one issue per pool
+// left out.
+func usablePools(slices []*resourceapi.ResourceSlice, nodes []*corev1.Node) ([][]*resourceapi.ResourceSlice, []PoolIssue) {
 	byPool := map[poolKey][]*resourceapi.ResourceSlice{}
 	for _, s := range slices {
 		k := poolKey{s.Spec.Driver, s.Spec.Pool.Name}
@@ -32,14 +35,18 @@ func usablePools(slices []*resourceapi.ResourceSlice) ([][]*resourceapi.Resource
 	var pools [][]*resourceapi.ResourceSlice
 	var issues []PoolIssue
 	for _, k := range keys {
-		cur, gen := newestGeneration(byPool[k])
+		all := byPool[k]
+		cur, gen := newestGeneration(all)
+		if g, ok := nodeGeneration(all, gen, nodes); ok {
+			cur, gen = ofGeneration(all, g), g
+		}
 		sort.Slice(cur, func(i, j int) bool { return cur[i].Name < cur[j].Name })
 		if want := cur[0].Spec.Pool.ResourceSliceCount; int64(len(cur)) != want {
-			issues = append(issues, PoolIssue{k.Driver, k.Pool, fmt.Sprintf("incomplete: generation %d has %d of %d slices", gen, len(cur), want)})
+			issues = append(issues, PoolIssue{Driver: k.Driver, Pool: k.Pool, Reason: fmt.Sprintf("incomplete: generation %d has %d of %d slices", gen, len(cur), want)})
 			continue
 		}
 		if reason := poolInvalid(cur); reason != "" {
-			issues = append(issues, PoolIssue{k.Driver, k.Pool, "invalid: " + reason})
+			issues = append(issues, PoolIssue{Driver: k.Driver, Pool: k.Pool, Reason: "invalid: " + reason})
 			continue
 		}
 		pools = append(pools, cur)
@@ -54,13 +61,84 @@ func newestGeneration(all []*resourceapi.ResourceSlice) ([]*resourceapi.Resource
 	for _, s := range all {
 		gen = max(gen, s.Spec.Pool.Generation)
 	}
+	return ofGeneration(all, gen), gen
+}
+
+// ofGeneration returns the slices of generation gen, in input order.
+func ofGeneration(all []*resourceapi.ResourceSlice, gen int64) []*resourceapi.ResourceSlice {
 	var cur []*resourceapi.ResourceSlice
 	for _, s := range all {
 		if s.Spec.Pool.Generation == gen {
 			cur = append(cur, s)
 		}
 	}
-	return cur, gen
+	return cur
+}
+
+// nodeGeneration: the upstream allocator builds a pool per node from the
+// slices that node can see, and keeps their highest generation; when those
+// slices are a complete set it uses them even if another node sees a newer
+// generation (a driver moving the pool between nodes), and when they are
+// not but a newer generation exists, it ignores the pool on that node. When
+// every node that sees the pool sees one and the same older generation
+// complete, that generation is the pool's (ok). Otherwise the highest
+// generation stands, as for every node when nodes see different ones.
+func nodeGeneration(all []*resourceapi.ResourceSlice, highest int64, nodes []*corev1.Node) (int64, bool) {
+	var chosen int64 = -1
+	for _, n := range nodes {
+		var seen []*resourceapi.ResourceSlice
+		var g int64 = -1
+		for _, s := range all {
+			if !sliceSeenFrom(s, n) {
+				continue
+			}
+			switch {
+			case s.Spec.Pool.Generation > g:
+				g, seen = s.Spec.Pool.Generation, []*resourceapi.ResourceSlice{s}
+			case s.Spec.Pool.Generation == g:
+				seen = append(seen, s)
+			}
+		}
+		switch {
+		case g < 0:
+			continue // this node does not see the pool
+		case g == highest:
+			return 0, false
+		case int64(len(seen)) != seen[0].Spec.Pool.ResourceSliceCount:
+			continue // obsolete on this node: ignored there
+		case chosen >= 0 && chosen != g:
+			return 0, false
+		}
+		chosen = g
+	}
+	return chosen, chosen >= 0
+}
+
+// sliceSeenFrom: the slice, or with perDeviceNodeSelection one of its
+// devices, is published for node n (upstream's GatherPools relevance).
+func sliceSeenFrom(s *resourceapi.ResourceSlice, n *corev1.Node) bool {
+	matches := func(name *string, all *bool, sel *corev1.NodeSelector) bool {
+		switch {
+		case name != nil && *name != "":
+			return *name == n.Name
+		case all != nil && *all:
+			return true
+		case sel != nil:
+			ns, err := nodeaffinity.NewNodeSelector(sel)
+			return err == nil && ns.Match(n)
+		}
+		return false
+	}
+	if s.Spec.PerDeviceNodeSelection != nil && *s.Spec.PerDeviceNodeSelection {
+		for i := range s.Spec.Devices {
+			d := &s.Spec.Devices[i]
+			if matches(d.NodeName, d.AllNodes, d.NodeSelector) {
+				return true
+			}
+		}
+		return false
+	}
+	return matches(s.Spec.NodeName, s.Spec.AllNodes, s.Spec.NodeSelector)
 }
 
 // poolInvalid mirrors the allocator's pool validation: unique device and

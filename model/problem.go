@@ -47,6 +47,10 @@ const (
 type PoolIssue struct {
 	Driver, Pool string
 	Reason       string
+	// TooLarge holds the slices of a pool left out only because a counter
+	// does not fit drasat's integers; the scheduler would use it, so
+	// allocationMode All is blocked only where one of its devices matches.
+	TooLarge []*resourceapi.ResourceSlice `json:"-"`
 }
 
 func (p PoolIssue) String() string { return "pool " + p.Driver + "/" + p.Pool + ": " + p.Reason }
@@ -69,6 +73,10 @@ type Device struct {
 	// means every node (allNodes).
 	Reach []int
 	All   bool
+	// Sees, when not nil, lists the nodes whose allocationMode All counts
+	// the device although it cannot be allocated there (skipNodeOperations
+	// on a node without DRAOptionalNodeOperations): All fails on them.
+	Sees []int
 	// NodeLocal: the device is published for one node by name; results
 	// then pin the claim to the node (upstream createNodeSelector).
 	NodeLocal   bool
@@ -178,6 +186,9 @@ type Claim struct {
 	FixedNode int
 	// Err makes the claim unallocatable (CEL runtime error, unsupported field).
 	Err error
+	// ExcludedNodes are nodes the claim cannot use: a selector fails at run
+	// time on a device they reach (nil: none).
+	ExcludedNodes map[int]bool
 
 	classKey string
 	nodes    []int
@@ -204,13 +215,15 @@ func (c *Claim) CandidateNodes(p *Problem) []int {
 			}
 		}
 	}
-	if !needNode {
+	if !needNode && len(c.ExcludedNodes) == 0 {
 		c.nodes = []int{-1}
 		return c.nodes
 	}
 	c.nodes = make([]int, 0, len(set))
 	for n := range set {
-		c.nodes = append(c.nodes, n)
+		if !c.ExcludedNodes[n] {
+			c.nodes = append(c.nodes, n)
+		}
 	}
 	sort.Ints(c.nodes)
 	return c.nodes
@@ -235,15 +248,24 @@ type Alternative struct {
 	// CapacityRequests is the request's capacity.requests (nil if none).
 	CapacityRequests *resourceapi.CapacityRequirements
 	// Shared: some candidate allows multiple allocations.
-	Shared     bool
-	Candidates []int // devices that match selectors and tolerate taints
+	Shared      bool
+	Tolerations []resourceapi.DeviceToleration // copied into each result
+	Candidates  []int                          // devices that match selectors and tolerate taints
 	// AllMatch (allocationMode All only) lists every device matching the
 	// selectors, usable or not: on a node where one of them cannot be
 	// taken, the request cannot be satisfied.
 	AllMatch []int
+	// OverLimit: the alternative's count, with the other requests'
+	// minimums, exceeds the claim's 32 results; it has no candidates.
+	OverLimit bool
 
-	onNode map[int][]int
-	caps   *altCapacity
+	// Derived maps a derivedAttributes name to its CEL expression (alpha).
+	Derived map[string]string
+
+	onNode      map[int][]int
+	celErrs     map[int]error // device index to a selector's run-time error
+	derivedErrs map[int]error // device index to a derived attribute's error
+	caps        *altCapacity
 }
 
 // altCapacity is what an alternative consumes of the capacities of its
@@ -271,6 +293,14 @@ func (a *Alternative) CapacityAmounts(d int) []int64 {
 		return nil
 	}
 	return a.caps.amounts[d]
+}
+
+// SeenFrom tells whether allocationMode All on node n must take d.
+func (d *Device) SeenFrom(n int) bool {
+	if d.Sees != nil {
+		return slices.Contains(d.Sees, n)
+	}
+	return d.All || slices.Contains(d.Reach, n)
 }
 
 // CandidatesOn lists the candidates usable from node n, in candidate order;
@@ -309,8 +339,69 @@ type Constraint struct {
 	Kind      ConstraintKind
 	Attribute string
 	Requests  []string // empty: all requests
-	// Value per device index: canonical value, "" when the device lacks it.
-	Value map[int]string
+	// Values per device index: the attribute's values as a set of
+	// canonical strings, sorted (one for a scalar, several for a list-type
+	// attribute; the type is part of each string, so values of different
+	// types never meet). Nil when the device lacks the attribute or its list
+	// is empty: it cannot take part, as upstream.
+	Values map[int][]string
+	// AltValues replaces Values for alternatives whose request defines
+	// the attribute in derivedAttributes.
+	AltValues map[*Alternative]map[int][]string
+}
+
+// ValuesOf is the value set of device d when it serves alternative a.
+func (c *Constraint) ValuesOf(a *Alternative, d int) []string {
+	if _, derived := a.Derived[c.Attribute]; derived {
+		return c.AltValues[a][d]
+	}
+	return c.Values[d]
+}
+
+// Allows tells whether a device with values v may join devices already
+// chosen under the constraint, as upstream's list-type-attribute semantics
+// have it: matchAttribute needs one value that every device has (the
+// intersection of all sets is non-empty; for scalars, equal values);
+// distinctAttribute needs v disjoint from every chosen device's set.
+func (c *Constraint) Allows(chosen [][]string, v []string) bool {
+	if len(v) == 0 {
+		return false
+	}
+	switch c.Kind {
+	case MatchAttribute:
+		common := v
+		for _, w := range chosen {
+			common = intersectSorted(common, w)
+			if len(common) == 0 {
+				return false
+			}
+		}
+	case DistinctAttribute:
+		for _, w := range chosen {
+			if len(intersectSorted(v, w)) > 0 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// intersectSorted intersects two sorted sets.
+func intersectSorted(a, b []string) []string {
+	var out []string
+	for i, j := 0, 0; i < len(a) && j < len(b); {
+		switch {
+		case a[i] < b[j]:
+			i++
+		case a[i] > b[j]:
+			j++
+		default:
+			out = append(out, a[i])
+			i++
+			j++
+		}
+	}
+	return out
 }
 
 // Applies tells whether the constraint covers alternative alt of request req.

@@ -3,16 +3,69 @@ package model
 import (
 	"fmt"
 	"math/big"
+	"sort"
 
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
+// CounterQuantitiesFit tells whether every counter of a pool's slices
+// scales to exact int64 integers (scaleQuantities), naming the first that
+// does not.
+func CounterQuantitiesFit(slices []*resourceapi.ResourceSlice) error {
+	quant := map[[2]string][]resource.Quantity{}
+	var keys [][2]string
+	for _, s := range slices {
+		for _, cs := range s.Spec.SharedCounters {
+			for c, v := range cs.Counters {
+				k := [2]string{cs.Name, c}
+				quant[k] = append([]resource.Quantity{v.Value}, quant[k]...)
+				keys = append(keys, k)
+			}
+		}
+	}
+	for _, s := range slices {
+		for _, d := range s.Spec.Devices {
+			for _, cc := range d.ConsumesCounters {
+				for c, v := range cc.Counters {
+					k := [2]string{cc.CounterSet, c}
+					if _, ok := quant[k]; ok {
+						quant[k] = append(quant[k], v.Value)
+					}
+				}
+			}
+		}
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		return keys[i][0] < keys[j][0] || keys[i][0] == keys[j][0] && keys[i][1] < keys[j][1]
+	})
+	for _, k := range keys {
+		if _, _, err := scaleQuantities(quant[k]); err != nil {
+			return fmt.Errorf("counter set %s, counter %s: %w: drasat computes counters exactly in 64-bit integers and does not use this pool", k[0], k[1], err)
+		}
+	}
+	return nil
+}
+
 // scaleQuantities turns quantities of one counter into exact integers in a
 // common unit: the greatest common divisor of all of them. Floats never enter.
-// It returns the integers and the unit as a quantity string.
+// qs[0] is the counter's value, the rest every device's consumption of it.
+// A value above the sum of all consumptions can never bind, so it is taken
+// as that sum (exact, and it keeps huge capacities such as 10E usable).
+// It returns the integers and the unit as a quantity string; an error when
+// the result does not fit in int64 (the caller leaves the pool out).
 func scaleQuantities(qs []resource.Quantity) ([]int64, string, error) {
 	if len(qs) == 0 {
 		return nil, "1", nil
+	}
+	if len(qs) > 1 {
+		sum := resource.Quantity{}
+		for _, q := range qs[1:] {
+			sum.Add(q)
+		}
+		if qs[0].Cmp(sum) > 0 {
+			qs = append([]resource.Quantity{sum}, qs[1:]...)
+		}
 	}
 	decs := make([]*big.Int, len(qs))
 	maxScale := int32(0)

@@ -3,6 +3,8 @@ package model
 import (
 	"context"
 	"fmt"
+	"slices"
+	"sort"
 	"strings"
 
 	resourceapi "k8s.io/api/resource/v1"
@@ -19,6 +21,8 @@ type celEnv struct {
 	devices []*celDevice // by device index, built when first needed
 	keyBuf  []byte
 	evals   int // DeviceMatches calls, for tests
+	// derivedMemo caches derivedAttributes results per expression and device.
+	derivedMemo map[derivedKey]derivedResult
 }
 
 // celExpr is what celEnv remembers of one expression.
@@ -138,30 +142,108 @@ func (e *celEnv) eval(expr, driver string, dev *resourceapi.Device) (bool, error
 	return ok, nil
 }
 
-// attributeValue looks an attribute up as the allocator does: the fully
+// compileDerived reports a compile error of a derivedAttributes expression.
+func (e *celEnv) compileDerived(expr string) error {
+	res := e.cache.GetOrCompileDerivedAttribute(expr)
+	if res.Error != nil {
+		return fmt.Errorf("CEL expression %q: %s", expr, res.Error.Detail)
+	}
+	return nil
+}
+
+// derived evaluates a derivedAttributes expression on d (cached per
+// expression and device) and returns its value set as attributeValues does.
+func (e *celEnv) derived(expr string, d *Device) ([]string, error) {
+	if e.derivedMemo == nil {
+		e.derivedMemo = map[derivedKey]derivedResult{}
+	}
+	key := derivedKey{expr, d.Index}
+	if r, ok := e.derivedMemo[key]; ok {
+		return r.vals, r.err
+	}
+	res := e.cache.GetOrCompileDerivedAttribute(expr)
+	if res.Error != nil {
+		return nil, fmt.Errorf("CEL expression %q: %s", expr, res.Error.Detail)
+	}
+	attr, _, err := res.EvaluateDerivedAttribute(context.Background(), dracel.Device{
+		Driver:                   d.ID.Driver,
+		AllowMultipleAllocations: d.Spec.AllowMultipleAllocations,
+		Attributes:               d.Spec.Attributes,
+		Capacity:                 d.Spec.Capacity,
+	})
+	var r derivedResult
+	if err != nil {
+		r.err = fmt.Errorf("CEL expression %q on device %s: %w", expr, d.ID, dracel.EnhanceRuntimeError(err))
+	} else if attr != nil {
+		r.vals = valueSet(*attr)
+	}
+	e.derivedMemo[key] = r
+	return r.vals, r.err
+}
+
+type derivedKey struct {
+	expr string
+	dev  int
+}
+
+type derivedResult struct {
+	vals []string
+	err  error
+}
+
+// attributeValues looks an attribute up as the allocator does: the fully
 // qualified name first, then the bare id when the domain is the driver's.
-// It returns a canonical string ("" when missing) so values compare by ==.
-func attributeValue(driver string, dev *resourceapi.Device, name string) string {
+// It returns the value set in canonical strings ("s:x", "i:3", "b:true",
+// "v:1.0.0"), sorted and unique: one for a scalar, the elements of a
+// list-type attribute (ints, bools, strings, versions) otherwise. Nil when
+// the attribute is missing, is an empty list or of no known type (such a
+// device cannot take part in a constraint, as upstream's attributeAsSet).
+func attributeValues(driver string, dev *resourceapi.Device, name string) []string {
 	attr, ok := dev.Attributes[resourceapi.QualifiedName(name)]
 	if !ok {
 		i := strings.Index(name, "/")
 		if i < 0 || name[:i] != driver {
-			return ""
+			return nil
 		}
 		attr, ok = dev.Attributes[resourceapi.QualifiedName(name[i+1:])]
 		if !ok {
-			return ""
+			return nil
 		}
 	}
+	return valueSet(attr)
+}
+
+// valueSet is an attribute's values in canonical strings, sorted and unique
+// (see attributeValues); nil for an empty list or an unknown type.
+func valueSet(attr resourceapi.DeviceAttribute) []string {
+	var out []string
+	// Upstream looks at the list fields first, then the scalars.
 	switch {
-	case attr.StringValue != nil:
-		return "s:" + *attr.StringValue
+	case len(attr.IntValues) > 0:
+		for _, v := range attr.IntValues {
+			out = append(out, fmt.Sprintf("i:%d", v))
+		}
+	case len(attr.BoolValues) > 0:
+		for _, v := range attr.BoolValues {
+			out = append(out, fmt.Sprintf("b:%t", v))
+		}
+	case len(attr.StringValues) > 0:
+		for _, v := range attr.StringValues {
+			out = append(out, "s:"+v)
+		}
+	case len(attr.VersionValues) > 0:
+		for _, v := range attr.VersionValues {
+			out = append(out, "v:"+v)
+		}
 	case attr.IntValue != nil:
-		return fmt.Sprintf("i:%d", *attr.IntValue)
+		out = []string{fmt.Sprintf("i:%d", *attr.IntValue)}
 	case attr.BoolValue != nil:
-		return fmt.Sprintf("b:%t", *attr.BoolValue)
+		out = []string{fmt.Sprintf("b:%t", *attr.BoolValue)}
+	case attr.StringValue != nil:
+		out = []string{"s:" + *attr.StringValue}
 	case attr.VersionValue != nil:
-		return "v:" + *attr.VersionValue
+		out = []string{"v:" + *attr.VersionValue}
 	}
-	return ""
+	sort.Strings(out)
+	return slices.Compact(out)
 }

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
 
 	"github.com/drasat/drasat/k8s"
 )
@@ -353,4 +355,34 @@ func unschedulable(p *corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// TestDeviceTaintRule: a DeviceTaintRule (resource.k8s.io/v1) taints every
+// device of node-1's pool; drasat, watching the rules, allocates managed
+// claims on node-2 only, and the checker (given the rules) agrees.
+func TestDeviceTaintRule(t *testing.T) {
+	c := migCluster(t)
+	rule := &resourceapi.DeviceTaintRule{ObjectMeta: metav1.ObjectMeta{Name: "node-1-maintenance"},
+		Spec: resourceapi.DeviceTaintRuleSpec{
+			DeviceSelector: &resourceapi.DeviceTaintSelector{Pool: ptr.To("node-1")},
+			Taint:          resourceapi.DeviceTaint{Key: "maintenance", Effect: resourceapi.DeviceTaintEffectNoSchedule},
+		}}
+	_, err := c.admin.ResourceV1().DeviceTaintRules().Create(context.Background(), rule, metav1.CreateOptions{})
+	must(t, err)
+	c.startDrasat("drasat-a")
+	const ns = "taints"
+	c.namespace(ns)
+	for i := 0; i < 3; i++ {
+		name := fmt.Sprintf("t%d", i)
+		c.createClaim(ns, name, migSpec("1g.5gb"), true)
+		c.eventually("claim "+name+" allocated", time.Minute, func() (bool, error) {
+			return c.claim(ns, name).Status.Allocation != nil, nil
+		})
+		for _, r := range c.claim(ns, name).Status.Allocation.Devices.Results {
+			if r.Pool == "node-1" {
+				t.Errorf("claim %s got %s/%s despite the DeviceTaintRule", name, r.Pool, r.Device)
+			}
+		}
+	}
+	c.assertFeasible()
 }

@@ -218,7 +218,11 @@ func (c *cluster) assertFeasible() {
 	dc, _ := c.admin.ResourceV1().DeviceClasses().List(ctx, metav1.ListOptions{})
 	nl, _ := c.admin.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	pl, _ := c.admin.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+	tr, _ := c.admin.ResourceV1().DeviceTaintRules().List(ctx, metav1.ListOptions{})
 	objs := &model.Objects{}
+	for i := range tr.Items {
+		objs.TaintRules = append(objs.TaintRules, &tr.Items[i])
+	}
 	n := 0
 	for i := range cl.Items {
 		if cl.Items[i].Status.Allocation != nil {

@@ -1,0 +1,208 @@
+package bench
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/dynamic-resource-allocation/structured"
+	"k8s.io/utils/ptr"
+
+	"github.com/drasat/drasat/model"
+)
+
+// allFeatures is the upstream allocator with every feature drasat has on
+// (list-type attributes, derived attributes, compatibility groups, ...).
+var allFeatures = structured.Features{
+	AdminAccess: true, PrioritizedList: true, PartitionableDevices: true, DeviceTaints: true,
+	DeviceBindingAndStatus: true, ConsumableCapacity: true, FractionalCapacityRange: true,
+	CompatibilityGroups: true, ListTypeAttributes: true, DerivedAttributes: true, OptionalNodeOperations: true,
+}
+
+// diffInstance builds a small random cluster: one or two nodes, each with a
+// pool of devices drawing on one counter set (some devices tainted, some
+// numa values lists), sometimes a pool on all nodes, a
+// DeviceTaintRule, an existing allocation; and a few claims with
+// selectors, counts, allocationMode All, firstAvailable, tolerations and
+// matchAttribute / distinctAttribute on scalar and list attributes.
+// Selectors only read attributes every device has: upstream's reaction to
+// a selector error depends on its search order.
+func diffInstance(seed uint64) (*model.Objects, []*resourceapi.ResourceClaim) {
+	rng := rand.New(rand.NewPCG(seed, 37))
+	objs := &model.Objects{Classes: []*resourceapi.DeviceClass{upClass()}}
+	attr := func(m map[resourceapi.QualifiedName]resourceapi.DeviceAttribute, name string, v resourceapi.DeviceAttribute) {
+		m[resourceapi.QualifiedName(name)] = v
+	}
+	device := func(name string) resourceapi.Device {
+		d := resourceapi.Device{Name: name, Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{}}
+		attr(d.Attributes, "size", resourceapi.DeviceAttribute{IntValue: ptr.To(int64(1 + rng.IntN(3)))})
+		attr(d.Attributes, "model", resourceapi.DeviceAttribute{StringValue: ptr.To([]string{"a", "b"}[rng.IntN(2)])})
+		switch rng.IntN(4) {
+		case 0:
+			attr(d.Attributes, "numa", resourceapi.DeviceAttribute{IntValue: ptr.To(int64(rng.IntN(3)))})
+		case 1, 2:
+			// A list of one to three values (an attribute without any
+			// value is invalid in the API; CEL fails on such devices).
+			vs := []int64{int64(rng.IntN(3))}
+			for v := int64(0); v < 3; v++ {
+				if v != vs[0] && rng.IntN(2) == 0 {
+					vs = append(vs, v)
+				}
+			}
+			attr(d.Attributes, "numa", resourceapi.DeviceAttribute{IntValues: vs})
+		}
+		if rng.IntN(5) == 0 {
+			d.Taints = []resourceapi.DeviceTaint{{Key: "k", Effect: resourceapi.DeviceTaintEffectNoSchedule}}
+		}
+		return d
+	}
+	nodes := 1 + rng.IntN(2)
+	var all []resourceapi.DeviceRequestAllocationResult
+	for n := 0; n < nodes; n++ {
+		node := fmt.Sprintf("node-%d", n)
+		objs.Nodes = append(objs.Nodes, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}})
+		pool := resourceapi.ResourcePool{Name: node, Generation: 1, ResourceSliceCount: 1}
+		s := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: node}, Spec: resourceapi.ResourceSliceSpec{
+			Driver: upDriver, Pool: pool, NodeName: ptr.To(node)}}
+		counters := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: node + "-counters"}, Spec: resourceapi.ResourceSliceSpec{
+			Driver: upDriver, Pool: pool, NodeName: ptr.To(node),
+			SharedCounters: []resourceapi.CounterSet{{Name: "mem", Counters: map[string]resourceapi.Counter{
+				"m": {Value: *resource.NewQuantity(int64(3+rng.IntN(5)), resource.DecimalSI)}}}}}}
+		partitioned := rng.IntN(2) == 0
+		if partitioned {
+			s.Spec.Pool.ResourceSliceCount, counters.Spec.Pool.ResourceSliceCount = 2, 2
+		}
+		for i, k := 0, 2+rng.IntN(4); i < k; i++ {
+			d := device(fmt.Sprintf("dev-%d", i))
+			if partitioned {
+				d.ConsumesCounters = []resourceapi.DeviceCounterConsumption{{CounterSet: "mem", Counters: map[string]resourceapi.Counter{
+					"m": {Value: *resource.NewQuantity(*d.Attributes["size"].IntValue, resource.DecimalSI)}}}}
+			}
+			s.Spec.Devices = append(s.Spec.Devices, d)
+			all = append(all, resourceapi.DeviceRequestAllocationResult{Driver: upDriver, Pool: node, Device: d.Name})
+		}
+		objs.Slices = append(objs.Slices, s)
+		if partitioned {
+			objs.Slices = append(objs.Slices, counters)
+		}
+	}
+	if rng.IntN(3) == 0 {
+		s := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "shared"}, Spec: resourceapi.ResourceSliceSpec{
+			Driver: upDriver, Pool: resourceapi.ResourcePool{Name: "shared", Generation: 1, ResourceSliceCount: 1}, AllNodes: ptr.To(true)}}
+		for i, k := 0, 1+rng.IntN(3); i < k; i++ {
+			s.Spec.Devices = append(s.Spec.Devices, device(fmt.Sprintf("net-%d", i)))
+			all = append(all, resourceapi.DeviceRequestAllocationResult{Driver: upDriver, Pool: "shared", Device: s.Spec.Devices[i].Name})
+		}
+		objs.Slices = append(objs.Slices, s)
+	}
+	if rng.IntN(3) == 0 {
+		pick := all[rng.IntN(len(all))]
+		sel := &resourceapi.DeviceTaintSelector{Pool: ptr.To(pick.Pool)}
+		if rng.IntN(2) == 0 {
+			sel.Device = ptr.To(pick.Device)
+		}
+		objs.TaintRules = []*resourceapi.DeviceTaintRule{{ObjectMeta: metav1.ObjectMeta{Name: "rule"},
+			Spec: resourceapi.DeviceTaintRuleSpec{DeviceSelector: sel, Taint: resourceapi.DeviceTaint{Key: "rule", Effect: resourceapi.DeviceTaintEffectNoExecute}}}}
+	}
+	if rng.IntN(3) == 0 {
+		r := all[rng.IntN(len(all))]
+		r.Request = "r"
+		c := upClaim("existing", upExact("r", 1, nil))
+		c.Status.Allocation = &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{r}}}
+		objs.Claims = append(objs.Claims, c)
+	}
+
+	selector := func() []resourceapi.DeviceSelector {
+		switch rng.IntN(3) {
+		case 0:
+			return upSel(fmt.Sprintf(`device.attributes["%s"].size >= %d`, upDriver, 1+rng.IntN(3)))
+		case 1:
+			return upSel(fmt.Sprintf(`device.attributes["%s"].model == "%s"`, upDriver, []string{"a", "b"}[rng.IntN(2)]))
+		}
+		return nil
+	}
+	tolerations := func() []resourceapi.DeviceToleration {
+		switch rng.IntN(4) {
+		case 0:
+			return []resourceapi.DeviceToleration{{Key: "k", Operator: resourceapi.DeviceTolerationOpExists}}
+		case 1:
+			return []resourceapi.DeviceToleration{{Operator: resourceapi.DeviceTolerationOpExists}}
+		}
+		return nil
+	}
+	var claims []*resourceapi.ResourceClaim
+	for i, k := 0, 4+rng.IntN(4); i < k; i++ {
+		var reqs []resourceapi.DeviceRequest
+		for j, nr := 0, 1+rng.IntN(2); j < nr; j++ {
+			name := fmt.Sprintf("r%d", j)
+			switch rng.IntN(5) {
+			case 0:
+				reqs = append(reqs, resourceapi.DeviceRequest{Name: name, Exactly: &resourceapi.ExactDeviceRequest{
+					DeviceClassName: "gpu", Selectors: selector(), AllocationMode: resourceapi.DeviceAllocationModeAll, Tolerations: tolerations()}})
+			case 1:
+				reqs = append(reqs, resourceapi.DeviceRequest{Name: name, FirstAvailable: []resourceapi.DeviceSubRequest{
+					{Name: "a", DeviceClassName: "gpu", Selectors: selector(), AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: int64(2 + rng.IntN(2)), Tolerations: tolerations()},
+					{Name: "b", DeviceClassName: "gpu", Selectors: selector(), AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 1, Tolerations: tolerations()},
+				}})
+			default:
+				r := upExact(name, int64(1+rng.IntN(3)), selector())
+				r.Exactly.Tolerations = tolerations()
+				reqs = append(reqs, r)
+			}
+		}
+		c := upClaim(fmt.Sprintf("claim-%d", i), reqs...)
+		switch rng.IntN(4) {
+		case 0:
+			c.Spec.Devices.Constraints = []resourceapi.DeviceConstraint{{MatchAttribute: ptr.To(resourceapi.FullyQualifiedName(upDriver + "/numa"))}}
+		case 1:
+			c.Spec.Devices.Constraints = []resourceapi.DeviceConstraint{{DistinctAttribute: ptr.To(resourceapi.FullyQualifiedName(upDriver + "/numa"))}}
+		case 2:
+			c.Spec.Devices.Constraints = []resourceapi.DeviceConstraint{{MatchAttribute: ptr.To(resourceapi.FullyQualifiedName(upDriver + "/model"))}}
+		}
+		claims = append(claims, c)
+	}
+	return objs, claims
+}
+
+// TestSingleClaimFeasibilityMatchesUpstream: on random small instances,
+// for every claim on its own (with the instance's existing allocation),
+// drasat allocates it exactly when the upstream allocator (all features
+// on, every node tried) can.
+func TestSingleClaimFeasibilityMatchesUpstream(t *testing.T) {
+	seeds := 120
+	if testing.Short() {
+		seeds = 30
+	}
+	var total, feasible int
+	for seed := uint64(1); seed <= uint64(seeds); seed++ {
+		base, claims := diffInstance(seed)
+		for _, c := range claims {
+			objs := *base
+			objs.Claims = append(append([]*resourceapi.ResourceClaim(nil), base.Claims...), c)
+			up := runUpstream(t, &objs, UpstreamFeatures{Allocator: &allFeatures})
+			dr := runDrasat(t, &objs, model.CompatKEP5963)
+			total++
+			upOK, drOK := len(up.Allocated) == 1, len(dr) == 1
+			if upOK {
+				feasible++
+			}
+			if upOK != drOK {
+				var why []string
+				for _, r := range up.Rejected {
+					why = append(why, r.Reason)
+				}
+				t.Errorf("seed %d, %s: upstream allocates: %v (%s), drasat: %v\nupstream: %v\ndrasat: %v",
+					seed, c.Name, upOK, strings.Join(why, "; "), drOK, placement(up.Allocated), placement(dr))
+			}
+		}
+	}
+	t.Logf("%d single claims on %d instances: %d feasible for upstream, drasat agrees on all", total, seeds, feasible)
+	if feasible == 0 || feasible == total {
+		t.Errorf("degenerate instances: %d of %d feasible", feasible, total)
+	}
+}
