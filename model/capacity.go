@@ -448,7 +448,9 @@ func (b *builder) scaleCapacities() {
 			for _, ac := range users {
 				qs = append(qs, ac.consumed[d.Index][dim.Name])
 			}
-			units, unit, err := scaleQuantities(qs)
+			// Not capped at the sum of the consumptions as counters are:
+			// an alternative may take several shares of one device.
+			units, unit, err := scaleExact(qs)
 			if err != nil {
 				// Nothing can be proven to fit: the device is not shared.
 				b.p.Warnings = append(b.p.Warnings, fmt.Sprintf("device %s: capacity %s: %v; the device is not allocated", d.ID, dim.Name, err))

@@ -217,6 +217,22 @@ func TestSharedDeviceState(t *testing.T) {
 			t.Error("releasing every share did not give back the port and the bandwidth")
 		}
 	})
+	// Three identical claims share one consumption (the match cache): the
+	// scaled capacity must still hold two of them, not be capped at the
+	// consumption counted once as a counter's value is.
+	t.Run("identical claims: the capacity is not capped at one share", func(t *testing.T) {
+		p := buildYAML(t, sharedNIC+nicClaim("a", "40G")+nicClaim("b", "40G")+nicClaim("c", "40G"))
+		s := NewState(p)
+		alt := func(i int) *Alternative { return p.Claims[i].Requests[0].Alternatives[0] }
+		s.TakeFor(0, alt(0), true)
+		if !s.FitsFor(0, alt(1), true) {
+			t.Fatal("a second 40G share does not fit in 60G left")
+		}
+		s.TakeFor(0, alt(1), true)
+		if s.FitsFor(0, alt(2), true) {
+			t.Error("a third 40G share fits in the 20G left")
+		}
+	})
 	t.Run("an existing holder without shareID", func(t *testing.T) {
 		p := buildYAML(t, sharedNIC+existingNIC("", "")+nicClaim("a", "1G"))
 		if !p.Devices[0].InUse {

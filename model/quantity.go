@@ -55,9 +55,6 @@ func CounterQuantitiesFit(slices []*resourceapi.ResourceSlice) error {
 // It returns the integers and the unit as a quantity string; an error when
 // the result does not fit in int64 (the caller leaves the pool out).
 func scaleQuantities(qs []resource.Quantity) ([]int64, string, error) {
-	if len(qs) == 0 {
-		return nil, "1", nil
-	}
 	if len(qs) > 1 {
 		sum := resource.Quantity{}
 		for _, q := range qs[1:] {
@@ -66,6 +63,16 @@ func scaleQuantities(qs []resource.Quantity) ([]int64, string, error) {
 		if qs[0].Cmp(sum) > 0 {
 			qs = append([]resource.Quantity{sum}, qs[1:]...)
 		}
+	}
+	return scaleExact(qs)
+}
+
+// scaleExact is scaleQuantities without the cap: for values that quantities
+// may be drawn from more than once (a shared device's capacity, which
+// every alternative may take a share of per request).
+func scaleExact(qs []resource.Quantity) ([]int64, string, error) {
+	if len(qs) == 0 {
+		return nil, "1", nil
 	}
 	decs := make([]*big.Int, len(qs))
 	maxScale := int32(0)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/drasat/drasat/alloc"
 	"github.com/drasat/drasat/check"
+	"github.com/drasat/drasat/explain"
 	"github.com/drasat/drasat/model"
 )
 
@@ -303,10 +304,15 @@ func RunDrasat(ctx context.Context, c Case) Drasat {
 		d.Warnings = append(d.Warnings, is.String())
 	}
 	d.Warnings = append(d.Warnings, p.Warnings...)
+	deadline := time.Now().Add(20 * time.Second)
 	res, err := alloc.Run(ctx, p, alloc.Options{Timeout: 20 * time.Second, Workers: 1})
 	if err != nil {
 		d.Exit = err
 		return d
+	}
+	// As drasat allocate: why claims fit nowhere, asked of explain.
+	for i, why := range explain.Reasons(ctx, p, res.Unplaceable, deadline) {
+		res.Rejected[i] = why
 	}
 	d.Pending, d.Admitted = res.Stats.Pending, res.Stats.Admitted
 	d.Rejected = map[string]string{}
