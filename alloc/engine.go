@@ -21,12 +21,25 @@ const (
 	Ordered   = "ordered"
 	Binpack   = "binpack"
 	Spread    = "spread"
+	// Frag places the admitted claims where they leave the cluster least
+	// fragmented for the workload to come (Options.Lookahead); below it the
+	// engine runs as binpack.
+	Frag = "frag"
 )
+
+// Lookahead re-places an allocation among those admitting the same claims,
+// for the workload to come (package frag). It returns res itself when it
+// finds nothing better; what it returns must admit exactly res's claims.
+type Lookahead interface {
+	Refine(p *model.Problem, res *Result) *Result
+}
 
 // Options steer one run.
 type Options struct {
-	Objective string        // max-claims (default) or ordered
-	Policy    string        // binpack (default) or spread
+	Objective string // max-claims (default) or ordered
+	Policy    string // binpack (default), spread or frag
+	// Lookahead is the frag policy's measure; without it frag is binpack.
+	Lookahead Lookahead
 	Timeout   time.Duration // for the whole run; 0 means 30s
 	// MaxVariables bounds one component's SAT model; larger components keep
 	// the greedy result and report the gap.
@@ -95,8 +108,12 @@ func Run(ctx context.Context, p *model.Problem, opts Options) (*Result, error) {
 	if opts.Objective != MaxClaims && opts.Objective != Ordered {
 		return nil, fmt.Errorf("objective %q: want %s or %s", opts.Objective, MaxClaims, Ordered)
 	}
-	if opts.Policy != Binpack && opts.Policy != Spread {
-		return nil, fmt.Errorf("policy %q: want %s or %s", opts.Policy, Binpack, Spread)
+	if opts.Policy != Binpack && opts.Policy != Spread && opts.Policy != Frag {
+		return nil, fmt.Errorf("policy %q: want %s, %s or %s", opts.Policy, Binpack, Spread, Frag)
+	}
+	lookahead := opts.Policy == Frag
+	if lookahead {
+		opts.Policy = Binpack // the levels below the look-ahead
 	}
 	if opts.Timeout <= 0 {
 		opts.Timeout = 30 * time.Second
@@ -190,6 +207,9 @@ func Run(ctx context.Context, p *model.Problem, opts Options) (*Result, error) {
 		if !admitted[c.Index] {
 			res.Rejected[c.Index] = claimReason(p, c, opts.Objective, fitsAlone[c.Index])
 		}
+	}
+	if lookahead && opts.Lookahead != nil {
+		res = opts.Lookahead.Refine(p, res)
 	}
 	return res, nil
 }

@@ -107,7 +107,7 @@ type GenerateOptions struct {
 }
 
 // Scenarios lists the batch scenarios and the replay.
-var Scenarios = []string{"mig", "tpu", "modes", "openb"}
+var Scenarios = []string{"mig", "tpu", "modes", "openb", "openb-wait", "inflation"}
 
 // DefaultSizes are the sizes run when none are given.
 var DefaultSizes = map[string]string{
@@ -115,6 +115,11 @@ var DefaultSizes = map[string]string{
 	"tpu":   "32:20,64:40,128:80",
 	"modes": "8x4:160,16x4:320",
 	"openb": "16:1000",
+	// openb-wait: the replay with waiting, NODES:TASKS.
+	"openb-wait": "16:1000",
+	// inflation: NODES:BATCH, tasks until the requested GPUs reach the
+	// cluster's.
+	"inflation": "32:10",
 }
 
 // counterSetUnit: every counter set is one GPU.

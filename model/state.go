@@ -136,3 +136,6 @@ func (s *State) Release(d int, exclusive bool) {
 
 // Used tells whether device d is allocated exclusively in this state.
 func (s *State) Used(d int) bool { return s.used[d] }
+
+// Free is what is left of counter j of counter set set in this state.
+func (s *State) Free(set, j int) int64 { return s.free[set][j] }
