@@ -133,3 +133,16 @@ func (w *Workload) Bind(objs *model.Objects, p *model.Problem) (*Measure, error)
 	sort.SliceStable(m.shapes, func(a, b int) bool { return m.shapes[a].w > m.shapes[b].w })
 	return m, nil
 }
+
+// For is the frag policy's measure for problem p: against w when it has
+// seen claims, else against the claims of objs (allocated and pending), the
+// only workload known then.
+func For(objs *model.Objects, p *model.Problem, w *Workload) (*Measure, error) {
+	if w.Shapes() == 0 {
+		w = NewWorkload()
+		for _, c := range objs.Claims {
+			w.Observe(c)
+		}
+	}
+	return w.Bind(objs, p)
+}

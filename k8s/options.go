@@ -42,7 +42,7 @@ type Options struct {
 	DryRun bool
 
 	Objective string        // alloc.MaxClaims or alloc.Ordered
-	Policy    string        // alloc.Binpack or alloc.Spread
+	Policy    string        // alloc.Binpack, alloc.Spread or alloc.Frag
 	Compat    string        // model.CompatKEP5963 or model.CompatWildcard
 	Timeout   time.Duration // solve budget per batch
 
@@ -92,9 +92,9 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("objective %q: want %s or %s", o.Objective, alloc.MaxClaims, alloc.Ordered)
 	}
 	switch o.Policy {
-	case alloc.Binpack, alloc.Spread:
+	case alloc.Binpack, alloc.Spread, alloc.Frag:
 	default:
-		return fmt.Errorf("policy %q: want %s or %s", o.Policy, alloc.Binpack, alloc.Spread)
+		return fmt.Errorf("policy %q: want %s, %s or %s", o.Policy, alloc.Binpack, alloc.Spread, alloc.Frag)
 	}
 	switch o.Compat {
 	case model.CompatKEP5963, model.CompatWildcard:
