@@ -97,6 +97,9 @@ type TimePoint struct {
 // it).
 func OpenBDir(cfgDir string) (string, error) {
 	const files = "openb_node_list_gpu_node.csv"
+	if cfgDir == "" {
+		cfgDir = os.Getenv(OpenBDataEnv)
+	}
 	if cfgDir != "" {
 		if _, err := os.Stat(filepath.Join(cfgDir, files)); err != nil {
 			return "", fmt.Errorf("openb: trace not found in %s: %w", cfgDir, err)
@@ -120,6 +123,11 @@ func OpenBDir(cfgDir string) (string, error) {
 		}
 	}
 }
+
+// OpenBDataEnv names the environment variable that, when set, gives the
+// trace's directory when no --openb-data is given (tests and worktrees not
+// beside shared/).
+const OpenBDataEnv = "DRASAT_OPENB_DATA"
 
 type openbNode struct {
 	name  string
