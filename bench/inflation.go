@@ -40,9 +40,10 @@ type InflationStats struct {
 }
 
 // InflationPoint is the cluster after some arrived workload, in % of the
-// cluster's GPUs: requested by the arrived tasks (gpu_milli / 1000 ×
-// num_gpu), unallocated (free memory-slice share), and fragmented (FGD's
-// expected fragmentation against the pod list's task shapes).
+// cluster's GPUs: requested by the arrived tasks (the share of a GPU their
+// MIG profile takes, see openbShare), unallocated (free memory-slice
+// share), and fragmented (FGD's expected fragmentation against the pod
+// list's task shapes).
 type InflationPoint struct {
 	ArrivedPct     float64 `json:"arrived"`
 	UnallocatedPct float64 `json:"unallocated"`
@@ -120,7 +121,7 @@ func RunInflation(ctx context.Context, cfg OpenBConfig, sz Size, seed uint64, po
 			c := openbClaim(&t, gm)
 			learnt.Observe(c)
 			objs.Claims = append(objs.Claims, c)
-			requested += float64(t.numGPU) * float64(min(t.milli, 1000)) / 1000
+			requested += openbShare(&t, gm)
 			row.Claims++
 		}
 		h := startHeapSampler()
@@ -215,4 +216,18 @@ func inflationPoint(base *model.Objects, running []*resourceapi.ResourceClaim, t
 		pt.FragOfFreePct = 100 * f / free
 	}
 	return pt, nil
+}
+
+// openbShare is the GPUs task t asks of the cluster once mapped to MIG:
+// num_gpu whole GPUs, or the memory-slice share of its profile (a task of
+// gpu_milli 470 takes a 4g profile, half the GPU's memory slices). At 100 %
+// the arrived tasks could fill the cluster exactly, so what is left
+// unallocated then is lost to fragmentation and to tasks turned away.
+func openbShare(t *openbTask, gm *GPUModel) float64 {
+	if t.numGPU == 1 {
+		if pr, ok := openbProfile(gm, t.milli); ok {
+			return float64(pr.Slices) / 8
+		}
+	}
+	return float64(t.numGPU)
 }
