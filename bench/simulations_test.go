@@ -2,10 +2,29 @@ package bench
 
 import (
 	"bytes"
+	"context"
 	"strings"
 	"testing"
 	"time"
 )
+
+// simPolicies: every policy but upstream, whose admissions first-fit
+// reproduces (upstream_test.go) at a hundredth of the time.
+var simPolicies = []string{PolicyFirstFit, PolicyFFD, PolicyBestFit, PolicyFGD, PolicyDrasatBinpack, PolicyDrasat}
+
+func runSim(t *testing.T, scenario, size string, openb OpenBConfig) *Report {
+	t.Helper()
+	sizes, err := ParseSizes(size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Run(context.Background(), Config{Scenarios: []string{scenario}, Sizes: map[string][]Size{scenario: sizes},
+		Seed: 1, Timeout: 3 * time.Second, OpenB: openb, Policies: simPolicies})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
 
 // The inflation simulation on a small cluster: every policy's allocations
 // are checked, the curves run to 100 % of the cluster's GPUs, and drasat
@@ -16,7 +35,7 @@ func TestInflation(t *testing.T) {
 		t.Skipf("trace not available: %v", err)
 	}
 	for _, pods := range []string{"default", "multigpu50"} {
-		rep := runSmall(t, "inflation", "4:8", OpenBConfig{Pods: pods})
+		rep := runSim(t, "inflation", "4:8", OpenBConfig{Pods: pods})
 		assertDrasatBest(t, rep)
 		for _, r := range rep.Rows {
 			in := r.Inflation
@@ -44,8 +63,8 @@ func TestOpenBWait(t *testing.T) {
 		t.Skipf("trace not available: %v", err)
 	}
 	cfg := OpenBConfig{Window: 5 * time.Minute}
-	drop := runSmall(t, "openb", "6:150", cfg)
-	wait := runSmall(t, "openb-wait", "6:150", cfg)
+	drop := runSim(t, "openb", "6:80", cfg)
+	wait := runSim(t, "openb-wait", "6:80", cfg)
 	assertDrasatBest(t, wait)
 	for i, r := range wait.Rows {
 		if r.Admitted < drop.Rows[i].Admitted {
@@ -60,14 +79,14 @@ func TestOpenBWait(t *testing.T) {
 	}
 	// With a maximum wait, tasks waiting longer are dropped.
 	cfg.MaxWait = 5 * time.Minute
-	short := runSmall(t, "openb-wait", "6:150", cfg)
+	short := runSim(t, "openb-wait", "6:80", cfg)
 	for _, r := range short.Rows {
 		if r.Replay.Unplaced != 0 || r.Replay.P99WaitS > cfg.MaxWait.Seconds() {
 			t.Errorf("%s: max wait 5m: %d left pending, p99 wait %vs", r.Policy, r.Replay.Unplaced, r.Replay.P99WaitS)
 		}
 	}
 	// The HTML report draws the simulations' curves.
-	rep := runSmall(t, "inflation", "4:8", OpenBConfig{})
+	rep := runSim(t, "inflation", "4:8", OpenBConfig{})
 	rep.Rows = append(rep.Rows, wait.Rows...)
 	var buf bytes.Buffer
 	if err := WriteHTML(&buf, rep); err != nil {
@@ -79,7 +98,7 @@ func TestOpenBWait(t *testing.T) {
 			t.Errorf("HTML report lacks %q", want)
 		}
 	}
-	for _, p := range Policies {
+	for _, p := range simPolicies {
 		if strings.Count(out, ">"+p+"<") < 3 {
 			t.Errorf("HTML report: policy %s in fewer than 3 legends", p)
 		}
