@@ -90,7 +90,7 @@ func RunInflation(ctx context.Context, cfg OpenBConfig, sz Size, seed uint64, po
 		gpus += n.gpus
 	}
 	base := openbCluster(nodes, gm)
-	inst := fmt.Sprintf("inflation %d nodes %d GPUs %s %s batch %d", len(nodes), gpus, cfg.Pods, openbGPUName(cfg.GPU), batch)
+	inst := fmt.Sprintf("inflation %d nodes %d GPUs %s %s batch %d", len(nodes), gpus, openbPods(cfg.Pods), openbGPUName(cfg.GPU), batch)
 	row := &Row{Scenario: "inflation", Instance: inst, Size: Size{Nodes: len(nodes), Claims: batch}, Compat: model.CompatKEP5963,
 		Policy: policy, UnitName: "GPUs", UtilName: "memory slices", Units: gpus}
 	is := &InflationStats{GPUs: gpus}

@@ -203,10 +203,7 @@ func loadOpenB(cfg OpenBConfig, needTimes bool) ([]openbNode, []openbTask, error
 			nodes = append(nodes, openbNode{name: r["sn"], gpus: int(g), model: r["model"]})
 		}
 	}
-	pods := cfg.Pods
-	if pods == "" {
-		pods = "default"
-	}
+	pods := openbPods(cfg.Pods)
 	pp := filepath.Join(dir, "openb_pod_list_"+pods+".csv")
 	rows, err = readCSV(pp)
 	if err != nil {
@@ -419,7 +416,7 @@ func RunOpenB(ctx context.Context, cfg OpenBConfig, sz Size, seed uint64, policy
 	for _, set := range w.setOrder {
 		st.gpus = append(st.gpus, set)
 	}
-	scenario, inst := "openb", fmt.Sprintf("openb %s %s %s load %g window %s", Size{Nodes: len(nodes), Claims: len(tasks)}, cfg.Pods, openbGPUName(cfg.GPU), cfg.Load, cfg.Window)
+	scenario, inst := "openb", fmt.Sprintf("openb %s %s %s load %g window %s", Size{Nodes: len(nodes), Claims: len(tasks)}, openbPods(cfg.Pods), openbGPUName(cfg.GPU), cfg.Load, cfg.Window)
 	if cfg.Wait {
 		scenario = "openb-wait"
 		inst = "openb-wait" + strings.TrimPrefix(inst, "openb")
@@ -645,4 +642,12 @@ func openbGPUName(gpu string) string {
 		return "a100"
 	}
 	return strings.ToLower(gpu)
+}
+
+// openbPods is the pod list's name: default when none is given.
+func openbPods(pods string) string {
+	if pods == "" {
+		return "default"
+	}
+	return pods
 }
