@@ -513,6 +513,19 @@ func RunOpenB(ctx context.Context, cfg OpenBConfig, sz Size, seed uint64, policy
 		for _, n := range names {
 			objs.Claims = append(objs.Claims, st.running[n])
 		}
+		if cfg.Wait && cfg.MaxWait > 0 {
+			// Tasks that would have waited longer than the maximum by now
+			// were dropped before this window.
+			var keep []int
+			for _, t := range pending {
+				if end-tasks[t].arrive > cfg.MaxWait.Seconds() {
+					rs.Dropped++
+				} else {
+					keep = append(keep, t)
+				}
+			}
+			pending = keep
+		}
 		for t := i; t < j; t++ {
 			pending = append(pending, t)
 			wl.Observe(openbClaim(&tasks[t], gm)) // the workload learnt from the trace's past
@@ -563,8 +576,6 @@ func RunOpenB(ctx context.Context, cfg OpenBConfig, sz Size, seed uint64, policy
 			switch {
 			case admitted[tasks[t].name]:
 			case !cfg.Wait:
-			case cfg.MaxWait > 0 && end-tasks[t].arrive >= cfg.MaxWait.Seconds():
-				rs.Dropped++
 			default:
 				still = append(still, t)
 			}
