@@ -65,7 +65,10 @@ func (o *Options) Defaults() {
 		o.Objective = alloc.MaxClaims
 	}
 	if o.Policy == "" {
-		o.Policy = alloc.Binpack
+		// A controller lives through the cluster's whole workload: it
+		// learns the claims' shapes and places for the next ones
+		// (docs/performance.md, "Over the life of a cluster").
+		o.Policy = alloc.Frag
 	}
 	if o.Compat == "" {
 		o.Compat = model.CompatKEP5963
