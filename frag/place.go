@@ -189,23 +189,24 @@ func (m *Measure) bestDevice(s *model.State, c *model.Claim, ri, ai int, cands [
 	return best
 }
 
-// consumedShare is the share of its GPU device d takes (see Measure.free).
+// consumedShare is the share of its GPUs device d takes, in GPUs: per
+// counter set, the mean over the counters its free share is measured on
+// (memory slices have capacity 1 each, so that is slices taken / 8).
 func consumedShare(m *Measure, d int) float64 {
 	t := 0.0
 	for _, cons := range m.p.Devices[d].Consumes {
 		cs := m.p.CounterSets[cons.Set]
-		for _, j := range m.share[cons.Set] {
-			t += float64(cons.Amounts[j]) / float64(cs.Capacity[j])
+		idx := m.share[cons.Set]
+		if len(idx) == 0 {
+			continue
 		}
-		if n := len(m.share[cons.Set]); n > 0 && !isSlices(cs, m.share[cons.Set]) {
-			t /= float64(n)
+		u := 0.0
+		for _, j := range idx {
+			u += float64(cons.Amounts[j]) / float64(cs.Capacity[j])
 		}
+		t += u / float64(len(idx))
 	}
 	return t
-}
-
-func isSlices(cs *model.CounterSet, idx []int) bool {
-	return len(idx) > 0 && len(cs.Counters[idx[0]]) > 13 && cs.Counters[idx[0]][:13] == "memory-slice-"
 }
 
 func taken(picks []alloc.Pick, d int) bool {
