@@ -38,7 +38,7 @@ func TestInflation(t *testing.T) {
 		t.Skipf("trace not available: %v", err)
 	}
 	for _, pods := range []string{"default", "multigpu50"} {
-		rep := runSim(t, "inflation", "4:8", OpenBConfig{Pods: pods})
+		rep := runSim(t, "inflation", "4:4", OpenBConfig{Pods: pods})
 		assertDrasatBest(t, rep)
 		for _, r := range rep.Rows {
 			in := r.Inflation
@@ -52,7 +52,7 @@ func TestInflation(t *testing.T) {
 				}
 				last = pt.ArrivedPct
 			}
-			if in.At100.ArrivedPct < 100 || in.Points[len(in.Points)-2].ArrivedPct >= 100 {
+			if n := len(in.Points); n < 2 || in.At100.ArrivedPct < 100 || in.Points[n-2].ArrivedPct >= 100 {
 				t.Errorf("%s %s: stops at %v%% arrived, want the first batch reaching 100%%", pods, r.Policy, in.At100.ArrivedPct)
 			}
 		}
