@@ -51,6 +51,10 @@ type OpenBConfig struct {
 	// Wait a task not admitted in its window is dropped (scenario openb).
 	Wait    bool
 	MaxWait time.Duration
+	// Aging, when > 0, gives a waiting task the weight 1 + wait / Aging
+	// (annotation drasat.dev/weight, at most model.MaxWeight); only
+	// drasat reads weights.
+	Aging time.Duration
 	// Batch is the number of tasks per batch of the inflation simulation.
 	Batch int
 }
@@ -423,6 +427,9 @@ func RunOpenB(ctx context.Context, cfg OpenBConfig, sz Size, seed uint64, policy
 		if cfg.MaxWait > 0 {
 			inst += " max wait " + cfg.MaxWait.String()
 		}
+		if cfg.Aging > 0 {
+			inst += " ageing " + cfg.Aging.String()
+		}
 	}
 	row := &Row{Scenario: scenario, Instance: inst, Size: Size{Nodes: len(nodes), Claims: len(tasks)}, Compat: model.CompatKEP5963,
 		Policy: policy, Claims: len(tasks), UnitName: "GPUs", UtilName: "memory slices (time mean)", Units: len(st.gpus)}
@@ -531,7 +538,14 @@ func RunOpenB(ctx context.Context, cfg OpenBConfig, sz Size, seed uint64, policy
 			wl.Observe(openbClaim(&tasks[t], gm)) // the workload learnt from the trace's past
 		}
 		for _, t := range pending {
-			objs.Claims = append(objs.Claims, openbClaim(&tasks[t], gm))
+			c := openbClaim(&tasks[t], gm)
+			if cfg.Aging > 0 {
+				// Ageing: a claim's weight grows with its wait, so that
+				// max-claims does not pass a large task over forever.
+				w := 1 + int64((end-tasks[t].arrive)/cfg.Aging.Seconds())
+				c.Annotations = map[string]string{model.WeightAnnotation: strconv.FormatInt(min(w, model.MaxWeight), 10)}
+			}
+			objs.Claims = append(objs.Claims, c)
 		}
 		h := startHeapSampler()
 		start := time.Now()
