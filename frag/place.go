@@ -46,6 +46,9 @@ func (m *Measure) Place(s *model.State, c *model.Claim, rule Rule) (*alloc.Assig
 	bestNode := 0
 	bestScore := [2]float64{math.Inf(1), math.Inf(1)}
 	for _, n := range nodes {
+		if !anyFits(s, c, n) {
+			continue // cheap test before the node's fragmentation is computed
+		}
 		var before float64
 		if rule == FGD {
 			before = m.nodeFragAt(s, n)
@@ -86,6 +89,29 @@ func (m *Measure) Place(s *model.State, c *model.Claim, rule Rule) (*alloc.Assig
 		s.Take(pk.Dev, true)
 	}
 	return &alloc.Assignment{Claim: c, Node: bestNode, Picks: best}, true
+}
+
+// anyFits tells whether every request of c has some candidate on node n
+// that fits now.
+func anyFits(s *model.State, c *model.Claim, n int) bool {
+	for _, r := range c.Requests {
+		ok := false
+		for _, a := range r.Alternatives {
+			for _, d := range a.CandidatesOn(n) {
+				if s.Fits(d, true) {
+					ok = true
+					break
+				}
+			}
+			if ok {
+				break
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
 }
 
 func (m *Measure) nodeFragAt(s *model.State, n int) float64 {

@@ -2,6 +2,7 @@ package frag
 
 import (
 	"sort"
+	"time"
 
 	"github.com/drasat/drasat/alloc"
 	"github.com/drasat/drasat/model"
@@ -20,6 +21,7 @@ func (m *Measure) Refine(p *model.Problem, res *alloc.Result) *alloc.Result {
 	if p != m.p || len(m.shapes) == 0 || len(res.Assignments) == 0 {
 		return res
 	}
+	deadline := time.Now().Add(RefineBudget)
 	for _, a := range res.Assignments {
 		for _, pk := range a.Picks {
 			if a.Claim.Requests[pk.Req].Alternatives[pk.Alt].AdminAccess {
@@ -47,7 +49,7 @@ func (m *Measure) Refine(p *model.Problem, res *alloc.Result) *alloc.Result {
 	}
 	oldFrag, _ := m.Frag(s1)
 	bySize(cur)
-	m.reinsert(s1, cur)
+	m.reinsert(s1, cur, deadline)
 	best, bestFrag := cur, fragOf(m, s1)
 
 	// Start 2: afresh, largest first.
@@ -55,14 +57,14 @@ func (m *Measure) Refine(p *model.Problem, res *alloc.Result) *alloc.Result {
 	var fresh []*alloc.Assignment
 	for _, a := range cur {
 		b, ok := m.Place(s2, a.Claim, FGD)
-		if !ok {
+		if !ok || time.Now().After(deadline) {
 			fresh = nil
 			break
 		}
 		fresh = append(fresh, b)
 	}
 	if fresh != nil {
-		m.reinsert(s2, fresh)
+		m.reinsert(s2, fresh, deadline)
 		if f := fragOf(m, s2); f < bestFrag-1e-9 {
 			best, bestFrag = fresh, f
 		}
@@ -78,6 +80,11 @@ func (m *Measure) Refine(p *model.Problem, res *alloc.Result) *alloc.Result {
 
 // refinePasses bounds the re-insertion passes.
 const refinePasses = 3
+
+// RefineBudget bounds the time of one Refine: on a large cluster the
+// re-insertion stops there (with what it has), and the fresh start is
+// given up. Results within the budget are deterministic.
+var RefineBudget = 2 * time.Second
 
 func fragOf(m *Measure, s *model.State) float64 {
 	f, _ := m.Frag(s)
@@ -97,10 +104,13 @@ func release(s *model.State, a *alloc.Assignment) {
 }
 
 // reinsert improves the placement in s of the assignments as, in place.
-func (m *Measure) reinsert(s *model.State, as []*alloc.Assignment) {
+func (m *Measure) reinsert(s *model.State, as []*alloc.Assignment, deadline time.Time) {
 	for pass := 0; pass < refinePasses; pass++ {
 		changed := false
 		for i, a := range as {
+			if time.Now().After(deadline) {
+				return
+			}
 			release(s, a)
 			// The old place's cost: its nodes' fragmentation with and without it.
 			nodes := m.assignmentNodes(a)
