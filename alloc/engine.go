@@ -22,13 +22,26 @@ const (
 	Ordered   = "ordered"
 	Binpack   = "binpack"
 	Spread    = "spread"
+	// Frag places the admitted claims where they leave the cluster least
+	// fragmented for the workload to come (Options.Lookahead); below it the
+	// engine runs as binpack.
+	Frag = "frag"
 )
+
+// Lookahead re-places an allocation among those admitting the same claims,
+// for the workload to come (package frag). It returns res itself when it
+// finds nothing better; what it returns must admit exactly res's claims.
+type Lookahead interface {
+	Refine(p *model.Problem, res *Result) *Result
+}
 
 // Options steer one run.
 type Options struct {
 	Objective string        // max-claims (default) or ordered
-	Policy    string        // binpack (default) or spread
+	Policy    string        // binpack (default), spread or frag
 	Timeout   time.Duration // for the whole run; 0 means 30s, negative is an error
+	// Lookahead is the frag policy's measure; without it frag is binpack.
+	Lookahead Lookahead
 	// MaxVariables bounds one component's SAT model (estimated as
 	// claim-device pairs); larger components keep what the heuristics
 	// found (max-claims) or the ordered repack (ordered) and report the
@@ -100,8 +113,8 @@ func CheckOptions(objective, policy string) error {
 	if objective != "" && objective != MaxClaims && objective != Ordered {
 		return fmt.Errorf("objective %q: want %s or %s", objective, MaxClaims, Ordered)
 	}
-	if policy != "" && policy != Binpack && policy != Spread {
-		return fmt.Errorf("policy %q: want %s or %s", policy, Binpack, Spread)
+	if policy != "" && policy != Binpack && policy != Spread && policy != Frag {
+		return fmt.Errorf("policy %q: want %s, %s or %s", policy, Binpack, Spread, Frag)
 	}
 	return nil
 }
@@ -120,6 +133,10 @@ func Run(ctx context.Context, p *model.Problem, opts Options) (*Result, error) {
 	}
 	if opts.Policy == "" {
 		opts.Policy = Binpack
+	}
+	lookahead := opts.Policy == Frag
+	if lookahead {
+		opts.Policy = Binpack // the levels below the look-ahead
 	}
 	if opts.Timeout == 0 {
 		opts.Timeout = 30 * time.Second
@@ -180,7 +197,11 @@ func Run(ctx context.Context, p *model.Problem, opts Options) (*Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return gather(p, opts, results), nil
+	res := gather(p, opts, results)
+	if lookahead && opts.Lookahead != nil {
+		res = opts.Lookahead.Refine(p, res)
+	}
+	return res, nil
 }
 
 // gather sums the components' results.

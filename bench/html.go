@@ -11,10 +11,13 @@ import (
 )
 
 var policyColor = map[string]string{
-	PolicyUpstream: "#6b6b6b",
-	PolicyFirstFit: "#e6862b",
-	PolicyFFD:      "#c9b92a",
-	PolicyDrasat:   "#2366b5",
+	PolicyUpstream:      "#6b6b6b",
+	PolicyFirstFit:      "#e6862b",
+	PolicyFFD:           "#c9b92a",
+	PolicyBestFit:       "#8e5ab5",
+	PolicyFGD:           "#2ca05a",
+	PolicyDrasatBinpack: "#7fa7d9",
+	PolicyDrasat:        "#2366b5",
 }
 
 func colorOf(policy string) string {
@@ -87,7 +90,7 @@ func WriteHTML(w io.Writer, rep *Report) error {
 		for _, in := range instances {
 			admittedChart(&b, in, byInst[in])
 		}
-		if len(instances) > 1 && sc != "openb" && sc != "research" {
+		if len(instances) > 1 && sc != "openb" && sc != "openb-wait" && sc != "inflation" && sc != "research" {
 			timeChart(&b, sc, rows)
 		}
 		for _, in := range instances {
@@ -96,6 +99,12 @@ func WriteHTML(w io.Writer, rep *Report) error {
 					freeChart(&b, in, byInst[in])
 					break
 				}
+			}
+			if err := inflationCharts(&b, in, byInst[in]); err != nil {
+				return err
+			}
+			if err := waitCharts(&b, in, byInst[in]); err != nil {
+				return err
 			}
 		}
 		b.WriteString("</div>\n")
@@ -125,7 +134,7 @@ func writeRowTable(b *strings.Builder, rows []*Row) {
 				opt = fmt.Sprintf("gap %.1f%% (bound %d)", 100**r.Gap, *r.Bound)
 			}
 		}
-		if r.Replay != nil && r.Policy == PolicyDrasat {
+		if r.Replay != nil && isDrasat(r.Policy) {
 			opt = fmt.Sprintf("%d/%d windows optimal", r.Replay.OptimalWindows, r.Replay.Windows)
 		}
 		fmt.Fprintf(b, "<tr><td class=\"l\">%s</td><td class=\"l\">%s</td><td>%d/%d</td><td>%.1f</td><td>%d</td><td>%d %s</td><td>%d</td><td>%.1f%% %s</td><td>%s</td><td>%.1f</td><td class=\"l\">%s</td></tr>\n",
@@ -137,6 +146,14 @@ func writeRowTable(b *strings.Builder, rows []*Row) {
 		if r.Replay != nil {
 			fmt.Fprintf(b, "<p class=\"note\">%s: %d/%d tasks admitted over %d windows, %.1f GPU-hours stranded, whole GPUs free: mean %.1f, minimum %d of %d.</p>\n",
 				html.EscapeString(r.Policy), r.Admitted, r.Claims, r.Replay.Windows, r.Replay.StrandedGPUHours, r.Replay.MeanFreeGPUs, r.Replay.MinFreeGPUs, r.Replay.GPUs)
+			if r.Scenario == "openb-wait" {
+				fmt.Fprintf(b, "<p class=\"note\">%s: wait mean %.0f s, p99 %.0f s; %d dropped after the maximum wait, %d never admitted.</p>\n",
+					html.EscapeString(r.Policy), r.Replay.MeanWaitS, r.Replay.P99WaitS, r.Replay.Dropped, r.Replay.Unplaced)
+			}
+		}
+		if in := r.Inflation; in != nil {
+			fmt.Fprintf(b, "<p class=\"note\">%s: %d/%d tasks admitted; at %.0f%% arrived workload %.1f%% of the GPUs unallocated, %.1f%% fragmented.</p>\n",
+				html.EscapeString(r.Policy), r.Admitted, r.Claims, in.At100.ArrivedPct, in.At100.UnallocatedPct, in.At100.FragPct)
 		}
 	}
 }

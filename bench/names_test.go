@@ -97,7 +97,7 @@ func openbObjects(t *testing.T) []*model.Objects {
 	var tasks []openbTask
 	// multigpu50 has no arrival times; the replay refuses it.
 	for _, pods := range []string{"default", "gpushare100"} {
-		n, ts, err := loadOpenB(OpenBConfig{Pods: pods})
+		n, ts, err := loadOpenB(OpenBConfig{Pods: pods}, true)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/drasat/drasat/frag"
 	"github.com/drasat/drasat/model"
 )
 
@@ -44,6 +45,18 @@ type OpenBConfig struct {
 	// durations kept, so more tasks overlap than in the real cluster
 	// (whose peak demand is about 1 % of its GPUs).
 	Load float64
+	// Wait keeps a task that is not admitted in its window pending: it is
+	// retried in later windows, in arrival order, until admitted or, when
+	// MaxWait > 0, dropped once it has waited longer (trace time). Without
+	// Wait a task not admitted in its window is dropped (scenario openb).
+	Wait    bool
+	MaxWait time.Duration
+	// Aging, when > 0, gives a waiting task the weight 1 + wait / Aging
+	// (annotation drasat.dev/weight, at most model.MaxWeight); only
+	// drasat reads weights.
+	Aging time.Duration
+	// Batch is the number of tasks per batch of the inflation simulation.
+	Batch int
 }
 
 // DefaultOpenBLoad is the default arrival compression.
@@ -65,6 +78,15 @@ type ReplayStats struct {
 	HoursSpanned float64 `json:"hours"`
 	// FreeGPUs samples whole GPUs free over time (at most 200 points).
 	FreeGPUs []TimePoint `json:"freeGPUs"`
+	// Replay with waiting: the wait of the admitted tasks (trace seconds,
+	// after load compression), tasks dropped after the maximum wait, and
+	// tasks still pending when the replay ends (nothing left to release).
+	MeanWaitS float64 `json:"meanWaitSeconds,omitempty"`
+	P99WaitS  float64 `json:"p99WaitSeconds,omitempty"`
+	Dropped   int     `json:"dropped,omitempty"`
+	Unplaced  int     `json:"stillPending,omitempty"`
+	// Waits samples the number of tasks pending over time.
+	Pending []TimePoint `json:"pending,omitempty"`
 }
 
 // TimePoint is one sample of a series over replay time.
@@ -79,6 +101,9 @@ type TimePoint struct {
 // it).
 func OpenBDir(cfgDir string) (string, error) {
 	const files = "openb_node_list_gpu_node.csv"
+	if cfgDir == "" {
+		cfgDir = os.Getenv(OpenBDataEnv)
+	}
 	if cfgDir != "" {
 		if _, err := os.Stat(filepath.Join(cfgDir, files)); err != nil {
 			return "", fmt.Errorf("openb: trace not found in %s: %w", cfgDir, err)
@@ -102,6 +127,11 @@ func OpenBDir(cfgDir string) (string, error) {
 		}
 	}
 }
+
+// OpenBDataEnv names the environment variable that, when set, gives the
+// trace's directory when no --openb-data is given (tests and worktrees not
+// beside shared/).
+const OpenBDataEnv = "DRASAT_OPENB_DATA"
 
 type openbNode struct {
 	name  string
@@ -157,7 +187,7 @@ func atoi(path, field, s string) (int64, error) {
 }
 
 // loadOpenB reads the node list and the task list.
-func loadOpenB(cfg OpenBConfig) ([]openbNode, []openbTask, error) {
+func loadOpenB(cfg OpenBConfig, needTimes bool) ([]openbNode, []openbTask, error) {
 	dir, err := OpenBDir(cfg.Dir)
 	if err != nil {
 		return nil, nil, err
@@ -177,10 +207,7 @@ func loadOpenB(cfg OpenBConfig) ([]openbNode, []openbTask, error) {
 			nodes = append(nodes, openbNode{name: r["sn"], gpus: int(g), model: r["model"]})
 		}
 	}
-	pods := cfg.Pods
-	if pods == "" {
-		pods = "default"
-	}
+	pods := openbPods(cfg.Pods)
 	pp := filepath.Join(dir, "openb_pod_list_"+pods+".csv")
 	rows, err = readCSV(pp)
 	if err != nil {
@@ -202,13 +229,16 @@ func loadOpenB(cfg OpenBConfig) ([]openbNode, []openbTask, error) {
 			return nil, nil, err
 		}
 		if _, ok := r["creation_time"]; !ok {
-			return nil, nil, fmt.Errorf("openb: %s has no creation_time/deletion_time: it cannot be replayed", pp)
-		}
-		if t.creation, err = atoi(pp, "creation_time", r["creation_time"]); err != nil {
-			return nil, nil, err
-		}
-		if t.delete, err = atoi(pp, "deletion_time", r["deletion_time"]); err != nil {
-			return nil, nil, err
+			if needTimes {
+				return nil, nil, fmt.Errorf("openb: %s has no creation_time/deletion_time: it cannot be replayed (the inflation simulation needs no times)", pp)
+			}
+		} else {
+			if t.creation, err = atoi(pp, "creation_time", r["creation_time"]); err != nil {
+				return nil, nil, err
+			}
+			if t.delete, err = atoi(pp, "deletion_time", r["deletion_time"]); err != nil {
+				return nil, nil, err
+			}
 		}
 		t.numGPU, t.milli = int(n), int(m)
 		if s := strings.TrimSpace(r["gpu_spec"]); s != "" {
@@ -365,7 +395,7 @@ func RunOpenB(ctx context.Context, cfg OpenBConfig, sz Size, seed uint64, policy
 		return nil, fmt.Errorf("openb: GPU model %q: want a100 or h100", cfg.GPU)
 	}
 	gm := &models[0]
-	nodes, tasks, err := loadOpenB(cfg)
+	nodes, tasks, err := loadOpenB(cfg, true)
 	if err != nil {
 		return nil, err
 	}
@@ -390,8 +420,18 @@ func RunOpenB(ctx context.Context, cfg OpenBConfig, sz Size, seed uint64, policy
 	for _, set := range w.setOrder {
 		st.gpus = append(st.gpus, set)
 	}
-	inst := fmt.Sprintf("openb %s %s load %g window %s", Size{Nodes: len(nodes), Claims: len(tasks)}, cfg.Pods, cfg.Load, cfg.Window)
-	row := &Row{Scenario: "openb", Instance: inst, Size: Size{Nodes: len(nodes), Claims: len(tasks)}, Compat: model.CompatKEP5963,
+	scenario, inst := "openb", fmt.Sprintf("openb %s %s %s load %g window %s", Size{Nodes: len(nodes), Claims: len(tasks)}, openbPods(cfg.Pods), openbGPUName(cfg.GPU), cfg.Load, cfg.Window)
+	if cfg.Wait {
+		scenario = "openb-wait"
+		inst = "openb-wait" + strings.TrimPrefix(inst, "openb")
+		if cfg.MaxWait > 0 {
+			inst += " max wait " + cfg.MaxWait.String()
+		}
+		if cfg.Aging > 0 {
+			inst += " ageing " + cfg.Aging.String()
+		}
+	}
+	row := &Row{Scenario: scenario, Instance: inst, Size: Size{Nodes: len(nodes), Claims: len(tasks)}, Compat: model.CompatKEP5963,
 		Policy: policy, Claims: len(tasks), UnitName: "GPUs", UtilName: "memory slices (time mean)", Units: len(st.gpus)}
 	rs := &ReplayStats{GPUs: len(st.gpus), MinFreeGPUs: len(st.gpus)}
 	row.Replay = rs
@@ -441,11 +481,29 @@ func RunOpenB(ctx context.Context, cfg OpenBConfig, sz Size, seed uint64, policy
 	}
 	var wall time.Duration
 	var peak uint64
-	for i := 0; i < len(tasks); {
+	wl := frag.NewWorkload()
+	var pending []int // task indices waiting, in arrival order
+	var waits []float64
+	var pendingSeries []TimePoint
+	nextDeparture := func() float64 {
+		t := math.Inf(1)
+		for _, d := range deps {
+			t = math.Min(t, d.at)
+		}
+		return t
+	}
+	for i := 0; i < len(tasks) || (cfg.Wait && len(pending) > 0 && len(deps) > 0); {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		k := math.Floor(tasks[i].arrive / win)
+		next := math.Inf(1)
+		if i < len(tasks) {
+			next = tasks[i].arrive
+		}
+		if cfg.Wait && len(pending) > 0 {
+			next = math.Min(next, nextDeparture())
+		}
+		k := math.Floor(next / win)
 		end := (k + 1) * win
 		j := i
 		for j < len(tasks) && tasks[j].arrive < end {
@@ -462,12 +520,36 @@ func RunOpenB(ctx context.Context, cfg OpenBConfig, sz Size, seed uint64, policy
 		for _, n := range names {
 			objs.Claims = append(objs.Claims, st.running[n])
 		}
+		if cfg.Wait && cfg.MaxWait > 0 {
+			// Tasks that would have waited longer than the maximum by now
+			// were dropped before this window.
+			var keep []int
+			for _, t := range pending {
+				if end-tasks[t].arrive > cfg.MaxWait.Seconds() {
+					rs.Dropped++
+				} else {
+					keep = append(keep, t)
+				}
+			}
+			pending = keep
+		}
 		for t := i; t < j; t++ {
-			objs.Claims = append(objs.Claims, openbClaim(&tasks[t], gm))
+			pending = append(pending, t)
+			wl.Observe(openbClaim(&tasks[t], gm)) // the workload learnt from the trace's past
+		}
+		for _, t := range pending {
+			c := openbClaim(&tasks[t], gm)
+			if cfg.Aging > 0 {
+				// Ageing: a claim's weight grows with its wait, so that
+				// max-claims does not pass a large task over forever.
+				w := 1 + int64((end-tasks[t].arrive)/cfg.Aging.Seconds())
+				c.Annotations = map[string]string{model.WeightAnnotation: strconv.FormatInt(min(w, model.MaxWeight), 10)}
+			}
+			objs.Claims = append(objs.Claims, c)
 		}
 		h := startHeapSampler()
 		start := time.Now()
-		out, err := runPolicy(ctx, policy, &objs, model.CompatKEP5963, timeout)
+		out, err := runPolicy(ctx, policy, &objs, model.CompatKEP5963, timeout, wl)
 		wall += time.Since(start)
 		if pk := h.Peak(); pk > peak {
 			peak = pk
@@ -482,19 +564,45 @@ func RunOpenB(ctx context.Context, cfg OpenBConfig, sz Size, seed uint64, policy
 		if out.stats != nil && out.stats.Optimal {
 			rs.OptimalWindows++
 		}
-		leave := map[string]float64{}
-		for t := i; t < j; t++ {
-			leave[tasks[t].name] = tasks[t].leave
+		admitted := map[string]bool{}
+		for _, c := range out.allocated {
+			admitted[c.Name] = true
+		}
+		byName := map[string]int{}
+		for _, t := range pending {
+			byName[tasks[t].name] = t
 		}
 		for _, c := range out.allocated {
+			t := &tasks[byName[c.Name]]
 			st.running[c.Name] = c
 			st.apply(c, +1)
 			row.Admitted++
 			row.Devices += len(c.Status.Allocation.Devices.Results)
-			deps = append(deps, departure{at: math.Max(leave[c.Name], end), name: c.Name})
+			leave := math.Max(t.leave, end) // the dropping replay: the task ends when the trace says
+			if cfg.Wait {
+				leave = end + (t.leave - t.arrive) // a task that waited runs its whole duration
+			}
+			deps = append(deps, departure{at: leave, name: c.Name})
+			waits = append(waits, end-t.arrive)
 		}
+		var still []int
+		for _, t := range pending {
+			switch {
+			case admitted[tasks[t].name]:
+			case !cfg.Wait:
+			default:
+				still = append(still, t)
+			}
+		}
+		pending = still
 		advance(end)
+		pendingSeries = append(pendingSeries, TimePoint{Hours: end / 3600, Value: float64(len(pending))})
 		i = j
+	}
+	rs.Unplaced = len(pending)
+	if cfg.Wait {
+		rs.MeanWaitS, rs.P99WaitS = meanP99(waits)
+		rs.Pending = decimate(pendingSeries, 200)
 	}
 	release(math.Inf(1))
 	rs.HoursSpanned += lastT / 3600
@@ -536,4 +644,35 @@ func decimate(pts []TimePoint, n int) []TimePoint {
 		out = append(out, best)
 	}
 	return out
+}
+
+// meanP99 is the mean and the 99th percentile (nearest rank) of xs.
+func meanP99(xs []float64) (mean, p99 float64) {
+	if len(xs) == 0 {
+		return 0, 0
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	for _, x := range s {
+		mean += x
+	}
+	mean /= float64(len(s))
+	k := int(math.Ceil(0.99*float64(len(s)))) - 1
+	return mean, s[max(k, 0)]
+}
+
+// openbGPUName names the fleet in instance names: a100 or h100.
+func openbGPUName(gpu string) string {
+	if gpu == "" {
+		return "a100"
+	}
+	return strings.ToLower(gpu)
+}
+
+// openbPods is the pod list's name: default when none is given.
+func openbPods(pods string) string {
+	if pods == "" {
+		return "default"
+	}
+	return pods
 }

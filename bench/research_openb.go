@@ -106,7 +106,7 @@ func RunResearchOpenB(ctx context.Context, cfg Config, sz Size, progress func(st
 	if oc.Load <= 0 {
 		oc.Load = DefaultOpenBLoad
 	}
-	nodes, tasks, err := loadOpenB(oc)
+	nodes, tasks, err := loadOpenB(oc, true)
 	if err != nil {
 		return nil, err
 	}
@@ -226,7 +226,7 @@ func replayModes(ctx context.Context, base *model.Objects, compat string, tasks 
 		}
 		objs.Claims = append(objs.Claims, claims[i:j]...)
 		start := time.Now()
-		out, err := runPolicy(ctx, PolicyDrasat, &objs, compat, timeout)
+		out, err := runPolicy(ctx, PolicyDrasatBinpack, &objs, compat, timeout, nil) // the optimum; no look-ahead needed
 		wall += time.Since(start)
 		if err != nil {
 			return nil, err

@@ -13,6 +13,7 @@ import (
 
 	"github.com/drasat/drasat/alloc"
 	"github.com/drasat/drasat/check"
+	"github.com/drasat/drasat/frag"
 	"github.com/drasat/drasat/model"
 )
 
@@ -21,11 +22,19 @@ const (
 	PolicyUpstream = "upstream"
 	PolicyFirstFit = "first-fit"
 	PolicyFFD      = "first-fit-decreasing"
-	PolicyDrasat   = "drasat"
+	PolicyBestFit  = "best-fit"
+	PolicyFGD      = "fgd"
+	// PolicyDrasatBinpack is drasat with the binpack lower level (no look-ahead).
+	PolicyDrasatBinpack = "drasat-binpack"
+	// PolicyDrasat is drasat's default: max-claims, then the frag look-ahead.
+	PolicyDrasat = "drasat"
 )
 
 // Policies lists every policy, in report order.
-var Policies = []string{PolicyUpstream, PolicyFirstFit, PolicyFFD, PolicyDrasat}
+var Policies = []string{PolicyUpstream, PolicyFirstFit, PolicyFFD, PolicyBestFit, PolicyFGD, PolicyDrasatBinpack, PolicyDrasat}
+
+// isDrasat tells whether the policy runs drasat's engine.
+func isDrasat(policy string) bool { return policy == PolicyDrasat || policy == PolicyDrasatBinpack }
 
 // Config is one benchmark run.
 type Config struct {
@@ -95,10 +104,12 @@ type Row struct {
 	Implementation string `json:"implementation,omitempty"`
 	// Picture: per-GPU memory slices, for small MIG instances.
 	Picture []GPUPicture `json:"picture,omitempty"`
-	// Replay: openb only.
+	// Replay: openb and openb-wait only.
 	Replay *ReplayStats `json:"replay,omitempty"`
 	// Research: the research report only (research.go).
 	Research *ResearchStats `json:"research,omitempty"`
+	// Inflation: the inflation simulation only.
+	Inflation *InflationStats `json:"inflation,omitempty"`
 	// allocated are the policy's new allocations (first repeat).
 	allocated []*resourceapi.ResourceClaim
 }
@@ -123,8 +134,10 @@ type outcome struct {
 }
 
 // runPolicy allocates the pending claims of objs with one policy and
-// validates the result with the independent checker.
-func runPolicy(ctx context.Context, policy string, objs *model.Objects, compat string, timeout time.Duration) (*outcome, error) {
+// validates the result with the independent checker. wl is the workload the
+// fragmentation-aware policies (fgd, drasat) measure against; nil means the
+// batch's own pending claims.
+func runPolicy(ctx context.Context, policy string, objs *model.Objects, compat string, timeout time.Duration, wl *frag.Workload) (*outcome, error) {
 	out := &outcome{}
 	switch policy {
 	case PolicyUpstream:
@@ -133,10 +146,24 @@ func runPolicy(ctx context.Context, policy string, objs *model.Objects, compat s
 			return nil, err
 		}
 		out.allocated, out.impl = res.Allocated, res.Implementation
-	case PolicyFirstFit, PolicyFFD, PolicyDrasat:
+	case PolicyFirstFit, PolicyFFD, PolicyBestFit, PolicyFGD, PolicyDrasatBinpack, PolicyDrasat:
 		p, err := model.Build(objs, model.Options{Compat: compat})
 		if err != nil {
 			return nil, err
+		}
+		var m *frag.Measure
+		if policy == PolicyBestFit || policy == PolicyFGD || policy == PolicyDrasat {
+			if wl == nil {
+				wl = frag.NewWorkload()
+				for _, c := range objs.Claims {
+					if c.Status.Allocation == nil {
+						wl.Observe(c)
+					}
+				}
+			}
+			if m, err = wl.Bind(objs, p); err != nil {
+				return nil, err
+			}
 		}
 		var res *alloc.Result
 		switch policy {
@@ -144,8 +171,18 @@ func runPolicy(ctx context.Context, policy string, objs *model.Objects, compat s
 			res = FirstFit(p, p.Claims)
 		case PolicyFFD:
 			res = FirstFit(p, Decreasing(p))
-		default:
+		case PolicyBestFit:
+			res = m.Greedy(p.Claims, frag.BestFit)
+		case PolicyFGD:
+			res = m.Greedy(p.Claims, frag.FGD)
+		case PolicyDrasatBinpack:
 			res, err = alloc.Run(ctx, p, alloc.Options{Timeout: timeout})
+			if err != nil {
+				return nil, err
+			}
+			out.stats = &res.Stats
+		default:
+			res, err = alloc.Run(ctx, p, alloc.Options{Timeout: timeout, Policy: alloc.Frag, Lookahead: m})
 			if err != nil {
 				return nil, err
 			}
@@ -268,10 +305,23 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			rep.Rows = append(rep.Rows, rows...)
 			continue
 		}
-		if j.scenario == "openb" {
+		if j.scenario == "openb" || j.scenario == "openb-wait" || j.scenario == "inflation" {
 			for _, pol := range cfg.Policies {
-				progress(fmt.Sprintf("openb %s %s", j.size, pol))
-				row, err := RunOpenB(ctx, cfg.OpenB, j.size, cfg.Seed, pol, cfg.Timeout)
+				progress(fmt.Sprintf("%s %s %s", j.scenario, j.size, pol))
+				var row *Row
+				var err error
+				switch j.scenario {
+				case "inflation":
+					row, err = RunInflation(ctx, cfg.OpenB, j.size, cfg.Seed, pol, cfg.Timeout)
+				case "openb-wait":
+					oc := cfg.OpenB
+					oc.Wait = true
+					row, err = RunOpenB(ctx, oc, j.size, cfg.Seed, pol, cfg.Timeout)
+				default:
+					oc := cfg.OpenB
+					oc.Wait = false
+					row, err = RunOpenB(ctx, oc, j.size, cfg.Seed, pol, cfg.Timeout)
+				}
 				if err != nil {
 					return nil, err
 				}
@@ -309,7 +359,7 @@ func runRow(ctx context.Context, in *Instance, w *world, pol string, cfg Config)
 	for r := 0; r < cfg.Repeat; r++ {
 		h := startHeapSampler()
 		start := time.Now()
-		out, err := runPolicy(ctx, pol, in.Objs, in.Compat, cfg.Timeout)
+		out, err := runPolicy(ctx, pol, in.Objs, in.Compat, cfg.Timeout, nil)
 		wall := time.Since(start)
 		pk := h.Peak()
 		if err != nil {

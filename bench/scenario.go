@@ -121,7 +121,7 @@ type GenerateOptions struct {
 }
 
 // Scenarios lists the batch scenarios and the replay.
-var Scenarios = []string{"mig", "tpu", "modes", "nic", "openb", "research", "research-openb"}
+var Scenarios = []string{"mig", "tpu", "modes", "nic", "openb", "openb-wait", "inflation", "research", "research-openb"}
 
 // DefaultSizes are the sizes run when none are given.
 var DefaultSizes = map[string]string{
@@ -130,6 +130,11 @@ var DefaultSizes = map[string]string{
 	"modes": "8x4:160,16x4:320",
 	"nic":   "16:150,32:300,64:600",
 	"openb": "16:1000",
+	// openb-wait: the replay with waiting, NODES:TASKS.
+	"openb-wait": "16:1000",
+	// inflation: NODES:BATCH, tasks until the requested GPUs reach the
+	// cluster's.
+	"inflation": "32:10",
 	// research: every partitioning model on a modes workload (research.go).
 	"research": "8x4:160,16x4:320",
 	// research-openb: the trace on modes GPUs under every model.

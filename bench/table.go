@@ -26,7 +26,7 @@ func WriteTable(w io.Writer, rep *Report) error {
 				opt = fmt.Sprintf("gap %.1f%% (bound %d)", 100**r.Gap, *r.Bound)
 			}
 		}
-		if r.Replay != nil && r.Replay.Windows > 0 && r.Policy == PolicyDrasat {
+		if r.Replay != nil && r.Replay.Windows > 0 && isDrasat(r.Policy) {
 			opt += fmt.Sprintf(" %d/%d windows optimal", r.Replay.OptimalWindows, r.Replay.Windows)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%.1f\t%d\t%d %s\t%d\t%.1f%% %s\t%s\t%.1f\t%s\t\n",
@@ -38,8 +38,20 @@ func WriteTable(w io.Writer, rep *Report) error {
 	}
 	for _, r := range rep.Rows {
 		if r.Replay != nil {
-			fmt.Fprintf(w, "%s, %s: %d/%d tasks admitted, %.1f GPU-hours stranded, whole GPUs free mean %.1f min %d\n",
+			fmt.Fprintf(w, "%s, %s: %d/%d tasks admitted, %.1f GPU-hours stranded, whole GPUs free mean %.1f min %d",
 				r.Instance, r.Policy, r.Admitted, r.Claims, r.Replay.StrandedGPUHours, r.Replay.MeanFreeGPUs, r.Replay.MinFreeGPUs)
+			if r.Scenario == "openb-wait" {
+				fmt.Fprintf(w, ", wait mean %.0fs p99 %.0fs, %d dropped, %d never admitted", r.Replay.MeanWaitS, r.Replay.P99WaitS, r.Replay.Dropped, r.Replay.Unplaced)
+			}
+			fmt.Fprintln(w)
+		}
+		if in := r.Inflation; in != nil {
+			fmt.Fprintf(w, "%s, %s: %d/%d tasks admitted; at %.0f%% arrived: %.1f%% GPUs unallocated, %.1f%% fragmented (%.1f%% of the unallocated)",
+				r.Instance, r.Policy, r.Admitted, r.Claims, in.At100.ArrivedPct, in.At100.UnallocatedPct, in.At100.FragPct, in.At100.FragOfFreePct)
+			if isDrasat(r.Policy) {
+				fmt.Fprintf(w, "; %d/%d batches optimal", in.OptimalBatches, in.Batches)
+			}
+			fmt.Fprintln(w)
 		}
 	}
 	writeResearchLines(w, rep) // research.go

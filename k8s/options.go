@@ -42,7 +42,7 @@ type Options struct {
 	DryRun bool
 
 	Objective string        // alloc.MaxClaims or alloc.Ordered
-	Policy    string        // alloc.Binpack or alloc.Spread
+	Policy    string        // alloc.Binpack, alloc.Spread or alloc.Frag
 	Compat    string        // model.CompatKEP5963 or model.CompatWildcard
 	Timeout   time.Duration // solve budget per batch
 
@@ -65,7 +65,10 @@ func (o *Options) Defaults() {
 		o.Objective = alloc.MaxClaims
 	}
 	if o.Policy == "" {
-		o.Policy = alloc.Binpack
+		// A controller lives through the cluster's whole workload: it
+		// learns the claims' shapes and places for the next ones
+		// (docs/performance.md, "Over the life of a cluster").
+		o.Policy = alloc.Frag
 	}
 	if o.Compat == "" {
 		o.Compat = model.CompatKEP5963

@@ -21,6 +21,7 @@ import (
 	"github.com/drasat/drasat/alloc"
 	"github.com/drasat/drasat/check"
 	"github.com/drasat/drasat/explain"
+	"github.com/drasat/drasat/frag"
 	"github.com/drasat/drasat/model"
 )
 
@@ -53,6 +54,9 @@ type Reconciler struct {
 	// reported remembers the last unallocatable reason per claim UID, so an
 	// Event is emitted once per reason rather than once per pass.
 	reported map[string]string
+	// workload is the frag policy's distribution of claim shapes, learnt
+	// from the claims this controller allocated.
+	workload *frag.Workload
 }
 
 // PassResult summarises one pass.
@@ -136,13 +140,27 @@ func (r *Reconciler) solveAndWrite(ctx context.Context, snap *Snapshot, batch []
 	for _, is := range p.Issues {
 		log.Warn("pool not used", zap.String("pool", is.Driver+"/"+is.Pool), zap.String("reason", is.Reason))
 	}
-	out, err := alloc.Run(ctx, p, alloc.Options{Objective: r.Opts.Objective, Policy: r.Opts.Policy, Timeout: r.Opts.Timeout})
+	opts := alloc.Options{Objective: r.Opts.Objective, Policy: r.Opts.Policy, Timeout: r.Opts.Timeout}
+	if opts.Policy == alloc.Frag {
+		if opts.Lookahead, err = frag.For(objs, p, r.workload); err != nil {
+			return fmt.Errorf("fragmentation measure: %w", err)
+		}
+	}
+	out, err := alloc.Run(ctx, p, opts)
 	if err != nil {
 		return fmt.Errorf("solve: %w", err)
 	}
 	// Why claims fit nowhere, within what is left of the batch's budget.
 	for i, why := range explain.Reasons(ctx, p, out.Unplaceable, start.Add(r.Opts.Timeout)) {
 		out.Rejected[i] = why
+	}
+	if opts.Policy == alloc.Frag {
+		if r.workload == nil {
+			r.workload = frag.NewWorkload()
+		}
+		for _, a := range out.Assignments {
+			r.workload.Observe(a.Claim.Obj)
+		}
 	}
 	claims, err := alloc.Allocated(p, out)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/drasat/drasat/alloc"
 	"github.com/drasat/drasat/explain"
+	"github.com/drasat/drasat/frag"
 	"github.com/drasat/drasat/model"
 )
 
@@ -26,7 +27,7 @@ func allocateCommand() *cli.Command {
 			&cli.StringSliceFlag{Name: "filename", Aliases: []string{"f"}, Usage: "file, directory or - (stdin) with ResourceSlices, DeviceClasses, ResourceClaims, Nodes, Pods", Required: true},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "yaml", Usage: "yaml, json or table"},
 			&cli.StringFlag{Name: "objective", Value: alloc.MaxClaims, Usage: "max-claims or ordered"},
-			&cli.StringFlag{Name: "policy", Value: alloc.Binpack, Usage: "binpack or spread"},
+			&cli.StringFlag{Name: "policy", Value: alloc.Binpack, Usage: "binpack, spread or frag (admit the most claims, then leave the cluster least fragmented for the claims seen so far)"},
 			&cli.StringFlag{Name: "compat", Value: model.CompatKEP5963, Usage: "compatibility-group semantics: kep5963 or wildcard"},
 			&cli.DurationFlag{Name: "timeout", Value: 30 * time.Second, Usage: "solve budget; the best allocation found so far is returned"},
 			&cli.BoolFlag{Name: "strict", Usage: "fail when a pool is incomplete or invalid instead of leaving it out"},
@@ -79,6 +80,13 @@ func runAllocate(c *cli.Context) error {
 		Progress:  progress(),
 	}
 	deadline := time.Now().Add(timeout)
+	if opts.Policy == alloc.Frag {
+		// The workload to come is unknown to a one-shot run: the input's
+		// claims stand for it.
+		if opts.Lookahead, err = frag.For(objs, p, nil); err != nil {
+			return err
+		}
+	}
 	res, err := alloc.Run(ctx, p, opts)
 	if err != nil {
 		return err

@@ -23,12 +23,16 @@ func benchCommand() *cli.Command {
 		Description: `Scenarios: mig (MIG partitions of A100s, H100s or both, --mig-gpu), tpu
 (multi-host TPU slices), modes (GPUs with mutually exclusive modes, under --compat
 kep5963 and wildcard), nic (NICs shared by bandwidth: consumable capacity),
-openb (replay of the Alibaba GPU trace in ../shared/data/alibaba-openb), research
-and research-openb (the modes workload and the trace under every partitioning model:
-groups, wildcard, compatibleOnlyWith, the KEP-4815 draft, static modes;
-docs/research.md). Sizes are NODESxGPUS:CLAIMS (mig, modes, research),
-NODES:CLAIMS (tpu, NODES a multiple of 16; nic, two NICs per node, or
-NODESxNICS:CLAIMS) or NODES:TASKS (openb, research-openb; 0 = all).
+openb (replay of the Alibaba GPU trace in ../shared/data/alibaba-openb, a task
+not admitted in its window is dropped), openb-wait (the same replay, unadmitted
+tasks wait and are retried), inflation (the FGD paper's protocol: tasks drawn
+from the pod list arrive without departures until they request the cluster's
+GPUs), research and research-openb (the modes workload and the trace under
+every partitioning model: groups, wildcard, compatibleOnlyWith, the KEP-4815
+draft, static modes; docs/research.md). Sizes are NODESxGPUS:CLAIMS (mig,
+modes, research), NODES:CLAIMS (tpu, NODES a multiple of 16; nic, two NICs per
+node, or NODESxNICS:CLAIMS), NODES:TASKS (openb, openb-wait, research-openb;
+0 = all) or NODES:BATCH (inflation).
 Every allocation of every policy is validated by the independent feasibility checker;
 an invalid one fails the run.`,
 		ArgsUsage: " ",
@@ -49,6 +53,9 @@ an invalid one fails the run.`,
 			&cli.StringFlag{Name: "openb-gpu", Value: "a100", Usage: "GPU model every trace GPU is published as: a100 or h100"},
 			&cli.DurationFlag{Name: "openb-window", Value: time.Minute, Usage: "batch window: arrivals within it are allocated together (trace time, after --openb-load)"},
 			&cli.Float64Flag{Name: "openb-load", Value: bench.DefaultOpenBLoad, Usage: "arrival compression: creation times are divided by this, durations kept"},
+			&cli.DurationFlag{Name: "openb-max-wait", Usage: "openb-wait: drop a task pending longer than this (trace time; 0: never)"},
+			&cli.DurationFlag{Name: "openb-aging", Usage: "openb-wait: a waiting task's weight (drasat.dev/weight) grows by 1 per this much wait (0: off)"},
+			&cli.IntFlag{Name: "inflation-batch", Value: bench.DefaultInflationBatch, Usage: "inflation: tasks per batch (a size NODES:BATCH overrides it)"},
 			&cli.BoolFlag{Name: "no-progress", Usage: "no progress bar"},
 		},
 		Action: runBench,
@@ -112,7 +119,8 @@ func benchConfig(c *cli.Context) (bench.Config, error) {
 		Timeout:   c.Duration("timeout"),
 		MIGGPU:    strings.ToLower(strings.TrimSpace(c.String("mig-gpu"))),
 		OpenB: bench.OpenBConfig{Dir: c.String("openb-data"), Pods: c.String("openb-pods"), GPU: c.String("openb-gpu"),
-			Window: c.Duration("openb-window"), Load: c.Float64("openb-load")},
+			Window: c.Duration("openb-window"), Load: c.Float64("openb-load"),
+			MaxWait: c.Duration("openb-max-wait"), Aging: c.Duration("openb-aging"), Batch: c.Int("inflation-batch")},
 	}
 	for _, s := range c.StringSlice("size") {
 		scs := cfg.Scenarios

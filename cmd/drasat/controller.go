@@ -27,7 +27,7 @@ func clusterFlags() []cli.Flag {
 		&cli.IntFlag{Name: "max-batch", Value: 500, Usage: "solve at most this many claims together (oldest first; 0: no limit); reaching it ends the window early"},
 		&cli.BoolFlag{Name: "dry-run", Usage: "print the claims that would be written (YAML on stdout) and write nothing"},
 		&cli.StringFlag{Name: "objective", Value: alloc.MaxClaims, Usage: "max-claims or ordered"},
-		&cli.StringFlag{Name: "policy", Value: alloc.Binpack, Usage: "binpack or spread"},
+		&cli.StringFlag{Name: "policy", Value: alloc.Frag, Usage: "frag (default), binpack or spread: admits what binpack admits, placed to leave the cluster least fragmented for the claims allocated so far"},
 		&cli.StringFlag{Name: "compat", Value: model.CompatKEP5963, Usage: "compatibility-group semantics: kep5963 or wildcard"},
 		&cli.DurationFlag{Name: "timeout", Value: 10 * time.Second, Usage: "solve budget per batch"},
 		&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error"},

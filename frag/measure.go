@@ -1,0 +1,173 @@
+package frag
+
+import (
+	"sort"
+	"strings"
+
+	"github.com/drasat/drasat/model"
+)
+
+// Measure is FGD's expected fragmentation of a cluster for a workload.
+//
+// A GPU is a counter set; its free share is the share of its memory slices
+// left (counters named memory-slice-*, as the NVIDIA driver publishes MIG
+// GPUs), or, for sets without them, the mean over its counters of the share
+// left. A set belongs to the node its devices are reachable from (-1 for
+// devices reachable from every node).
+//
+// For one task shape m and one node n (Weng et al., §4.1): if no placement
+// of m fits on n, every free share on n is a fragment (F_n(m) = Σ_g free(g));
+// otherwise the fragments are the free shares of the GPUs that cannot host
+// one of m's devices (F_n(m) = Σ_{g cannot host m} free(g)). A shape of k
+// devices fits on n when at least k of its GPUs can host one. The node's
+// fragmentation is the expectation over the workload, F_n = Σ_m p_m F_n(m),
+// and the cluster's the sum over nodes.
+type Measure struct {
+	p        *model.Problem
+	shapes   []*shape
+	setNode  []int
+	nodeSets map[int][]int
+	share    [][]int // per set: the counter indices its free share is measured on
+}
+
+func newMeasure(p *model.Problem) *Measure {
+	m := &Measure{p: p, setNode: make([]int, len(p.CounterSets)), nodeSets: map[int][]int{}, share: make([][]int, len(p.CounterSets))}
+	for i, cs := range p.CounterSets {
+		node := -1
+		if len(cs.Devices) > 0 {
+			if d := p.Devices[cs.Devices[0]]; !d.All && len(d.Reach) > 0 {
+				node = d.Reach[0]
+			}
+		}
+		m.setNode[i] = node
+		m.nodeSets[node] = append(m.nodeSets[node], i)
+		for j, name := range cs.Counters {
+			if strings.HasPrefix(name, "memory-slice-") && cs.Capacity[j] > 0 {
+				m.share[i] = append(m.share[i], j)
+			}
+		}
+		if len(m.share[i]) == 0 {
+			for j := range cs.Counters {
+				if cs.Capacity[j] > 0 {
+					m.share[i] = append(m.share[i], j)
+				}
+			}
+		}
+	}
+	return m
+}
+
+// Problem is the problem the measure is bound to.
+func (m *Measure) Problem() *model.Problem { return m.p }
+
+// free is the free share of counter set g in s, in GPUs (0..1).
+func (m *Measure) free(s *model.State, g int) float64 {
+	cs := m.p.CounterSets[g]
+	idx := m.share[g]
+	if len(idx) == 0 {
+		return 0
+	}
+	if strings.HasPrefix(cs.Counters[idx[0]], "memory-slice-") {
+		var f, c int64
+		for _, j := range idx {
+			f += s.Free(g, j)
+			c += cs.Capacity[j]
+		}
+		return float64(f) / float64(c)
+	}
+	t := 0.0
+	for _, j := range idx {
+		t += float64(s.Free(g, j)) / float64(cs.Capacity[j])
+	}
+	return t / float64(len(idx))
+}
+
+// hosts tells whether GPU g can still take one device of shape sh.
+func (m *Measure) hosts(s *model.State, sh *shape, g int) bool {
+	for _, d := range sh.bySet[g] {
+		if s.Fits(d, true) {
+			return true
+		}
+	}
+	return false
+}
+
+// nodeView caches, for one node, each GPU's free share and which shapes it
+// can host, so that trying a device recomputes only the GPUs it touches.
+type nodeView struct {
+	node  int
+	sets  []int
+	pos   map[int]int
+	free  []float64
+	hosts [][]bool // per set position, per shape
+}
+
+func (m *Measure) view(s *model.State, n int) *nodeView {
+	v := &nodeView{node: n, sets: m.nodeSets[n], pos: map[int]int{}}
+	v.free = make([]float64, len(v.sets))
+	v.hosts = make([][]bool, len(v.sets))
+	for i, g := range v.sets {
+		v.pos[g] = i
+		v.hosts[i] = make([]bool, len(m.shapes))
+		m.refresh(s, v, i)
+	}
+	return v
+}
+
+func (m *Measure) refresh(s *model.State, v *nodeView, i int) {
+	g := v.sets[i]
+	v.free[i] = m.free(s, g)
+	for k, sh := range m.shapes {
+		v.hosts[i][k] = m.hosts(s, sh, g)
+	}
+}
+
+// frag is F_n of the view's node.
+func (m *Measure) frag(v *nodeView) float64 {
+	total := 0.0
+	for _, f := range v.free {
+		total += f
+	}
+	out := 0.0
+	for k, sh := range m.shapes {
+		n, unhosted := 0, 0.0
+		for i := range v.sets {
+			if v.hosts[i][k] {
+				n++
+			} else {
+				unhosted += v.free[i]
+			}
+		}
+		if n < sh.count {
+			out += sh.w * total
+		} else {
+			out += sh.w * unhosted
+		}
+	}
+	return out
+}
+
+// Frag is the cluster's expected fragmentation in s, in GPUs, and its free
+// GPU capacity (the unallocated share summed over GPUs).
+func (m *Measure) Frag(s *model.State) (frag, free float64) {
+	for _, n := range m.nodeOrder() {
+		v := m.view(s, n)
+		frag += m.frag(v)
+		for _, f := range v.free {
+			free += f
+		}
+	}
+	return frag, free
+}
+
+func (m *Measure) nodeOrder() []int {
+	ns := make([]int, 0, len(m.nodeSets))
+	for n := range m.nodeSets {
+		ns = append(ns, n)
+	}
+	sort.Ints(ns)
+	return ns
+}
+
+// GPUs is the number of counter sets measured.
+func (m *Measure) GPUs() int { return len(m.p.CounterSets) }

@@ -1,0 +1,287 @@
+package frag
+
+import (
+	"math"
+	"sort"
+
+	"github.com/drasat/drasat/alloc"
+	"github.com/drasat/drasat/model"
+)
+
+// Rule chooses among the placements of one claim.
+type Rule int
+
+const (
+	// FGD: the placement whose node's expected fragmentation grows least
+	// (Fragmentation Gradient Descent).
+	FGD Rule = iota
+	// BestFit: the least free capacity left on the chosen GPUs, then on
+	// the chosen node.
+	BestFit
+)
+
+// Place puts claim c into s by rule: on every node the claim can use, its
+// devices are chosen one at a time, each the best by the rule among the
+// candidates that fit (with the claim's constraints), and the node with the
+// best outcome wins (ties: the first node in name order). Only claims whose
+// requests ask for Count devices are placed (allocationMode All and admin
+// access are not); for firstAvailable the first subrequest that fits is
+// used. It returns false, leaving s unchanged, when the claim fits nowhere.
+func (m *Measure) Place(s *model.State, c *model.Claim, rule Rule) (*alloc.Assignment, bool) {
+	if c.Err != nil {
+		return nil, false
+	}
+	for _, r := range c.Requests {
+		for _, a := range r.Alternatives {
+			if a.All || a.AdminAccess {
+				return nil, false
+			}
+		}
+	}
+	nodes := c.CandidateNodes(m.p)
+	if c.FixedNode >= 0 {
+		nodes = []int{c.FixedNode}
+	}
+	var best []alloc.Pick
+	bestNode := 0
+	bestScore := [2]float64{math.Inf(1), math.Inf(1)}
+	for _, n := range nodes {
+		if !anyFits(s, c, n) {
+			continue // cheap test before the node's fragmentation is computed
+		}
+		var before float64
+		if rule == FGD {
+			before = m.nodeFragAt(s, n)
+		}
+		picks, ok := m.placeOn(s, c, n, rule)
+		if !ok {
+			continue
+		}
+		var sc [2]float64
+		switch rule {
+		case FGD:
+			sc[0] = m.nodeFragAt(s, n) - before
+		case BestFit:
+			seen := map[int]bool{}
+			for _, pk := range picks {
+				for _, cons := range m.p.Devices[pk.Dev].Consumes {
+					if !seen[cons.Set] {
+						seen[cons.Set] = true
+						sc[0] += m.free(s, cons.Set)
+					}
+				}
+			}
+			for _, g := range m.nodeSets[n] {
+				sc[1] += m.free(s, g)
+			}
+		}
+		for i := len(picks) - 1; i >= 0; i-- {
+			s.Release(picks[i].Dev, true)
+		}
+		if sc[0] < bestScore[0]-1e-9 || (math.Abs(sc[0]-bestScore[0]) <= 1e-9 && sc[1] < bestScore[1]-1e-9) {
+			best, bestNode, bestScore = picks, n, sc
+		}
+	}
+	if best == nil {
+		return nil, false
+	}
+	for _, pk := range best {
+		s.Take(pk.Dev, true)
+	}
+	return &alloc.Assignment{Claim: c, Node: bestNode, Picks: best}, true
+}
+
+// anyFits tells whether every request of c has some candidate on node n
+// that fits now.
+func anyFits(s *model.State, c *model.Claim, n int) bool {
+	for _, r := range c.Requests {
+		ok := false
+		for _, a := range r.Alternatives {
+			for _, d := range a.CandidatesOn(n) {
+				if s.Fits(d, true) {
+					ok = true
+					break
+				}
+			}
+			if ok {
+				break
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func (m *Measure) nodeFragAt(s *model.State, n int) float64 {
+	return m.frag(m.view(s, m.viewNode(n)))
+}
+
+// placeOn chooses the claim's devices on node n greedily; on success they
+// are taken in s (the caller releases them).
+func (m *Measure) placeOn(s *model.State, c *model.Claim, n int, rule Rule) ([]alloc.Pick, bool) {
+	var picks []alloc.Pick
+	undo := func() {
+		for i := len(picks) - 1; i >= 0; i-- {
+			s.Release(picks[i].Dev, true)
+		}
+	}
+	var v *nodeView
+	if rule == FGD {
+		v = m.view(s, m.viewNode(n))
+	}
+	for ri, r := range c.Requests {
+		done := false
+		for ai, a := range r.Alternatives {
+			mark := len(picks)
+			ok := true
+			for k := 0; k < a.Count; k++ {
+				d := m.bestDevice(s, c, ri, ai, a.CandidatesOn(n), picks, v, rule)
+				if d < 0 {
+					ok = false
+					break
+				}
+				s.Take(d, true)
+				picks = append(picks, alloc.Pick{Req: ri, Alt: ai, Dev: d})
+				if v != nil {
+					m.refreshDevice(s, v, d)
+				}
+			}
+			if ok {
+				done = true
+				break
+			}
+			for len(picks) > mark {
+				d := picks[len(picks)-1].Dev
+				s.Release(d, true)
+				picks = picks[:len(picks)-1]
+				if v != nil {
+					m.refreshDevice(s, v, d)
+				}
+			}
+		}
+		if !done {
+			undo()
+			return nil, false
+		}
+	}
+	return picks, true
+}
+
+// viewNode is the node whose GPUs a placement for node n touches: n, or -1
+// when the node has no GPUs of its own (devices reachable from every node).
+func (m *Measure) viewNode(n int) int {
+	if _, ok := m.nodeSets[n]; ok {
+		return n
+	}
+	return -1
+}
+
+func (m *Measure) refreshDevice(s *model.State, v *nodeView, d int) {
+	for _, cons := range m.p.Devices[d].Consumes {
+		if i, ok := v.pos[cons.Set]; ok {
+			m.refresh(s, v, i)
+		}
+	}
+}
+
+// bestDevice is the candidate the rule prefers, or -1.
+func (m *Measure) bestDevice(s *model.State, c *model.Claim, ri, ai int, cands []int, picks []alloc.Pick, v *nodeView, rule Rule) int {
+	best, bestScore := -1, math.Inf(1)
+	for _, d := range cands {
+		if !s.Fits(d, true) || !constraintsOK(m.p, c, ri, ai, d, picks) || taken(picks, d) {
+			continue
+		}
+		var sc float64
+		switch rule {
+		case FGD:
+			s.Take(d, true)
+			m.refreshDevice(s, v, d)
+			sc = m.frag(v)
+			s.Release(d, true)
+			m.refreshDevice(s, v, d)
+		case BestFit:
+			s.Take(d, true)
+			for _, cons := range m.p.Devices[d].Consumes {
+				sc += m.free(s, cons.Set)
+			}
+			s.Release(d, true)
+		}
+		if sc < bestScore-1e-9 {
+			best, bestScore = d, sc
+		}
+	}
+	return best
+}
+
+// consumedShare is the share of its GPUs device d takes, in GPUs: per
+// counter set, the mean over the counters its free share is measured on
+// (memory slices have capacity 1 each, so that is slices taken / 8).
+func consumedShare(m *Measure, d int) float64 {
+	t := 0.0
+	for _, cons := range m.p.Devices[d].Consumes {
+		cs := m.p.CounterSets[cons.Set]
+		idx := m.share[cons.Set]
+		if len(idx) == 0 {
+			continue
+		}
+		u := 0.0
+		for _, j := range idx {
+			u += float64(cons.Amounts[j]) / float64(cs.Capacity[j])
+		}
+		t += u / float64(len(idx))
+	}
+	return t
+}
+
+func taken(picks []alloc.Pick, d int) bool {
+	for _, pk := range picks {
+		if pk.Dev == d {
+			return true
+		}
+	}
+	return false
+}
+
+// constraintsOK checks the claim's matchAttribute and distinctAttribute
+// constraints of device d against the devices picked so far, with the
+// model's rule (list-type attributes, derived values).
+func constraintsOK(p *model.Problem, c *model.Claim, ri, ai int, d int, picks []alloc.Pick) bool {
+	req := c.Requests[ri]
+	alt := req.Alternatives[ai]
+	for _, con := range c.Constraints {
+		if !con.Applies(req, alt) {
+			continue
+		}
+		var chosen [][]string
+		for _, pk := range picks {
+			preq := c.Requests[pk.Req]
+			if palt := preq.Alternatives[pk.Alt]; con.Applies(preq, palt) {
+				chosen = append(chosen, con.ValuesOf(palt, pk.Dev))
+			}
+		}
+		if !con.Allows(chosen, con.ValuesOf(alt, d)) {
+			return false
+		}
+	}
+	return true
+}
+
+// Greedy places claims one at a time in the given order by rule; claims
+// that fit nowhere are rejected.
+func (m *Measure) Greedy(order []*model.Claim, rule Rule) *alloc.Result {
+	s := model.NewState(m.p)
+	res := &alloc.Result{Rejected: map[int]string{}}
+	for _, c := range order {
+		if a, ok := m.Place(s, c, rule); ok {
+			res.Assignments = append(res.Assignments, a)
+		} else {
+			res.Rejected[c.Index] = "does not fit"
+		}
+	}
+	sort.Slice(res.Assignments, func(i, j int) bool { return res.Assignments[i].Claim.Index < res.Assignments[j].Claim.Index })
+	res.Stats.Pending = len(m.p.Claims)
+	res.Stats.Admitted = len(res.Assignments)
+	return res
+}

@@ -1,0 +1,173 @@
+package frag
+
+import (
+	"sort"
+	"time"
+
+	"github.com/drasat/drasat/alloc"
+	"github.com/drasat/drasat/model"
+)
+
+// Refine implements alloc.Lookahead: among placements of exactly the claims
+// res admits (so the objective and its proof stand), it looks for one that
+// leaves the cluster less fragmented for the workload. Two starts: res's
+// own placement, and every claim placed afresh, largest first, where FGD's
+// fragmentation grows least. Each is then improved by re-insertion: a claim
+// at a time (largest first) is taken out and put back where the
+// fragmentation grows least, kept when that beats its old place, until a
+// pass changes nothing (at most refinePasses). The least fragmented result
+// wins; res when nothing beats it.
+func (m *Measure) Refine(p *model.Problem, res *alloc.Result) *alloc.Result {
+	if p != m.p || len(m.shapes) == 0 || len(res.Assignments) == 0 {
+		return res
+	}
+	deadline := time.Now().Add(RefineBudget)
+	for _, a := range res.Assignments {
+		for _, pk := range a.Picks {
+			if a.Claim.Requests[pk.Req].Alternatives[pk.Alt].AdminAccess {
+				return res // Place does not handle admin access
+			}
+		}
+	}
+	size := map[int]float64{}
+	for _, a := range res.Assignments {
+		for _, pk := range a.Picks {
+			size[a.Claim.Index] += consumedShare(m, pk.Dev)
+		}
+	}
+	bySize := func(as []*alloc.Assignment) {
+		sort.SliceStable(as, func(i, j int) bool { return size[as[i].Claim.Index] > size[as[j].Claim.Index] })
+	}
+
+	// Start 1: res's placement.
+	s1 := model.NewState(p)
+	cur := make([]*alloc.Assignment, len(res.Assignments))
+	for i, a := range res.Assignments {
+		cp := *a
+		cur[i] = &cp
+		take(s1, &cp)
+	}
+	oldFrag, _ := m.Frag(s1)
+	bySize(cur)
+	m.reinsert(s1, cur, deadline)
+	best, bestFrag := cur, fragOf(m, s1)
+
+	// Start 2: afresh, largest first.
+	s2 := model.NewState(p)
+	var fresh []*alloc.Assignment
+	for _, a := range cur {
+		b, ok := m.Place(s2, a.Claim, FGD)
+		if !ok || time.Now().After(deadline) {
+			fresh = nil
+			break
+		}
+		fresh = append(fresh, b)
+	}
+	if fresh != nil {
+		m.reinsert(s2, fresh, deadline)
+		if f := fragOf(m, s2); f < bestFrag-1e-9 {
+			best, bestFrag = fresh, f
+		}
+	}
+	if bestFrag >= oldFrag-1e-9 {
+		return res
+	}
+	sort.Slice(best, func(i, j int) bool { return best[i].Claim.Index < best[j].Claim.Index })
+	out := *res
+	out.Assignments = best
+	return &out
+}
+
+// refinePasses bounds the re-insertion passes.
+const refinePasses = 3
+
+// RefineBudget bounds the time of one Refine: on a large cluster the
+// re-insertion stops there (with what it has), and the fresh start is
+// given up. Results within the budget are deterministic.
+var RefineBudget = 2 * time.Second
+
+func fragOf(m *Measure, s *model.State) float64 {
+	f, _ := m.Frag(s)
+	return f
+}
+
+func take(s *model.State, a *alloc.Assignment) {
+	for _, pk := range a.Picks {
+		s.Take(pk.Dev, true)
+	}
+}
+
+func release(s *model.State, a *alloc.Assignment) {
+	for i := len(a.Picks) - 1; i >= 0; i-- {
+		s.Release(a.Picks[i].Dev, true)
+	}
+}
+
+// reinsert improves the placement in s of the assignments as, in place.
+func (m *Measure) reinsert(s *model.State, as []*alloc.Assignment, deadline time.Time) {
+	for pass := 0; pass < refinePasses; pass++ {
+		changed := false
+		for i, a := range as {
+			if time.Now().After(deadline) {
+				return
+			}
+			release(s, a)
+			// The old place's cost: its nodes' fragmentation with and without it.
+			nodes := m.assignmentNodes(a)
+			before := 0.0
+			for _, n := range nodes {
+				before += m.nodeFragAt(s, n)
+			}
+			take(s, a)
+			oldDelta := -before
+			for _, n := range nodes {
+				oldDelta += m.nodeFragAt(s, n)
+			}
+			release(s, a)
+			before = m.nodeFragAt(s, m.viewNode(nodeOf(a)))
+			b, ok := m.Place(s, a.Claim, FGD)
+			if !ok {
+				take(s, a)
+				continue
+			}
+			newDelta := m.nodeFragAt(s, m.viewNode(b.Node))
+			if m.viewNode(b.Node) == m.viewNode(nodeOf(a)) {
+				newDelta -= before
+			} else {
+				release(s, b)
+				newDelta -= m.nodeFragAt(s, m.viewNode(b.Node))
+				take(s, b)
+			}
+			if newDelta < oldDelta-1e-9 {
+				as[i] = b
+				changed = true
+				continue
+			}
+			release(s, b)
+			take(s, a)
+		}
+		if !changed {
+			return
+		}
+	}
+}
+
+func nodeOf(a *alloc.Assignment) int { return a.Node }
+
+// assignmentNodes are the nodes (views) whose GPUs a's devices consume.
+func (m *Measure) assignmentNodes(a *alloc.Assignment) []int {
+	seen := map[int]bool{}
+	var out []int
+	for _, pk := range a.Picks {
+		for _, c := range m.p.Devices[pk.Dev].Consumes {
+			n := m.setNode[c.Set]
+			if !seen[n] {
+				seen[n] = true
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
+
+var _ alloc.Lookahead = (*Measure)(nil)
