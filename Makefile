@@ -1,13 +1,25 @@
 # drasat — see README.md.
 GO ?= go
 EXAMPLE ?= examples/mig-a100
+# The version stamped into the binary and the image tag: the git tag, or
+# the commit (with -dirty for uncommitted changes).
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+IMAGE ?= ghcr.io/drasat/drasat
+DOCKER ?= docker
 
-.PHONY: all build run test vet fmt bench fuzz clean e2e-bin e2e
+.PHONY: all build run test vet fmt bench fuzz clean e2e-bin e2e image
 
 all: build
 
 build:
-	$(GO) build -o bin/drasat ./cmd/drasat
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/drasat ./cmd/drasat
+
+# The controller image, tagged with $(VERSION) (never :latest); base images
+# are pinned by digest in deploy/Dockerfile. Then set the tag in
+# deploy/kustomization.yaml (images:) and kubectl apply -k deploy/.
+image:
+	$(DOCKER) build -f deploy/Dockerfile --build-arg VERSION=$(VERSION) -t $(IMAGE):$(VERSION) .
+	@echo "built $(IMAGE):$(VERSION)"
 
 # Allocate the pending claims of a shipped example; no cluster needed.
 run: build

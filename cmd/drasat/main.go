@@ -14,8 +14,9 @@ var errBadInput = errors.New("bad input")
 
 func main() {
 	app := &cli.App{
-		Name:  "drasat",
-		Usage: "optimal device allocation for Kubernetes Dynamic Resource Allocation",
+		Name:    "drasat",
+		Version: version,
+		Usage:   "optimal device allocation for Kubernetes Dynamic Resource Allocation",
 		Commands: []*cli.Command{
 			allocateCommand(),
 			benchCommand(),

@@ -509,6 +509,17 @@ func (c *cluster) reconcileOnce(args ...string) string {
 	return out.String()
 }
 
+// runDrasat runs the drasat binary with args and returns stdout, stderr
+// and its error.
+func (c *cluster) runDrasat(args ...string) (string, string, error) {
+	c.t.Helper()
+	cmd := exec.Command(drasatBin, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	return out.String(), errb.String(), err
+}
+
 // createNodes creates Nodes with allocatable cpu, memory and pods (there is
 // no kubelet to report them) and a Ready condition.
 func (c *cluster) createNodes(nodes []*corev1.Node) {
