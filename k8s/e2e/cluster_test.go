@@ -221,6 +221,11 @@ func newClusterWith(t *testing.T, o clusterOptions) *cluster {
 	if len(o.controllers) == 0 {
 		o.controllers = []string{"resourceclaim-controller"}
 	}
+	// The status controller type-checks admission policies
+	// (waitPoliciesChecked).
+	if !slices.Contains(o.controllers, "validatingadmissionpolicy-status-controller") {
+		o.controllers = append(o.controllers, "validatingadmissionpolicy-status-controller")
+	}
 	if o.kustomization == "" {
 		o.kustomization = "deploy"
 	}

@@ -64,21 +64,30 @@ func TestPolicies(t *testing.T) {
 		must(t, err)
 		return got
 	}
+	dropGate := func(u *corev1.Pod) {
+		u.Spec.SchedulingGates = slices.DeleteFunc(u.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool { return g.Name == k8s.SchedulingGate })
+	}
+	// update removes drasat's gate, as drasat does, and makes one more
+	// change.
 	update := func(what string, change func(*corev1.Pod)) error {
 		u := get()
+		dropGate(u)
 		change(u)
 		_, err := as.CoreV1().Pods(ns).Update(ctx, u, metav1.UpdateOptions{})
 		return err
 	}
 	const podPolicy = "drasat-pod-writes"
-	denied(t, "image change", update("image", func(u *corev1.Pod) { u.Spec.Containers[0].Image = "evil.example/miner:1" }), podPolicy)
-	denied(t, "label change", update("label", func(u *corev1.Pod) { u.Labels["app"] = "other" }), podPolicy)
+	denied(t, "image change", update("image", func(u *corev1.Pod) { u.Spec.Containers[0].Image = "evil.example/miner:1" }), "may not change a pod's spec")
+	denied(t, "label change", update("label", func(u *corev1.Pod) { u.Labels["app"] = "other" }), "may not change a pod's labels")
 	denied(t, "toleration added", update("toleration", func(u *corev1.Pod) {
 		u.Spec.Tolerations = append(u.Spec.Tolerations, corev1.Toleration{Key: "node-role.kubernetes.io/control-plane", Operator: corev1.TolerationOpExists})
-	}), podPolicy)
-	denied(t, "another gate removed", update("gate", func(u *corev1.Pod) {
-		u.Spec.SchedulingGates = slices.DeleteFunc(u.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool { return g.Name != k8s.SchedulingGate })
-	}), podPolicy)
+	}), "may not change a pod's spec")
+	denied(t, "another gate removed", update("gate", func(u *corev1.Pod) { u.Spec.SchedulingGates = nil }),
+		podPolicy+"' denied request: drasat may only remove the drasat.dev/allocate scheduling gate")
+	u0 := get()
+	u0.Spec.Containers[0].Image = "evil.example/miner:1"
+	_, err := as.CoreV1().Pods(ns).Update(ctx, u0, metav1.UpdateOptions{})
+	denied(t, "image change alone", err, "drasat may only remove the drasat.dev/allocate scheduling gate")
 	denied(t, "pod created", func() error {
 		_, err := as.CoreV1().Pods(ns).Create(ctx, pod(ns, "new", false), metav1.CreateOptions{})
 		return err
@@ -87,9 +96,7 @@ func TestPolicies(t *testing.T) {
 	if got := get(); got.Spec.Containers[0].Image != p.Spec.Containers[0].Image || len(got.Spec.SchedulingGates) != 2 {
 		t.Fatalf("a denied change went through: %+v", got.Spec)
 	}
-	if err := update("drasat gate", func(u *corev1.Pod) {
-		u.Spec.SchedulingGates = slices.DeleteFunc(u.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool { return g.Name == k8s.SchedulingGate })
-	}); err != nil {
+	if err := update("drasat gate", func(*corev1.Pod) {}); err != nil {
 		t.Fatalf("removing drasat's gate: %v", err)
 	}
 	if got := get(); len(got.Spec.SchedulingGates) != 1 || got.Spec.SchedulingGates[0].Name != "other.example/gate" {
@@ -107,10 +114,10 @@ func TestPolicies(t *testing.T) {
 		_, err := claims.Update(ctx, u, metav1.UpdateOptions{})
 		return err
 	}
-	const claimPolicy = "drasat-claim-writes"
-	denied(t, "claim label", updateClaim(func(u *resourceapi.ResourceClaim) { u.Labels = map[string]string{k8s.ManagedLabel: "true"} }), claimPolicy)
-	denied(t, "claim weight annotation", updateClaim(func(u *resourceapi.ResourceClaim) { u.Annotations = map[string]string{"drasat.dev/weight": "1000"} }), claimPolicy)
-	denied(t, "other finalizer", updateClaim(func(u *resourceapi.ResourceClaim) { u.Finalizers = append(u.Finalizers, "example.com/keep") }), claimPolicy)
+	const claimMeta = "drasat may only add the delete-protection finalizer"
+	denied(t, "claim label", updateClaim(func(u *resourceapi.ResourceClaim) { u.Labels = map[string]string{k8s.ManagedLabel: "true"} }), claimMeta)
+	denied(t, "claim weight annotation", updateClaim(func(u *resourceapi.ResourceClaim) { u.Annotations = map[string]string{"drasat.dev/weight": "1000"} }), claimMeta)
+	denied(t, "other finalizer", updateClaim(func(u *resourceapi.ResourceClaim) { u.Finalizers = append(u.Finalizers, "example.com/keep") }), claimMeta)
 	if err := updateClaim(func(u *resourceapi.ResourceClaim) {
 		u.Finalizers = append(u.Finalizers, k8s.Finalizer)
 		u.Annotations = map[string]string{k8s.AllocatedByAnnotation: "e2e", k8s.UnallocatableAnnotation: "test"}
@@ -118,9 +125,15 @@ func TestPolicies(t *testing.T) {
 		t.Fatalf("finalizer and drasat's annotations: %v", err)
 	}
 	u := c.claim(ns, "cl")
+	u.Status.Allocation = &resourceapi.AllocationResult{AllocationTimestamp: ptr.To(metav1.Now()), Devices: resourceapi.DeviceAllocationResult{
+		Results: []resourceapi.DeviceRequestAllocationResult{{Request: "mig", Driver: "gpu.nvidia.com", Pool: "n1", Device: "gpu-0"}}}}
 	u.Status.ReservedFor = []resourceapi.ResourceClaimConsumerReference{{Resource: "pods", Name: "gated", UID: get().UID}}
-	_, err := claims.UpdateStatus(ctx, u, metav1.UpdateOptions{})
-	denied(t, "status.reservedFor", err, claimPolicy)
+	_, err = claims.UpdateStatus(ctx, u, metav1.UpdateOptions{})
+	denied(t, "status.reservedFor", err, "drasat may only set status.allocation")
+	u.Status.ReservedFor = nil
+	if _, err := claims.UpdateStatus(ctx, u, metav1.UpdateOptions{}); err != nil {
+		t.Errorf("setting status.allocation: %v", err)
+	}
 	denied(t, "claim deleted", claims.Delete(ctx, "cl", metav1.DeleteOptions{}), "forbidden")
 }
 
