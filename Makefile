@@ -43,6 +43,9 @@ test: e2e-bin
 	  if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 30m ./...
+	# The adapter's concurrency (leader election, health, caches) under the
+	# race detector.
+	$(GO) test -race -count=1 -timeout 10m ./k8s/
 
 # Go benchmarks, benchstat-friendly (compare two bench.out files with
 # benchstat); BENCH selects benchmarks, COUNT the runs of each. The
