@@ -281,10 +281,10 @@ func writeExplanations(buf *bytes.Buffer, out []claimExplanation, verbose bool) 
 		if i > 0 {
 			buf.WriteString("\n")
 		}
-		writeDecision(buf, ce.Drasat)
 		switch ce.Status {
 		case "existing":
 			fmt.Fprintf(buf, "%s: already allocated in the input\n", ce.Claim)
+			writeDecision(buf, ce.Drasat)
 			continue
 		case "allocated":
 			fmt.Fprintf(buf, "%s: allocated (%s)\n", ce.Claim, strings.Join(ce.Devices, ", "))
@@ -293,6 +293,9 @@ func writeExplanations(buf *bytes.Buffer, out []claimExplanation, verbose bool) 
 			}
 		default:
 			fmt.Fprintf(buf, "%s: not allocated\n", ce.Claim)
+		}
+		if ce.Status != "existing" {
+			writeDecision(buf, ce.Drasat)
 		}
 		for _, x := range ce.Explanations {
 			fmt.Fprintf(buf, "%s\n", x.Question)

@@ -326,6 +326,9 @@ func testTwoReplicas(t *testing.T) {
 func testSchedulerConcurrently(t *testing.T) {
 	c := migCluster(t)
 	c.startDrasat("drasat-a", "--batch-window=200ms")
+	// Both writers running before the pods come (drasat leads and has its
+	// caches), so the race is between the two, not with drasat's start.
+	c.eventually("drasat-a leads", 30*time.Second, func() (bool, error) { return c.leaseHolder() == "drasat-a", nil })
 	const ns = "race"
 	c.namespace(ns)
 	c.createTemplate(ns, "small", migSpec("1g.5gb"))

@@ -135,6 +135,23 @@ func TestPolicies(t *testing.T) {
 		t.Errorf("setting status.allocation: %v", err)
 	}
 	denied(t, "claim deleted", claims.Delete(ctx, "cl", metav1.DeleteOptions{}), "forbidden")
+
+	// Withdrawing: only an allocation drasat wrote (allocated-by), not one
+	// of the scheduler's.
+	c.createClaim(ns, "theirs", migSpec("1g.5gb"), false)
+	theirs := c.claim(ns, "theirs")
+	theirs.Status.Allocation = u.Status.Allocation.DeepCopy()
+	theirs.Status.Allocation.Devices.Results[0].Device = "gpu-1"
+	theirs, err = c.admin.ResourceV1().ResourceClaims(ns).UpdateStatus(ctx, theirs, metav1.UpdateOptions{})
+	must(t, err)
+	theirs.Status.Allocation = nil
+	_, err = claims.UpdateStatus(ctx, theirs, metav1.UpdateOptions{})
+	denied(t, "withdrawing the scheduler's allocation", err, "withdraw its own allocation")
+	mine := c.claim(ns, "cl")
+	mine.Status.Allocation = nil
+	if _, err := claims.UpdateStatus(ctx, mine, metav1.UpdateOptions{}); err != nil {
+		t.Errorf("withdrawing drasat's own allocation: %v", err)
+	}
 }
 
 // TestNamespacedRBAC: deploy/namespaced/ binds drasat's write rights in one
