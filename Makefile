@@ -4,13 +4,25 @@ GO ?= go
 SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -c
 EXAMPLE ?= examples/mig-a100
+# The version stamped into the binary and the image tag: the git tag, or
+# the commit (with -dirty for uncommitted changes).
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+IMAGE ?= ghcr.io/drasat/drasat
+DOCKER ?= docker
 
-.PHONY: all build run test vet fmt bench fuzz clean e2e-bin e2e conformance
+.PHONY: all build run test vet fmt bench fuzz clean e2e-bin e2e conformance image
 
 all: build
 
 build:
-	$(GO) build -o bin/drasat ./cmd/drasat
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/drasat ./cmd/drasat
+
+# The controller image, tagged with $(VERSION) (never :latest); base images
+# are pinned by digest in deploy/Dockerfile. Then set the tag in
+# deploy/kustomization.yaml (images:) and kubectl apply -k deploy/.
+image:
+	$(DOCKER) build -f deploy/Dockerfile --build-arg VERSION=$(VERSION) -t $(IMAGE):$(VERSION) .
+	@echo "built $(IMAGE):$(VERSION)"
 
 # Allocate the pending claims of a shipped example; no cluster needed.
 run: build
@@ -42,6 +54,9 @@ test: e2e-bin
 	  if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 30m -skip '^TestConformance$$' ./...
+	# The adapter's concurrency (leader election, health, caches) under the
+	# race detector.
+	$(GO) test -race -count=1 -timeout 10m ./k8s/
 	$(MAKE) --no-print-directory conformance
 
 # Go benchmarks, benchstat-friendly (compare two bench.out files with

@@ -4,10 +4,15 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -54,7 +59,7 @@ func NewController(client kubernetes.Interface, opts Options, log *zap.Logger, m
 	return &Controller{
 		Reconciler: &Reconciler{Client: client, Cache: NewCache(client, opts), Opts: opts, Log: log, Metrics: metrics,
 			Recorder: rec, DryRunOut: dryRunOut},
-		Health:      &Health{},
+		Health:      &Health{StuckAfter: opts.StuckAfter},
 		broadcaster: b,
 	}
 }
@@ -92,6 +97,9 @@ func (c *Controller) Run(ctx context.Context) error {
 	resync := time.NewTicker(r.Opts.Resync)
 	defer resync.Stop()
 	for {
+		if ctx.Err() != nil {
+			return nil
+		}
 		select {
 		case <-ctx.Done():
 			return nil
@@ -115,7 +123,12 @@ func (c *Controller) Run(ctx context.Context) error {
 				}
 			}
 		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		c.Health.PassStarted()
 		res, err := r.Pass(ctx)
+		c.Health.PassEnded()
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -150,7 +163,7 @@ func (c *Controller) pendingCount() int {
 	return len(ours(s, c.Reconciler.Opts.Namespace))
 }
 
-// LeaderElection configures RunWithLeaderElection.
+// LeaderElection configures RunWithLeaderElection and RunLeading.
 type LeaderElection struct {
 	Namespace, Name string
 	LeaseDuration   time.Duration
@@ -158,21 +171,46 @@ type LeaderElection struct {
 	RetryPeriod     time.Duration
 }
 
+// DefaultLeaseNamespace is the namespace of deploy/ (and of its Role for
+// Leases): the Lease lives there when $POD_NAMESPACE is unset.
+const DefaultLeaseNamespace = "drasat-system"
+
 // RunWithLeaderElection runs the controller only while this replica holds
 // the Lease, so two replicas never write at once. It returns when ctx ends
-// (releasing the Lease) or when leadership is lost (an error: the process
-// should exit and restart, as other Kubernetes controllers do).
+// (after the write in flight, then releasing the Lease) or when leadership
+// is lost (an error: the process should exit and restart, as other
+// Kubernetes controllers do).
 func (c *Controller) RunWithLeaderElection(ctx context.Context, client kubernetes.Interface, le LeaderElection) error {
+	c.Reconciler.Cache.Trigger()
+	return c.RunLeading(ctx, client, le, c.Run)
+}
+
+// RunLeading waits for the Lease, then runs fn with a context that ends
+// when ctx ends or the Lease is lost. Only after fn has returned (the write
+// in flight finished) is the Lease released, so a successor never writes
+// while this replica still does. It fails early, with a message naming the
+// Lease, when this identity may not take the Lease.
+func (c *Controller) RunLeading(ctx context.Context, client kubernetes.Interface, le LeaderElection, fn func(context.Context) error) error {
 	r := c.Reconciler
+	if err := CanTakeLease(ctx, client, le.Namespace, le.Name); err != nil {
+		return err
+	}
 	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, le.Namespace, le.Name, client.CoreV1(), client.CoordinationV1(),
 		resourcelock.ResourceLockConfig{Identity: r.Opts.Identity})
 	if err != nil {
 		return err
 	}
-	var runErr error
-	lost := false
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	// The elector runs on its own context: cancelling it releases the
+	// Lease, which must wait until fn has returned.
+	electCtx, stopElecting := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopElecting()
+	var (
+		mu      sync.Mutex
+		fnErr   error
+		started bool
+		lost    atomic.Bool
+	)
+	fnDone := make(chan struct{})
 	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock:            lock,
 		LeaseDuration:   le.LeaseDuration,
@@ -182,20 +220,34 @@ func (c *Controller) RunWithLeaderElection(ctx context.Context, client kubernete
 		Name:            Component,
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(lctx context.Context) {
+				mu.Lock()
+				started = true
+				mu.Unlock()
+				defer close(fnDone)
 				r.Metrics.Leader.Set(1)
-				r.Log.Info("became leader", zap.String("identity", r.Opts.Identity))
-				// Passes run with the leader context: losing the Lease
-				// stops writing.
-				r.Cache.Trigger()
-				runErr = c.Run(lctx)
+				r.Log.Info("became leader", zap.String("identity", r.Opts.Identity), zap.String("lease", le.Namespace+"/"+le.Name))
+				// fn stops on shutdown or when the Lease is lost.
+				fctx, cancel := context.WithCancel(lctx)
+				defer cancel()
+				stop := context.AfterFunc(ctx, cancel)
+				defer stop()
+				err := fn(fctx)
+				mu.Lock()
+				fnErr = err
+				mu.Unlock()
+				// Done (reconcile --once) or shutting down: give up the
+				// Lease now that nothing is in flight.
+				stopElecting()
 			},
 			OnStoppedLeading: func() {
 				r.Metrics.Leader.Set(0)
-				if ctx.Err() == nil {
-					lost = true
-					r.Log.Error("leadership lost")
+				mu.Lock()
+				wasLeader := started
+				mu.Unlock()
+				if wasLeader && ctx.Err() == nil && electCtx.Err() == nil {
+					lost.Store(true)
+					r.Log.Error("leadership lost", zap.String("lease", le.Namespace+"/"+le.Name))
 				}
-				cancel()
 			},
 			OnNewLeader: func(id string) {
 				if id != r.Opts.Identity {
@@ -207,9 +259,67 @@ func (c *Controller) RunWithLeaderElection(ctx context.Context, client kubernete
 	if err != nil {
 		return err
 	}
-	elector.Run(ctx)
-	if lost {
-		return fmt.Errorf("leader election lost")
+	// Shutdown before leading: stop waiting for the Lease.
+	stopWaiting := context.AfterFunc(ctx, func() {
+		mu.Lock()
+		leading := started
+		mu.Unlock()
+		if !leading {
+			stopElecting()
+		}
+	})
+	defer stopWaiting()
+	elector.Run(electCtx)
+	mu.Lock()
+	leading := started
+	mu.Unlock()
+	if leading {
+		<-fnDone // the write in flight, after a lost Lease
 	}
-	return runErr
+	mu.Lock()
+	defer mu.Unlock()
+	if lost.Load() {
+		return fmt.Errorf("leader election lost (Lease %s/%s)", le.Namespace, le.Name)
+	}
+	return fnErr
+}
+
+// CanTakeLease asks the API server whether this identity may get, create
+// and update the Lease, so a wrong namespace or missing RBAC fails at once
+// with a message instead of retrying silently forever.
+func CanTakeLease(ctx context.Context, client kubernetes.Interface, namespace, name string) error {
+	for _, verb := range []string{"get", "create", "update"} {
+		rev, err := client.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
+			Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
+				Namespace: namespace, Verb: verb, Group: "coordination.k8s.io", Resource: "leases", Name: name}},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			return fmt.Errorf("Lease %s/%s: checking access: %w", namespace, name, err)
+		}
+		if !rev.Status.Allowed {
+			return fmt.Errorf("Lease %s/%s: this identity may not %s it (set --leader-elect-namespace or $POD_NAMESPACE to the namespace whose Role grants Leases; deploy/ uses %s)",
+				namespace, name, verb, DefaultLeaseNamespace)
+		}
+	}
+	return nil
+}
+
+// LeaseHeld reports the holder of a Lease that is held by someone else and
+// not expired ("" when free, expired or held by identity).
+func LeaseHeld(ctx context.Context, client kubernetes.Interface, namespace, name, identity string) (string, error) {
+	l, err := client.CoordinationV1().Leases(namespace).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("Lease %s/%s: %w", namespace, name, err)
+	}
+	h := l.Spec.HolderIdentity
+	if h == nil || *h == "" || *h == identity || l.Spec.RenewTime == nil || l.Spec.LeaseDurationSeconds == nil {
+		return "", nil
+	}
+	if time.Since(l.Spec.RenewTime.Time) > time.Duration(*l.Spec.LeaseDurationSeconds)*time.Second {
+		return "", nil
+	}
+	return *h, nil
 }

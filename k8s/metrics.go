@@ -3,6 +3,7 @@ package k8s
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"sync/atomic"
@@ -32,6 +33,7 @@ type Metrics struct {
 	PendingClaims     prometheus.Gauge
 	Leader            prometheus.Gauge
 	UnallocatedClaims prometheus.Gauge
+	Skipped           *prometheus.CounterVec
 }
 
 // NewMetrics registers the adapter's metrics (and the Go and process
@@ -54,7 +56,8 @@ func NewMetrics() *Metrics {
 	m.PendingClaims = prometheus.NewGauge(prometheus.GaugeOpts{Name: "drasat_pending_claims", Help: "Pending claims drasat is responsible for, at the last pass."})
 	m.UnallocatedClaims = prometheus.NewGauge(prometheus.GaugeOpts{Name: "drasat_unallocatable_claims", Help: "Claims left unallocated by the last pass."})
 	m.Leader = prometheus.NewGauge(prometheus.GaugeOpts{Name: "drasat_leader", Help: "1 while this replica holds the leader lease."})
-	for _, c := range []prometheus.Collector{m.ClaimsAllocated, m.ClaimsFailed, m.WriteConflicts, m.CheckRejections, m.GatesRemoved,
+	m.Skipped = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "drasat_skipped_objects_total", Help: "Objects left out of a pass because they are broken or their write was refused (kind: ResourceSlice, ResourceClaim, Pod); each also gets a Warning Event."}, []string{"kind"})
+	for _, c := range []prometheus.Collector{m.Skipped, m.ClaimsAllocated, m.ClaimsFailed, m.WriteConflicts, m.CheckRejections, m.GatesRemoved,
 		m.Passes, m.PassErrors, m.BatchSize, m.SolveSeconds, m.Optimal, m.Gap, m.PendingClaims, m.UnallocatedClaims, m.Leader,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)
@@ -65,6 +68,37 @@ func NewMetrics() *Metrics {
 // Health tracks liveness and readiness for /healthz and /readyz.
 type Health struct {
 	ready atomic.Bool
+	// passStart is when the running pass started (unix nanoseconds; 0
+	// between passes).
+	passStart atomic.Int64
+	// StuckAfter is how long a pass may run before /healthz fails (0: never).
+	StuckAfter time.Duration
+	now        func() time.Time // for tests
+}
+
+// PassStarted records that a pass began; PassEnded that it ended.
+func (h *Health) PassStarted() { h.passStart.Store(h.clock().UnixNano()) }
+
+// PassEnded records that the running pass ended.
+func (h *Health) PassEnded() { h.passStart.Store(0) }
+
+func (h *Health) clock() time.Time {
+	if h.now != nil {
+		return h.now()
+	}
+	return time.Now()
+}
+
+// Stuck reports how long the running pass has run, when that is more than
+// StuckAfter: a selector that never ends or a write that hangs must not
+// leave the controller silently stuck while it reports healthy.
+func (h *Health) Stuck() (time.Duration, bool) {
+	start := h.passStart.Load()
+	if start == 0 || h.StuckAfter <= 0 {
+		return 0, false
+	}
+	d := h.clock().Sub(time.Unix(0, start))
+	return d, d > h.StuckAfter
 }
 
 // SetReady marks the adapter ready (informer caches synced).
@@ -78,6 +112,10 @@ func (m *Metrics) Handler(h *Health) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		if d, stuck := h.Stuck(); stuck {
+			http.Error(w, fmt.Sprintf("pass running for %s, more than %s\n", d.Round(time.Second), h.StuckAfter), http.StatusServiceUnavailable)
+			return
+		}
 		_, _ = w.Write([]byte("ok\n"))
 	})
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {

@@ -54,6 +54,10 @@ type Options struct {
 	// SettleTimeout bounds how long a pass waits for the informer cache to
 	// show its own writes before verifying them and removing gates.
 	SettleTimeout time.Duration
+	// StuckAfter is how long a pass may run before /healthz fails; 0 means
+	// five times the pass's budget (Timeout plus SettleTimeout), at least a
+	// minute.
+	StuckAfter time.Duration
 }
 
 // Defaults fills unset fields.
@@ -85,6 +89,9 @@ func (o *Options) Defaults() {
 	if o.SettleTimeout == 0 {
 		o.SettleTimeout = 5 * time.Second
 	}
+	if o.StuckAfter == 0 {
+		o.StuckAfter = max(5*(o.Timeout+o.SettleTimeout), time.Minute)
+	}
 }
 
 // Validate reports bad option values.
@@ -95,8 +102,8 @@ func (o *Options) Validate() error {
 	if err := model.CheckCompat(o.Compat); err != nil {
 		return err
 	}
-	if o.BatchWindow < 0 || o.MaxBatch < 0 || o.Timeout < 0 {
-		return fmt.Errorf("batch window, max batch and timeout must not be negative")
+	if o.BatchWindow < 0 || o.MaxBatch < 0 || o.Timeout < 0 || o.StuckAfter < 0 {
+		return fmt.Errorf("batch window, max batch, timeout and stuck-after must not be negative")
 	}
 	return nil
 }

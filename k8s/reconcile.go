@@ -14,6 +14,7 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/yaml"
@@ -31,6 +32,7 @@ const (
 	ReasonUnallocatable = "Unallocatable"
 	ReasonWithdrawn     = "AllocationWithdrawn"
 	ReasonUngated       = "SchedulingGateRemoved"
+	ReasonSkipped       = "SkippedByDrasat"
 )
 
 // Reconciler runs allocation passes: solve the pending claims drasat is
@@ -76,6 +78,9 @@ type PassResult struct {
 // Pass runs one reconcile pass over the current cache.
 func (r *Reconciler) Pass(ctx context.Context) (PassResult, error) {
 	var res PassResult
+	if ctx.Err() != nil {
+		return res, nil
+	}
 	if r.reported == nil {
 		r.reported = map[string]string{}
 	}
@@ -135,7 +140,15 @@ func (r *Reconciler) solveAndWrite(ctx context.Context, snap *Snapshot, batch []
 	start := time.Now()
 	p, err := model.Build(objs, model.Options{Compat: r.Opts.Compat})
 	if err != nil {
-		return fmt.Errorf("build problem: %w", err)
+		// One broken pool must not block the cluster: leave out the pools
+		// that fail on their own, and solve the rest.
+		good, skipped := r.withoutBadPools(objs)
+		if skipped == 0 {
+			return fmt.Errorf("build problem: %w", err)
+		}
+		if p, err = model.Build(good, model.Options{Compat: r.Opts.Compat}); err != nil {
+			return fmt.Errorf("build problem: %w", err)
+		}
 	}
 	for _, is := range p.Issues {
 		log.Warn("pool not used", zap.String("pool", is.Driver+"/"+is.Pool), zap.String("reason", is.Reason))
@@ -252,6 +265,12 @@ func (r *Reconciler) solveAndWrite(ctx context.Context, snap *Snapshot, batch []
 				res.Requeue = true
 				continue
 			}
+			if refused(err) {
+				// This claim only (invalid, or refused by an admission
+				// policy): the others are still written.
+				r.skip(cur, "ResourceClaim", fmt.Sprintf("writing its allocation was refused: %v", err))
+				continue
+			}
 			return fmt.Errorf("write %s: %w", key, err)
 		}
 		written[key] = w
@@ -264,6 +283,61 @@ func (r *Reconciler) solveAndWrite(ctx context.Context, snap *Snapshot, batch []
 		}
 	}
 	return nil
+}
+
+// withoutBadPools returns objs without the ResourceSlices of pools that
+// fail to build on their own (each skipped with an Event and the metric
+// drasat_skipped_objects_total), and how many pools it left out.
+func (r *Reconciler) withoutBadPools(objs *model.Objects) (*model.Objects, int) {
+	byPool := map[string][]*resourceapi.ResourceSlice{}
+	var order []string
+	for _, s := range objs.Slices {
+		k := s.Spec.Driver + "/" + s.Spec.Pool.Name
+		if byPool[k] == nil {
+			order = append(order, k)
+		}
+		byPool[k] = append(byPool[k], s)
+	}
+	good := *objs
+	good.Slices = nil
+	skipped := 0
+	for _, k := range order {
+		alone := &model.Objects{Slices: byPool[k], Classes: objs.Classes, Nodes: objs.Nodes}
+		if _, err := model.Build(alone, model.Options{Compat: r.Opts.Compat}); err != nil {
+			skipped++
+			for _, s := range byPool[k] {
+				r.skip(s, "ResourceSlice", fmt.Sprintf("pool %s left out of allocation: %v", k, err))
+			}
+			continue
+		}
+		good.Slices = append(good.Slices, byPool[k]...)
+	}
+	return &good, skipped
+}
+
+// skip reports an object drasat leaves out (a broken slice, a claim or pod
+// whose write the API server refuses): a log line, the metric and a
+// Warning Event, once per distinct reason.
+func (r *Reconciler) skip(obj metav1.Object, kind, why string) {
+	why = firstLine(why)
+	key := "skip/" + string(obj.GetUID())
+	if r.reported[key] == why {
+		return
+	}
+	r.reported[key] = why
+	r.Metrics.Skipped.WithLabelValues(kind).Inc()
+	r.Log.Warn("skipped", zap.String("kind", kind), zap.String("name", obj.GetNamespace()+"/"+obj.GetName()), zap.String("reason", why))
+	if r.Recorder != nil && !r.Opts.DryRun {
+		if ro, ok := obj.(runtime.Object); ok {
+			r.Recorder.Event(ro, corev1.EventTypeWarning, ReasonSkipped, why)
+		}
+	}
+}
+
+// refused reports API errors that concern only the object written
+// (invalid, forbidden, refused by admission), not the connection.
+func refused(err error) bool {
+	return apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsBadRequest(err) || apierrors.IsRequestEntityTooLargeError(err)
 }
 
 // objects builds the engine input: all allocated claims (fixed) and the
@@ -488,6 +562,10 @@ func (r *Reconciler) ungate(ctx context.Context, written map[string]*resourceapi
 		if err != nil {
 			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 				res.Requeue = true
+				continue
+			}
+			if refused(err) {
+				r.skip(p, "Pod", fmt.Sprintf("removing the scheduling gate %s was refused: %v", SchedulingGate, err))
 				continue
 			}
 			return fmt.Errorf("remove gate of pod %s/%s: %w", p.Namespace, p.Name, err)

@@ -3,6 +3,8 @@ package k8s
 import (
 	"bytes"
 	"context"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stypes "k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 
 	"github.com/drasat/drasat/check"
@@ -305,4 +308,45 @@ func contains(xs []string, x string) bool {
 		}
 	}
 	return false
+}
+
+// A ResourceSlice that cannot be read (here a node selector with an
+// operator no API server would have accepted) is left out with a Warning
+// Event and the metric; the other pools are still allocated from.
+func TestPassSkipsBadSlice(t *testing.T) {
+	bad := slice("n2", 1)
+	bad.Spec.NodeName = nil
+	bad.Spec.NodeSelector = &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+		{Key: "zone", Operator: "Bogus", Values: []string{"a"}}}}}}
+	e := newEnv(t, Options{}, node("n1"), node("n2"), slice("n1", 1), bad, class(), claim("a", 1, map[string]string{ManagedLabel: "true"}))
+	rec := record.NewFakeRecorder(10)
+	e.r.Recorder = rec
+	res, err := e.r.Pass(context.Background())
+	if err != nil {
+		t.Fatalf("one bad slice failed the pass: %v", err)
+	}
+	if res.Allocated != 1 {
+		t.Errorf("result %+v, want the claim allocated from the good pool", res)
+	}
+	if n := counterValue(t, e.r.Metrics.Skipped.WithLabelValues("ResourceSlice")); n != 1 {
+		t.Errorf("drasat_skipped_objects_total{kind=ResourceSlice} = %v, want 1", n)
+	}
+	select {
+	case ev := <-rec.Events:
+		if !strings.Contains(ev, ReasonSkipped) || !strings.Contains(ev, "n2") {
+			t.Errorf("event %q", ev)
+		}
+	default:
+		t.Error("no Event for the skipped slice")
+	}
+	e.allFeasible(t)
+}
+
+func counterValue(t *testing.T, c prometheus.Counter) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
 }

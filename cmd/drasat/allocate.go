@@ -24,7 +24,9 @@ func allocateCommand() *cli.Command {
 		Usage:     "allocate all pending ResourceClaims in the given objects, optimally",
 		ArgsUsage: " ",
 		Flags: []cli.Flag{
-			&cli.StringSliceFlag{Name: "filename", Aliases: []string{"f"}, Usage: "file, directory or - (stdin) with ResourceSlices, DeviceClasses, ResourceClaims, Nodes, Pods", Required: true},
+			&cli.StringSliceFlag{Name: "filename", Aliases: []string{"f"}, Usage: "file, directory or - (stdin) with ResourceSlices, DeviceClasses, ResourceClaims, Nodes, Pods; without it, the cluster's"},
+			kubeconfigFlag(), contextFlag(),
+			&cli.BoolFlag{Name: "dry-run", Usage: "print the allocations only (allocate never writes to the cluster; the flag says so explicitly)"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "yaml", Usage: "yaml, json or table"},
 			&cli.StringFlag{Name: "objective", Value: alloc.MaxClaims, Usage: "max-claims or ordered"},
 			&cli.StringFlag{Name: "policy", Value: alloc.Binpack, Usage: "binpack, spread or frag (admit the most claims, then leave the cluster least fragmented for the claims seen so far)"},

@@ -32,6 +32,22 @@ func clusterFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "timeout", Value: 10 * time.Second, Usage: "solve budget per batch"},
 		&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error"},
 		&cli.BoolFlag{Name: "log-console", Usage: "human-readable logs instead of JSON"},
+		&cli.StringFlag{Name: "leader-elect-namespace", Value: k8s.DefaultLeaseNamespace, Usage: "namespace of the Lease (in-cluster: the pod's namespace via POD_NAMESPACE)", EnvVars: []string{"POD_NAMESPACE"}},
+		&cli.StringFlag{Name: "leader-elect-name", Value: "drasat", Usage: "name of the Lease"},
+		&cli.DurationFlag{Name: "leader-elect-lease-duration", Value: 15 * time.Second},
+		&cli.DurationFlag{Name: "leader-elect-renew-deadline", Value: 10 * time.Second},
+		&cli.DurationFlag{Name: "leader-elect-retry-period", Value: 2 * time.Second},
+	}
+}
+
+// leaderElection reads the Lease flags.
+func leaderElection(c *cli.Context) k8s.LeaderElection {
+	return k8s.LeaderElection{
+		Namespace:     c.String("leader-elect-namespace"),
+		Name:          c.String("leader-elect-name"),
+		LeaseDuration: c.Duration("leader-elect-lease-duration"),
+		RenewDeadline: c.Duration("leader-elect-renew-deadline"),
+		RetryPeriod:   c.Duration("leader-elect-retry-period"),
 	}
 }
 
@@ -41,13 +57,9 @@ func controllerCommand() *cli.Command {
 		Name:  "controller",
 		Usage: "allocate the cluster's drasat-managed ResourceClaims continuously (see docs/adapter.md)",
 		Flags: append(clusterFlags(),
-			&cli.StringFlag{Name: "metrics-addr", Value: ":8080", Usage: "serve /metrics, /healthz and /readyz here (empty: off)"},
+			&cli.StringFlag{Name: "metrics-addr", Value: ":8080", Usage: "serve /metrics, /healthz and /readyz on this address (host:port; empty: off)"},
+			&cli.DurationFlag{Name: "stuck-after", Usage: "/healthz fails while a pass has run longer than this (default: 5 x (timeout + 5s), at least 1m)"},
 			&cli.BoolFlag{Name: "leader-elect", Value: true, Usage: "run only while holding the Lease (safe with several replicas)"},
-			&cli.StringFlag{Name: "leader-elect-namespace", Value: "kube-system", Usage: "namespace of the Lease (in-cluster: the pod's namespace via POD_NAMESPACE)", EnvVars: []string{"POD_NAMESPACE"}},
-			&cli.StringFlag{Name: "leader-elect-name", Value: "drasat", Usage: "name of the Lease"},
-			&cli.DurationFlag{Name: "leader-elect-lease-duration", Value: 15 * time.Second},
-			&cli.DurationFlag{Name: "leader-elect-renew-deadline", Value: 10 * time.Second},
-			&cli.DurationFlag{Name: "leader-elect-retry-period", Value: 2 * time.Second},
 			&cli.StringFlag{Name: "identity", Value: host, Usage: "this replica's name in the Lease", EnvVars: []string{"POD_NAME"}},
 		),
 		Action: runController,
@@ -72,6 +84,9 @@ func setup(c *cli.Context) (*zap.Logger, kubernetes.Interface, k8s.Options, erro
 		Policy:      c.String("policy"),
 		Compat:      c.String("compat"),
 		Timeout:     c.Duration("timeout"),
+	}
+	if c.IsSet("stuck-after") {
+		opts.StuckAfter = c.Duration("stuck-after")
 	}
 	if c.IsSet("identity") || c.String("identity") != "" {
 		opts.Identity = c.String("identity")
@@ -125,13 +140,7 @@ func runController(c *cli.Context) error {
 		ctl.Reconciler.Cache.Trigger()
 		err = ctl.Run(ctx)
 	} else {
-		err = ctl.RunWithLeaderElection(ctx, client, k8s.LeaderElection{
-			Namespace:     c.String("leader-elect-namespace"),
-			Name:          c.String("leader-elect-name"),
-			LeaseDuration: c.Duration("leader-elect-lease-duration"),
-			RenewDeadline: c.Duration("leader-elect-renew-deadline"),
-			RetryPeriod:   c.Duration("leader-elect-retry-period"),
-		})
+		err = ctl.RunWithLeaderElection(ctx, client, leaderElection(c))
 	}
 	log.Info("stopped")
 	return err

@@ -6,13 +6,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/drasat/drasat/alloc"
 	"github.com/drasat/drasat/explain"
+	"github.com/drasat/drasat/k8s"
 	"github.com/drasat/drasat/model"
 )
 
@@ -22,7 +25,9 @@ func explainCommand() *cli.Command {
 		Usage:     "say why a ResourceClaim cannot be allocated (or did not get a better firstAvailable subrequest)",
 		ArgsUsage: " ",
 		Flags: []cli.Flag{
-			&cli.StringSliceFlag{Name: "filename", Aliases: []string{"f"}, Usage: "file, directory or - (stdin) with ResourceSlices, DeviceClasses, ResourceClaims, Nodes, Pods", Required: true},
+			&cli.StringSliceFlag{Name: "filename", Aliases: []string{"f"}, Usage: "file, directory or - (stdin) with ResourceSlices, DeviceClasses, ResourceClaims, Nodes, Pods; without it, the cluster's"},
+			kubeconfigFlag(), contextFlag(),
+			&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "list every reason (text output groups near-identical ones)"},
 			&cli.StringSliceFlag{Name: "claim", Aliases: []string{"c"}, Usage: "the claim to explain, NAMESPACE/NAME (or NAME in default); repeatable", Required: true},
 			&cli.BoolFlag{Name: "what-if", Usage: "also name the fewest allocations whose release would let the claim fit"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "text", Usage: "text or json"},
@@ -43,6 +48,9 @@ type claimExplanation struct {
 	Status       string                 `json:"status"`
 	Devices      []string               `json:"devices,omitempty"`
 	Explanations []*explain.Explanation `json:"explanations,omitempty"`
+	// Drasat is what the adapter last recorded for the claim (annotations,
+	// gated pods, and from a cluster its latest Event).
+	Drasat *k8s.LastDecision `json:"drasat,omitempty"`
 }
 
 func runExplain(c *cli.Context) error {
@@ -99,6 +107,24 @@ func runExplain(c *cli.Context) error {
 			return fmt.Errorf("flag --claim: claim %s is not in the input", k)
 		}
 	}
+	// What drasat last decided for the claims (from a cluster: with its
+	// Events).
+	decisions := map[string]*k8s.LastDecision{}
+	var events kubernetes.Interface
+	if len(c.StringSlice("filename")) == 0 {
+		if events, err = clusterClient(c); err != nil {
+			return err
+		}
+	}
+	for _, cl := range objs.Claims {
+		k := cl.Namespace + "/" + cl.Name
+		if !slices.Contains(keys, k) {
+			continue
+		}
+		if decisions[k], err = k8s.Decision(ctx, events, objs, cl); err != nil {
+			return err
+		}
+	}
 	res, err := alloc.Run(ctx, p, alloc.Options{
 		Objective: c.String("objective"),
 		Policy:    c.String("policy"),
@@ -113,7 +139,7 @@ func runExplain(c *cli.Context) error {
 	allocs, assigned := allocations(objs, p, res)
 	var out []claimExplanation
 	for _, k := range keys {
-		ce := claimExplanation{Claim: k, Status: status[k]}
+		ce := claimExplanation{Claim: k, Status: status[k], Drasat: decisions[k]}
 		if a, ok := assigned[k]; ok {
 			ce.Status = "allocated"
 			ce.Devices = deviceNames(p, a)
@@ -174,7 +200,7 @@ func runExplain(c *cli.Context) error {
 		}
 		buf.Write(append(b, '\n'))
 	} else {
-		writeExplanations(&buf, out)
+		writeExplanations(&buf, out, c.Bool("verbose"))
 	}
 	_, err = os.Stdout.Write(buf.Bytes())
 	return err
@@ -252,7 +278,7 @@ func deviceNames(p *model.Problem, a *alloc.Assignment) []string {
 	return out
 }
 
-func writeExplanations(buf *bytes.Buffer, out []claimExplanation) {
+func writeExplanations(buf *bytes.Buffer, out []claimExplanation, verbose bool) {
 	for i, ce := range out {
 		if i > 0 {
 			buf.WriteString("\n")
@@ -260,6 +286,7 @@ func writeExplanations(buf *bytes.Buffer, out []claimExplanation) {
 		switch ce.Status {
 		case "existing":
 			fmt.Fprintf(buf, "%s: already allocated in the input\n", ce.Claim)
+			writeDecision(buf, ce.Drasat)
 			continue
 		case "allocated":
 			fmt.Fprintf(buf, "%s: allocated (%s)\n", ce.Claim, strings.Join(ce.Devices, ", "))
@@ -269,11 +296,12 @@ func writeExplanations(buf *bytes.Buffer, out []claimExplanation) {
 		default:
 			fmt.Fprintf(buf, "%s: not allocated\n", ce.Claim)
 		}
+		if ce.Status != "existing" {
+			writeDecision(buf, ce.Drasat)
+		}
 		for _, x := range ce.Explanations {
 			fmt.Fprintf(buf, "%s\n", x.Question)
-			for _, r := range x.Reasons {
-				fmt.Fprintf(buf, "  - %s\n", r.Message)
-			}
+			writeReasons(buf, x.Reasons, verbose)
 			if !x.Minimal {
 				fmt.Fprintln(buf, "  (the budget ran out before these reasons were reduced to a minimal set)")
 			}
@@ -306,5 +334,102 @@ func writeExplanations(buf *bytes.Buffer, out []claimExplanation) {
 				}
 			}
 		}
+	}
+}
+
+// writeDecision says what drasat last recorded for the claim.
+func writeDecision(buf *bytes.Buffer, d *k8s.LastDecision) {
+	if d == nil {
+		return
+	}
+	if len(d.GatedPods) > 0 {
+		fmt.Fprintf(buf, "waiting for drasat: used by gated pod(s) %s\n", strings.Join(d.GatedPods, ", "))
+	}
+	if d.AllocatedBy != "" {
+		fmt.Fprintf(buf, "drasat allocated it (%s)\n", d.AllocatedBy)
+	}
+	if d.Unallocatable != "" {
+		fmt.Fprintf(buf, "drasat's last pass found it unallocatable: %s\n", d.Unallocatable)
+	}
+	if e := d.Event; e != nil {
+		fmt.Fprintf(buf, "drasat's last event: %s %s: %s", e.Time.UTC().Format(time.RFC3339), e.Reason, e.Message)
+		if e.Count > 1 {
+			fmt.Fprintf(buf, " (%d times)", e.Count)
+		}
+		buf.WriteString("\n")
+	}
+}
+
+// groupAfter is how many reasons of one kind (and request) are listed
+// one by one; more become one line with counts and examples.
+const groupAfter = 3
+
+// kindNoun names a group of reasons of one kind.
+var kindNoun = map[string]string{
+	explain.KindCounter:            "counter sets used up",
+	explain.KindDevice:             "devices allocated to other claims",
+	explain.KindCompat:             "compatibility-group conflicts",
+	explain.KindCompatibleOnlyWith: "compatibleOnlyWith conflicts",
+	explain.KindAllocation:         "allocations in the way",
+	explain.KindNode:               "node conflicts",
+	explain.KindConstraint:         "constraint conflicts",
+	explain.KindNoMatch:            "requests no device matches",
+	explain.KindCount:              "requests short of devices",
+}
+
+// writeReasons lists reasons, grouping a kind with more than groupAfter
+// near-identical reasons (a claim that lost to others on 64 GPUs: one per
+// counter set) into one line with counts and two examples; verbose lists
+// them all.
+func writeReasons(buf *bytes.Buffer, reasons []explain.Reason, verbose bool) {
+	type group struct {
+		key     string
+		reasons []explain.Reason
+	}
+	var groups []*group
+	byKey := map[string]*group{}
+	for _, r := range reasons {
+		k := r.Kind + "\x00" + r.Request
+		g := byKey[k]
+		if g == nil {
+			g = &group{key: k}
+			byKey[k] = g
+			groups = append(groups, g)
+		}
+		g.reasons = append(g.reasons, r)
+	}
+	for _, g := range groups {
+		if verbose || len(g.reasons) <= groupAfter {
+			for _, r := range g.reasons {
+				fmt.Fprintf(buf, "  - %s\n", r.Message)
+			}
+			continue
+		}
+		r0 := g.reasons[0]
+		noun := kindNoun[r0.Kind]
+		if noun == "" {
+			noun = r0.Kind + " reasons"
+		}
+		claims := map[string]bool{}
+		nodes := map[string]bool{}
+		for _, r := range g.reasons {
+			for _, c := range r.Claims {
+				claims[c] = true
+			}
+			if r.Node != "" {
+				nodes[r.Node] = true
+			}
+		}
+		fmt.Fprintf(buf, "  - %d %s", len(g.reasons), noun)
+		if r0.Request != "" {
+			fmt.Fprintf(buf, " (request %s)", r0.Request)
+		}
+		if len(claims) > 0 {
+			fmt.Fprintf(buf, ", by %d claim(s)", len(claims))
+		}
+		if len(nodes) > 0 {
+			fmt.Fprintf(buf, ", on %d node(s)", len(nodes))
+		}
+		fmt.Fprintf(buf, "; e.g. %s; %s (all %d with -v or -o json)\n", g.reasons[0].Message, g.reasons[1].Message, len(g.reasons))
 	}
 }

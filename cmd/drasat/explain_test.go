@@ -1,14 +1,19 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/drasat/drasat/explain"
+	"github.com/drasat/drasat/k8s"
 )
 
 // runCmd runs `drasat args...` with the validate and explain commands
@@ -104,5 +109,36 @@ func TestTimeoutWritesNothing(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "--timeout reached") || stdout != "" {
 			t.Errorf("%s: err %v, stdout %q; want a timeout error and no output", args[0], err, stdout)
 		}
+	}
+}
+
+// 64 near-identical reasons (a claim that lost to others on 64 GPUs: one
+// counter set each) read as one line with counts and examples; -v lists
+// them all. Reasons of other kinds stay as they are.
+func TestExplainGroupsReasons(t *testing.T) {
+	var reasons []explain.Reason
+	for i := range 64 {
+		reasons = append(reasons, explain.Reason{Kind: explain.KindCounter, Request: "gpu",
+			Claims:  []string{fmt.Sprintf("ml/job-%d", i%40)},
+			Message: fmt.Sprintf("request gpu: counters of counter set gpu-%d-counters used up by ml/job-%d", i, i%40)})
+	}
+	reasons = append(reasons, explain.Reason{Kind: explain.KindNode, Message: "the devices cannot all be reached from one node"})
+	out := []claimExplanation{{Claim: "ml/big", Status: "unallocated", Drasat: &k8s.LastDecision{Unallocatable: "no room", GatedPods: []string{"ml/big-0"}},
+		Explanations: []*explain.Explanation{{Question: "why?", Reasons: reasons, Minimal: true}}}}
+	var grouped, all bytes.Buffer
+	writeExplanations(&grouped, out, false)
+	writeExplanations(&all, out, true)
+	g := grouped.String()
+	if n := strings.Count(g, "\n  - "); n != 2 {
+		t.Errorf("grouped output has %d reason lines, want 2:\n%s", n, g)
+	}
+	for _, want := range []string{"64 counter sets used up (request gpu), by 40 claim(s); e.g. ", "gpu-0-counters", "gpu-1-counters", "(all 64 with -v or -o json)",
+		"the devices cannot all be reached", "gated pod(s) ml/big-0", "unallocatable: no room"} {
+		if !strings.Contains(g, want) {
+			t.Errorf("grouped output lacks %q:\n%s", want, g)
+		}
+	}
+	if n := strings.Count(all.String(), "\n  - "); n != 65 {
+		t.Errorf("-v lists %d reasons, want 65", n)
 	}
 }

@@ -10,8 +10,9 @@ import (
 
 func main() {
 	app := &cli.App{
-		Name:  "drasat",
-		Usage: "optimal device allocation for Kubernetes Dynamic Resource Allocation",
+		Name:    "drasat",
+		Version: version,
+		Usage:   "optimal device allocation for Kubernetes Dynamic Resource Allocation",
 		Commands: []*cli.Command{
 			allocateCommand(),
 			benchCommand(),

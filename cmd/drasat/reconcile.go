@@ -45,7 +45,27 @@ func runReconcile(c *cli.Context) error {
 	if err := ctl.Start(ctx); err != nil {
 		return err
 	}
-	res, err := ctl.Once(ctx)
+	var res k8s.PassResult
+	once := func(ctx context.Context) error {
+		var err error
+		res, err = ctl.Once(ctx)
+		return err
+	}
+	if opts.DryRun {
+		err = once(ctx)
+	} else {
+		// Never a second writer: take the controller's Lease for the pass,
+		// and refuse while a controller holds it.
+		le := leaderElection(c)
+		holder, herr := k8s.LeaseHeld(ctx, client, le.Namespace, le.Name, opts.Identity)
+		if herr != nil {
+			return herr
+		}
+		if holder != "" {
+			return fmt.Errorf("Lease %s/%s is held by %s: a controller is running; stop it, or use --dry-run", le.Namespace, le.Name, holder)
+		}
+		err = ctl.RunLeading(ctx, client, le, once)
+	}
 	if err != nil {
 		return err
 	}

@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
+	"k8s.io/client-go/kubernetes"
 
+	"github.com/drasat/drasat/k8s"
 	"github.com/drasat/drasat/model"
 )
 
@@ -22,12 +24,32 @@ func validateCommand() *cli.Command {
 		Usage:     "check ResourceSlices as the API server and the scheduler's allocator would, before they are published",
 		ArgsUsage: " ",
 		Flags: []cli.Flag{
-			&cli.StringSliceFlag{Name: "filename", Aliases: []string{"f"}, Usage: "file, directory or - (stdin) with ResourceSlices (and optionally Nodes)", Required: true},
+			&cli.StringSliceFlag{Name: "filename", Aliases: []string{"f"}, Usage: "file, directory or - (stdin) with ResourceSlices (and optionally Nodes); without it, the cluster's"},
+			kubeconfigFlag(), contextFlag(),
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "text", Usage: "text or json"},
 			&cli.DurationFlag{Name: "timeout", Value: 30 * time.Second, Usage: "give up after this long"},
 		},
 		Action: runValidate,
 	}
+}
+
+// kubeconfigFlag and contextFlag select the cluster that allocate,
+// explain and validate read when no --filename is given.
+func kubeconfigFlag() cli.Flag {
+	return &cli.StringFlag{Name: "kubeconfig", Usage: "without --filename, read this cluster (default: $KUBECONFIG, ~/.kube/config, then in-cluster)"}
+}
+
+func contextFlag() cli.Flag {
+	return &cli.StringFlag{Name: "context", Usage: "kubeconfig context to use"}
+}
+
+// clusterClient connects as kubectl would.
+func clusterClient(c *cli.Context) (kubernetes.Interface, error) {
+	cfg, err := k8s.RESTConfig(c.String("kubeconfig"), c.String("context"))
+	if err != nil {
+		return nil, err
+	}
+	return kubernetes.NewForConfig(cfg)
 }
 
 // commandContext is the context of one command: canceled by SIGINT or
@@ -70,6 +92,18 @@ func ctxError(ctx context.Context, what string) error {
 func loadObjects(ctx context.Context, c *cli.Context) (*model.Objects, []string, error) {
 	var objs *model.Objects
 	var warnings []string
+	if len(c.StringSlice("filename")) == 0 {
+		// No files: read the cluster, with kubectl's kubeconfig rules.
+		err := interruptible(ctx, "reading the cluster", func() error {
+			client, err := clusterClient(c)
+			if err != nil {
+				return err
+			}
+			objs, err = k8s.ListObjects(ctx, client)
+			return err
+		})
+		return objs, nil, err
+	}
 	err := interruptible(ctx, "loading", func() error {
 		var err error
 		objs, warnings, err = model.Load(c.StringSlice("filename"), os.Stdin)

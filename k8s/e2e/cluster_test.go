@@ -28,13 +28,18 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"sigs.k8s.io/yaml"
 )
 
 // Feature gates for every component: DRA is GA in 1.37; compatibility
@@ -193,11 +198,37 @@ type cluster struct {
 	mu         sync.Mutex
 }
 
+// clusterOptions vary newClusterWith.
+type clusterOptions struct {
+	// controllers run by kube-controller-manager (default: the
+	// resourceclaim controller only).
+	controllers []string
+	// kustomization applied after start (default: deploy/, i.e.
+	// `kubectl apply -k deploy/`).
+	kustomization string
+}
+
 // newCluster starts etcd, kube-apiserver, kube-scheduler and
-// kube-controller-manager (resourceclaim controller only), and applies
-// deploy/'s ServiceAccount and RBAC.
+// kube-controller-manager (resourceclaim controller only), and installs
+// drasat as `kubectl apply -k deploy/` does.
 func newCluster(t *testing.T) *cluster {
 	t.Helper()
+	return newClusterWith(t, clusterOptions{})
+}
+
+func newClusterWith(t *testing.T, o clusterOptions) *cluster {
+	t.Helper()
+	if len(o.controllers) == 0 {
+		o.controllers = []string{"resourceclaim-controller"}
+	}
+	// The status controller type-checks admission policies
+	// (waitPoliciesChecked).
+	if !slices.Contains(o.controllers, "validatingadmissionpolicy-status-controller") {
+		o.controllers = append(o.controllers, "validatingadmissionpolicy-status-controller")
+	}
+	if o.kustomization == "" {
+		o.kustomization = "deploy"
+	}
 	dir, err := os.MkdirTemp("", "drasat-e2e-")
 	if err != nil {
 		t.Fatal(err)
@@ -264,10 +295,10 @@ func newCluster(t *testing.T) *cluster {
 	c.sched = startProc(t, dir, "kube-scheduler", filepath.Join(binDir, "kube-scheduler"),
 		append(common, fmt.Sprintf("--secure-port=%d", freePort(t)), "--v="+envOr("E2E_SCHEDULER_V", "1"))...)
 	c.kcm = startProc(t, dir, "kube-controller-manager", filepath.Join(binDir, "kube-controller-manager"),
-		append(common, fmt.Sprintf("--secure-port=%d", freePort(t)), "--controllers=resourceclaim-controller",
+		append(common, fmt.Sprintf("--secure-port=%d", freePort(t)), "--controllers="+strings.Join(o.controllers, ","),
 			"--use-service-account-credentials=false")...)
 
-	c.applyDeploy()
+	c.applyKustomization(o.kustomization)
 	t.Logf("cluster up in %s (dir %s)", time.Since(start).Round(time.Millisecond), dir)
 	return c
 }
@@ -354,46 +385,98 @@ func writeFile(t *testing.T, path string, b []byte) {
 	}
 }
 
-// applyDeploy creates deploy/'s namespace, ServiceAccount and RBAC objects
-// (not the Deployment: drasat runs as a local process with the
-// ServiceAccount's identity).
-func (c *cluster) applyDeploy() {
+// applyKustomization installs a kustomization of the repository (deploy/
+// or an overlay) as `kubectl apply -k` does: rendered by kubectl's built-in
+// kustomize, applied server-side object by object, so every manifest must
+// be accepted by the real API server. Then it waits until the API server
+// has type-checked drasat's admission policies without warnings.
+func (c *cluster) applyKustomization(dir string) {
 	t := c.t
+	docs := c.renderKustomization(dir)
 	ctx := context.Background()
-	for _, f := range []string{"namespace.yaml", "rbac.yaml"} {
-		b, err := os.ReadFile(filepath.Join(repoRoot, "deploy", f))
-		if err != nil {
-			t.Fatal(err)
+	dc := discovery.NewDiscoveryClientForConfigOrDie(c.adminCfg)
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
+	dyn := dynamic.NewForConfigOrDie(c.adminCfg)
+	for _, doc := range docs {
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(doc, &u.Object); err != nil {
+			t.Fatalf("%s: %v", dir, err)
 		}
-		for _, doc := range bytes.Split(b, []byte("\n---")) {
-			if len(bytes.TrimSpace(stripComments(doc))) == 0 {
-				continue
-			}
-			obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(doc, nil, nil)
-			if err != nil {
-				t.Fatalf("deploy/%s: %v", f, err)
-			}
-			switch o := obj.(type) {
-			case *corev1.Namespace:
-				_, err = c.admin.CoreV1().Namespaces().Create(ctx, o, metav1.CreateOptions{})
-			case *corev1.ServiceAccount:
-				_, err = c.admin.CoreV1().ServiceAccounts(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
-			case *rbacv1.ClusterRole:
-				_, err = c.admin.RbacV1().ClusterRoles().Create(ctx, o, metav1.CreateOptions{})
-			case *rbacv1.ClusterRoleBinding:
-				_, err = c.admin.RbacV1().ClusterRoleBindings().Create(ctx, o, metav1.CreateOptions{})
-			case *rbacv1.Role:
-				_, err = c.admin.RbacV1().Roles(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
-			case *rbacv1.RoleBinding:
-				_, err = c.admin.RbacV1().RoleBindings(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
-			default:
-				t.Fatalf("deploy/%s: unexpected %T", f, obj)
-			}
-			if err != nil {
-				t.Fatalf("deploy/%s: %v", f, err)
-			}
+		if len(u.Object) == 0 {
+			continue
+		}
+		gvk := u.GroupVersionKind()
+		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			t.Fatalf("%s: %s %s: %v", dir, gvk, u.GetName(), err)
+		}
+		var ri dynamic.ResourceInterface = dyn.Resource(m.Resource)
+		if m.Scope.Name() == meta.RESTScopeNameNamespace {
+			ri = dyn.Resource(m.Resource).Namespace(u.GetNamespace())
+		}
+		if _, err := ri.Apply(ctx, u.GetName(), u, metav1.ApplyOptions{FieldManager: "e2e", Force: true}); err != nil {
+			t.Fatalf("%s: apply %s %s/%s: %v", dir, gvk.Kind, u.GetNamespace(), u.GetName(), err)
 		}
 	}
+	c.waitPoliciesChecked()
+}
+
+// renderKustomization returns the documents of `kubectl kustomize dir`.
+// Without kubectl, deploy/ is rendered by concatenating the resources its
+// base lists (it has no patches); overlays need kubectl.
+func (c *cluster) renderKustomization(dir string) [][]byte {
+	t := c.t
+	var out []byte
+	if kubectl, err := exec.LookPath("kubectl"); err == nil {
+		cmd := exec.Command(kubectl, "kustomize", filepath.Join(repoRoot, dir))
+		var errb bytes.Buffer
+		cmd.Stderr = &errb
+		if out, err = cmd.Output(); err != nil {
+			t.Fatalf("kubectl kustomize %s: %v\n%s", dir, err, errb.String())
+		}
+	} else if dir == "deploy" {
+		var k struct{ Resources []string }
+		b, err := os.ReadFile(filepath.Join(repoRoot, "deploy", "base", "kustomization.yaml"))
+		must(t, err)
+		must(t, yaml.Unmarshal(b, &k))
+		for _, r := range k.Resources {
+			b, err := os.ReadFile(filepath.Join(repoRoot, "deploy", "base", r))
+			must(t, err)
+			out = append(append(out, b...), "\n---\n"...)
+		}
+	} else {
+		t.Skipf("%s: rendering an overlay needs kubectl (kustomize)", dir)
+	}
+	var docs [][]byte
+	for _, doc := range bytes.Split(out, []byte("\n---")) {
+		if len(bytes.TrimSpace(stripComments(doc))) > 0 {
+			docs = append(docs, doc)
+		}
+	}
+	return docs
+}
+
+// waitPoliciesChecked waits until the API server has type-checked every
+// admission policy, and fails on type-check warnings (a misspelt field
+// would otherwise only show when a request comes).
+func (c *cluster) waitPoliciesChecked() {
+	t := c.t
+	ctx := context.Background()
+	c.eventually("admission policies type-checked", 30*time.Second, func() (bool, error) {
+		l, err := c.admin.AdmissionregistrationV1().ValidatingAdmissionPolicies().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, p := range l.Items {
+			if p.Status.ObservedGeneration != p.Generation || p.Status.TypeChecking == nil {
+				return false, nil
+			}
+			for _, w := range p.Status.TypeChecking.ExpressionWarnings {
+				t.Fatalf("policy %s: %s: %s", p.Name, w.FieldRef, w.Warning)
+			}
+		}
+		return true, nil
+	})
 }
 
 func stripComments(b []byte) []byte {
@@ -429,6 +512,17 @@ func (c *cluster) reconcileOnce(args ...string) string {
 	}
 	c.t.Logf("drasat reconcile --once: %s", strings.TrimSpace(errb.String()))
 	return out.String()
+}
+
+// runDrasat runs the drasat binary with args and returns stdout, stderr
+// and its error.
+func (c *cluster) runDrasat(args ...string) (string, string, error) {
+	c.t.Helper()
+	cmd := exec.Command(drasatBin, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	return out.String(), errb.String(), err
 }
 
 // createNodes creates Nodes with allocatable cpu, memory and pods (there is

@@ -77,6 +77,32 @@ func TestCompatibilityGroups(t *testing.T) {
 	})
 	c.assertFeasible()
 	assertGroups(t, c)
+
+	// The CLI against the live cluster, as an operator would use it (the
+	// admin's kubeconfig, kubectl's loading rules).
+	kc := "--kubeconfig=" + c.kubeconfig
+	if _, stderr, err := c.runDrasat("allocate", "--dry-run", kc, "-o", "table"); err != nil || !strings.Contains(stderr, "allocated 0 of 2 pending claims") {
+		t.Errorf("allocate --dry-run from the cluster: %v\n%s", err, stderr)
+	}
+	if stdout, stderr, err := c.runDrasat("validate", kc); err != nil {
+		t.Errorf("validate from the cluster: %v\n%s%s", err, stdout, stderr)
+	}
+	for _, cl := range c.claims(ns) {
+		if cl.Status.Allocation != nil {
+			continue
+		}
+		stdout, stderr, err := c.runDrasat("explain", kc, "--claim", ns+"/"+cl.Name)
+		if err != nil {
+			t.Fatalf("explain --claim %s from the cluster: %v\n%s", cl.Name, err, stderr)
+		}
+		t.Logf("drasat explain --claim %s/%s:\n%s", ns, cl.Name, stdout)
+		for _, want := range []string{ns + "/" + cl.Name + ": not allocated", "drasat's last pass found it unallocatable: " + cl.Annotations[k8s.UnallocatableAnnotation],
+			"drasat's last event: ", k8s.ReasonUnallocatable} {
+			if !strings.Contains(stdout, want) {
+				t.Errorf("explain %s lacks %q", cl.Name, want)
+			}
+		}
+	}
 }
 
 // assertGroups checks directly, from what the API server holds, that the
@@ -253,6 +279,11 @@ func testTwoReplicas(t *testing.T) {
 	le := []string{"--leader-elect-lease-duration=6s", "--leader-elect-renew-deadline=4s", "--leader-elect-retry-period=500ms", "--batch-window=500ms"}
 	a := c.startDrasat("replica-a", le...)
 	c.eventually("replica-a leads", 30*time.Second, func() (bool, error) { return c.leaseHolder() == "replica-a", nil })
+	// Never a second writer: reconcile --once refuses while a controller
+	// holds the Lease.
+	if _, stderr, err := c.runDrasat("reconcile", "--once", "--kubeconfig="+c.drasatKC, "--leader-elect-namespace="+drasatNamespace); err == nil || !strings.Contains(stderr, "held by replica-a") {
+		t.Errorf("reconcile --once while replica-a leads: %v\n%s", err, stderr)
+	}
 	b := c.startDrasat("replica-b", le...)
 	const ns = "replicas"
 	c.namespace(ns)
@@ -297,6 +328,9 @@ func testTwoReplicas(t *testing.T) {
 func testSchedulerConcurrently(t *testing.T) {
 	c := migCluster(t)
 	c.startDrasat("drasat-a", "--batch-window=200ms")
+	// Both writers running before the pods come (drasat leads and has its
+	// caches), so the race is between the two, not with drasat's start.
+	c.eventually("drasat-a leads", 30*time.Second, func() (bool, error) { return c.leaseHolder() == "drasat-a", nil })
 	const ns = "race"
 	c.namespace(ns)
 	c.createTemplate(ns, "small", migSpec("1g.5gb"))
