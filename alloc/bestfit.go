@@ -151,13 +151,13 @@ func bestFit(ctx context.Context, p *model.Problem, claims []*model.Claim, r *bo
 						// the picks, then put them back.
 						for _, q := range picks {
 							if r.BinOf(q.Dev) == b {
-								releasePick(s, c, q)
+								ReleasePick(s, c, q)
 							}
 						}
 						bv = value(before, b)
 						for _, q := range picks {
 							if r.BinOf(q.Dev) == b {
-								takePick(s, c, q)
+								TakePick(s, c, q)
 							}
 						}
 					}

@@ -46,15 +46,15 @@ func tryTake(s *model.State, c *model.Claim, o option) (func(), bool) {
 	var taken []Pick
 	undo := func() {
 		for i := len(taken) - 1; i >= 0; i-- {
-			releasePick(s, c, taken[i])
+			ReleasePick(s, c, taken[i])
 		}
 	}
 	for _, pk := range o.picks {
-		if !fitsPick(s, c, pk) {
+		if !FitsPick(s, c, pk) {
 			undo()
 			return nil, false
 		}
-		takePick(s, c, pk)
+		TakePick(s, c, pk)
 		taken = append(taken, pk)
 	}
 	return undo, true

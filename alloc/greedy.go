@@ -20,28 +20,30 @@ type Pick struct{ Req, Alt, Dev int }
 // take allocates a's devices in s.
 func (a *Assignment) take(s *model.State) {
 	for _, pk := range a.Picks {
-		takePick(s, a.Claim, pk)
+		TakePick(s, a.Claim, pk)
 	}
 }
 
 // release undoes take.
 func (a *Assignment) release(s *model.State) {
 	for i := len(a.Picks) - 1; i >= 0; i-- {
-		releasePick(s, a.Claim, a.Picks[i])
+		ReleasePick(s, a.Claim, a.Picks[i])
 	}
 }
 
-// fitsPick, takePick and releasePick go through the state with the pick's
-// alternative, which says what it consumes of a shared device's capacity.
-func fitsPick(s *model.State, c *model.Claim, pk Pick) bool {
+// FitsPick, TakePick and ReleasePick go through the state with the pick's
+// alternative, which says what it consumes of a shared device's capacity
+// (and admin access, which holds no device); placers outside alloc (the
+// frag baselines) use them too.
+func FitsPick(s *model.State, c *model.Claim, pk Pick) bool {
 	return s.FitsFor(pk.Dev, c.Requests[pk.Req].Alternatives[pk.Alt], exclusive(c, pk))
 }
 
-func takePick(s *model.State, c *model.Claim, pk Pick) {
+func TakePick(s *model.State, c *model.Claim, pk Pick) {
 	s.TakeFor(pk.Dev, c.Requests[pk.Req].Alternatives[pk.Alt], exclusive(c, pk))
 }
 
-func releasePick(s *model.State, c *model.Claim, pk Pick) {
+func ReleasePick(s *model.State, c *model.Claim, pk Pick) {
 	s.ReleaseFor(pk.Dev, c.Requests[pk.Req].Alternatives[pk.Alt], exclusive(c, pk))
 }
 

@@ -76,7 +76,7 @@ func (m *Measure) Place(s *model.State, c *model.Claim, rule Rule) (*alloc.Assig
 			}
 		}
 		for i := len(picks) - 1; i >= 0; i-- {
-			s.Release(picks[i].Dev, true)
+			alloc.ReleasePick(s, c, picks[i])
 		}
 		if sc[0] < bestScore[0]-1e-9 || (math.Abs(sc[0]-bestScore[0]) <= 1e-9 && sc[1] < bestScore[1]-1e-9) {
 			best, bestNode, bestScore = picks, n, sc
@@ -86,7 +86,7 @@ func (m *Measure) Place(s *model.State, c *model.Claim, rule Rule) (*alloc.Assig
 		return nil, false
 	}
 	for _, pk := range best {
-		s.Take(pk.Dev, true)
+		alloc.TakePick(s, c, pk)
 	}
 	return &alloc.Assignment{Claim: c, Node: bestNode, Picks: best}, true
 }
@@ -98,7 +98,7 @@ func anyFits(s *model.State, c *model.Claim, n int) bool {
 		ok := false
 		for _, a := range r.Alternatives {
 			for _, d := range a.CandidatesOn(n) {
-				if s.Fits(d, true) {
+				if s.FitsFor(d, a, !a.AdminAccess) {
 					ok = true
 					break
 				}
@@ -124,7 +124,7 @@ func (m *Measure) placeOn(s *model.State, c *model.Claim, n int, rule Rule) ([]a
 	var picks []alloc.Pick
 	undo := func() {
 		for i := len(picks) - 1; i >= 0; i-- {
-			s.Release(picks[i].Dev, true)
+			alloc.ReleasePick(s, c, picks[i])
 		}
 	}
 	var v *nodeView
@@ -142,8 +142,9 @@ func (m *Measure) placeOn(s *model.State, c *model.Claim, n int, rule Rule) ([]a
 					ok = false
 					break
 				}
-				s.Take(d, true)
-				picks = append(picks, alloc.Pick{Req: ri, Alt: ai, Dev: d})
+				pk := alloc.Pick{Req: ri, Alt: ai, Dev: d}
+				alloc.TakePick(s, c, pk)
+				picks = append(picks, pk)
 				if v != nil {
 					m.refreshDevice(s, v, d)
 				}
@@ -154,7 +155,7 @@ func (m *Measure) placeOn(s *model.State, c *model.Claim, n int, rule Rule) ([]a
 			}
 			for len(picks) > mark {
 				d := picks[len(picks)-1].Dev
-				s.Release(d, true)
+				alloc.ReleasePick(s, c, picks[len(picks)-1])
 				picks = picks[:len(picks)-1]
 				if v != nil {
 					m.refreshDevice(s, v, d)
@@ -190,23 +191,24 @@ func (m *Measure) refreshDevice(s *model.State, v *nodeView, d int) {
 func (m *Measure) bestDevice(s *model.State, c *model.Claim, ri, ai int, cands []int, picks []alloc.Pick, v *nodeView, rule Rule) int {
 	best, bestScore := -1, math.Inf(1)
 	for _, d := range cands {
-		if !s.Fits(d, true) || !constraintsOK(m.p, c, ri, ai, d, picks) || taken(picks, d) {
+		pk := alloc.Pick{Req: ri, Alt: ai, Dev: d}
+		if !alloc.FitsPick(s, c, pk) || !constraintsOK(m.p, c, ri, ai, d, picks) || taken(picks, d) {
 			continue
 		}
 		var sc float64
 		switch rule {
 		case FGD:
-			s.Take(d, true)
+			alloc.TakePick(s, c, pk)
 			m.refreshDevice(s, v, d)
 			sc = m.frag(v)
-			s.Release(d, true)
+			alloc.ReleasePick(s, c, pk)
 			m.refreshDevice(s, v, d)
 		case BestFit:
-			s.Take(d, true)
+			alloc.TakePick(s, c, pk)
 			for _, cons := range m.p.Devices[d].Consumes {
 				sc += m.free(s, cons.Set)
 			}
-			s.Release(d, true)
+			alloc.ReleasePick(s, c, pk)
 		}
 		if sc < bestScore-1e-9 {
 			best, bestScore = d, sc

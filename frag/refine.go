@@ -93,13 +93,13 @@ func fragOf(m *Measure, s *model.State) float64 {
 
 func take(s *model.State, a *alloc.Assignment) {
 	for _, pk := range a.Picks {
-		s.Take(pk.Dev, true)
+		alloc.TakePick(s, a.Claim, pk)
 	}
 }
 
 func release(s *model.State, a *alloc.Assignment) {
 	for i := len(a.Picks) - 1; i >= 0; i-- {
-		s.Release(a.Picks[i].Dev, true)
+		alloc.ReleasePick(s, a.Claim, a.Picks[i])
 	}
 }
 
