@@ -281,7 +281,7 @@ func (b *builder) applyExisting() {
 			for _, cons := range d.Consumes {
 				set := b.p.CounterSets[cons.Set]
 				for j, a := range cons.Amounts {
-					set.Free[j] -= a
+					set.Free[j] = SubUnits(set.Free[j], a)
 				}
 				set.ExistingGroups = append(set.ExistingGroups, cons.Groups)
 			}
