@@ -19,7 +19,7 @@ func benchmarkMIG(b *testing.B, nodes, gpus, claims int) {
 		b.StopTimer()
 		objs := MIG(DefaultMIG(nodes, gpus, claims, uint64(i+1)))
 		b.StartTimer()
-		p, err := model.Build(objs, model.Options{})
+		p, err := model.Build(context.Background(), objs, model.Options{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -51,7 +51,7 @@ func benchmarkBuild(b *testing.B, nodes, gpus, claims int) {
 	objs := MIG(DefaultMIG(nodes, gpus, claims, 1))
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, err := model.Build(objs, model.Options{}); err != nil {
+		if _, err := model.Build(context.Background(), objs, model.Options{}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -63,7 +63,7 @@ func BenchmarkBuildMIG64x8Claims2000(b *testing.B) { benchmarkBuild(b, 64, 8, 20
 // benchmarkRelaxation measures the configuration relaxation alone: bins,
 // types, and the descent to its bound.
 func benchmarkRelaxation(b *testing.B, nodes, gpus, claims int) {
-	p, err := model.Build(MIG(DefaultMIG(nodes, gpus, claims, 1)), model.Options{})
+	p, err := model.Build(context.Background(), MIG(DefaultMIG(nodes, gpus, claims, 1)), model.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

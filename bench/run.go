@@ -125,7 +125,7 @@ func runPolicy(ctx context.Context, policy string, objs *model.Objects, compat s
 		}
 		out.allocated, out.impl = res.Allocated, res.Implementation
 	case PolicyFirstFit, PolicyFFD, PolicyDrasat:
-		p, err := model.Build(objs, model.Options{Compat: compat})
+		p, err := model.Build(ctx, objs, model.Options{Compat: compat})
 		if err != nil {
 			return nil, err
 		}

@@ -48,7 +48,7 @@ func FuzzEncode(f *testing.F) {
 		if err != nil {
 			return
 		}
-		p, err := model.Build(objs, model.Options{})
+		p, err := model.Build(context.Background(), objs, model.Options{})
 		if err != nil || len(p.Devices) > 1000 || len(p.Claims) > 100 {
 			return
 		}

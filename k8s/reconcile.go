@@ -128,7 +128,13 @@ func (r *Reconciler) solveAndWrite(ctx context.Context, snap *Snapshot, batch []
 	}
 	objs := objects(snap, solve)
 	start := time.Now()
-	p, err := model.Build(objs, model.Options{Compat: r.Opts.Compat})
+	// Building (CEL selectors above all) shares the pass's time budget.
+	bctx, cancel := ctx, context.CancelFunc(func() {})
+	if r.Opts.Timeout > 0 {
+		bctx, cancel = context.WithTimeout(ctx, r.Opts.Timeout)
+	}
+	p, err := model.Build(bctx, objs, model.Options{Compat: r.Opts.Compat})
+	cancel()
 	if err != nil {
 		return fmt.Errorf("build problem: %w", err)
 	}

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,10 +22,20 @@ const WeightAnnotation = "drasat.dev/weight"
 // MaxWeight bounds claim weights so objective sums stay small.
 const MaxWeight = 1000
 
-// Build derives the allocation problem from the objects. It fails only on
-// input that cannot mean anything (bad weights, unknown compat mode); claims
-// that cannot be served carry their reason in Claim.Err.
-func Build(objs *Objects, opts Options) (*Problem, error) {
+// Build derives the allocation problem from the objects. It fails on input
+// that cannot mean anything (bad weights, unknown compat mode), and when
+// ctx ends first (the evaluation of CEL selectors stops with it): then no
+// problem is returned, never a partial one. Claims that cannot be served
+// carry their reason in Claim.Err.
+func Build(ctx context.Context, objs *Objects, opts Options) (*Problem, error) {
+	p, err := build(ctx, objs, opts)
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("building the problem (evaluating selectors) stopped: %w", context.Cause(ctx))
+	}
+	return p, err
+}
+
+func build(ctx context.Context, objs *Objects, opts Options) (*Problem, error) {
 	switch opts.Compat {
 	case "":
 		opts.Compat = CompatKEP5963
@@ -32,7 +43,7 @@ func Build(objs *Objects, opts Options) (*Problem, error) {
 	default:
 		return nil, fmt.Errorf("compat mode %q: want %s or %s", opts.Compat, CompatKEP5963, CompatWildcard)
 	}
-	b := &builder{objs: objs, p: &Problem{Options: opts}, cel: newCELEnv(),
+	b := &builder{objs: objs, p: &Problem{Options: opts}, cel: newCELEnv(ctx),
 		deviceByID: map[DeviceID]int{}, matchCache: map[string]matchResult{}, setByName: map[[3]string]int{}, nodeByName: map[string]int{}}
 	pools, issues := usablePools(objs.Slices)
 	b.p.Issues = issues
@@ -550,6 +561,9 @@ func (b *builder) match(class *resourceapi.DeviceClass, sels []resourceapi.Devic
 		if err := b.cel.compile(e.expr); err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", e.field, err)
 		}
+	}
+	if err := b.cel.ctx.Err(); err != nil {
+		return nil, nil, err // Build reports it
 	}
 	// Shared devices (allowMultipleAllocations) are not supported: they are
 	// no candidates. When they are all a request could use, say so.

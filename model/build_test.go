@@ -1,6 +1,7 @@
 package model
 
 import (
+	"context"
 	"strings"
 	"testing"
 )
@@ -80,7 +81,7 @@ func buildYAML(t *testing.T, docs string) *Problem {
 	if err != nil {
 		t.Fatalf("Load: %v", err)
 	}
-	p, err := Build(objs, Options{})
+	p, err := Build(context.Background(), objs, Options{})
 	if err != nil {
 		t.Fatalf("Build: %v (want per-claim errors only)", err)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -54,8 +55,19 @@ func runAllocate(c *cli.Context) error {
 	for _, w := range warnings {
 		fmt.Fprintln(os.Stderr, "warning:", w)
 	}
-	p, err := model.Build(objs, model.Options{Compat: c.String("compat")})
+	// Building the problem (CEL selectors above all) counts against
+	// --timeout; the solver gets what is left.
+	start := time.Now()
+	bctx, cancel := ctx, context.CancelFunc(func() {})
+	if t := c.Duration("timeout"); t > 0 {
+		bctx, cancel = context.WithTimeout(ctx, t)
+	}
+	p, err := model.Build(bctx, objs, model.Options{Compat: c.String("compat")})
+	cancel()
 	if err != nil {
+		if bctx.Err() != nil {
+			return ctxError(bctx, "building the problem")
+		}
 		return err
 	}
 	for _, is := range p.Issues {
@@ -70,7 +82,7 @@ func runAllocate(c *cli.Context) error {
 	opts := alloc.Options{
 		Objective: c.String("objective"),
 		Policy:    c.String("policy"),
-		Timeout:   c.Duration("timeout"),
+		Timeout:   solveBudget(c.Duration("timeout"), time.Since(start)),
 		Progress:  progress(),
 	}
 	res, err := alloc.Run(ctx, p, opts)
@@ -114,6 +126,16 @@ func runAllocate(c *cli.Context) error {
 	}
 	fmt.Fprintf(os.Stderr, "allocated %d of %d pending claims (%s)\n", st.Admitted, st.Pending, state)
 	return nil
+}
+
+// solveBudget is what --timeout leaves to the solver after building the
+// problem took spent (at least a millisecond: the engine then returns its
+// greedy result).
+func solveBudget(timeout, spent time.Duration) time.Duration {
+	if timeout <= 0 {
+		return timeout // validated by the engine
+	}
+	return max(timeout-spent, time.Millisecond)
 }
 
 // writeJSONFile writes atomically: a temporary file renamed into place.
