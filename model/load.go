@@ -111,6 +111,9 @@ func (l *Loader) loadPath(p string) error {
 			}
 		}
 	}
+	if len(files) == 0 {
+		return fmt.Errorf("%s: directory holds no .yaml, .yml or .json file", p)
+	}
 	sort.Strings(files)
 	for _, f := range files {
 		if err := l.loadPath(f); err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"sort"
 	"syscall"
 	"time"
@@ -117,7 +118,7 @@ func runAllocate(c *cli.Context) error {
 	}
 	sort.Ints(keys)
 	for _, i := range keys {
-		fmt.Fprintf(os.Stderr, "unallocated: %s: %s\n", p.Claims[i].Key, res.Rejected[i])
+		fmt.Fprintf(os.Stderr, "unallocated: %s: %s\n", alloc.Printable(p.Claims[i].Key), alloc.Printable(res.Rejected[i]))
 	}
 	st := res.Stats
 	state := "optimal"
@@ -138,17 +139,35 @@ func solveBudget(timeout, spent time.Duration) time.Duration {
 	return max(timeout-spent, time.Millisecond)
 }
 
-// writeJSONFile writes atomically: a temporary file renamed into place.
-func writeJSONFile(path string, v any) error {
+// writeJSONFile writes atomically: a new temporary file in the same
+// directory (created exclusively, so a symlink placed there is never
+// followed), renamed into place; a symlink at path is replaced, not
+// written through. Readers see the old file or the whole new one.
+func writeJSONFile(path string, v any) (err error) {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
 		return err
 	}
-	return os.Rename(tmp, path)
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	if _, err = f.Write(append(b, '\n')); err != nil {
+		return err
+	}
+	if err = f.Chmod(0o644); err != nil {
+		return err
+	}
+	if err = f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
 }
 
 // progress draws a one-line counter on a terminal; nothing otherwise.

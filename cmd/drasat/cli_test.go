@@ -1,0 +1,123 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/urfave/cli/v2"
+)
+
+// runApp runs the real command line (newApp) on args and returns what
+// urfave/cli wrote to its stdout and stderr writers.
+func runApp(t *testing.T, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	argv := append([]string{"drasat"}, args...)
+	app := newApp(argv, &out, &errb)
+	app.ExitErrHandler = func(*cli.Context, error) {} // never os.Exit in a test
+	err = app.Run(argv)
+	return out.String(), errb.String(), err
+}
+
+// Usage errors fail (exit 1 in main) with the help on stderr; help asked
+// for goes to stdout and succeeds.
+func TestUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		args     []string
+		fails    bool
+		stderr   string // substring of stderr or the error
+		helpOnly bool   // stdout holds the help
+	}{
+		{args: []string{"frobnicate"}, fails: true, stderr: `unknown command "frobnicate"`},
+		{args: nil, fails: true, stderr: "no command given"},
+		{args: []string{"allocate", "--bogus"}, fails: true, stderr: "flag provided but not defined: -bogus"},
+		{args: []string{"validate", "-f", dir, "extra.yaml"}, fails: true, stderr: `unexpected argument "extra.yaml"`},
+		{args: []string{"--help"}, helpOnly: true},
+		{args: []string{"allocate", "--help"}, helpOnly: true},
+		{args: []string{"help", "allocate"}, helpOnly: true},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			stdout, stderr, err := runApp(t, tt.args...)
+			if tt.helpOnly {
+				if err != nil || !strings.Contains(stdout, "USAGE") || stderr != "" {
+					t.Fatalf("err %v, stdout %q, stderr %q; want the help on stdout", err, stdout, stderr)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("no error; stdout %q", stdout)
+			}
+			if stdout != "" {
+				t.Errorf("a usage error wrote to stdout: %q", stdout)
+			}
+			if !strings.Contains(stderr, "USAGE") {
+				t.Errorf("no help on stderr: %q", stderr)
+			}
+			if !strings.Contains(stderr+err.Error(), tt.stderr) {
+				t.Errorf("stderr %q and error %v do not say %q", stderr, err, tt.stderr)
+			}
+		})
+	}
+}
+
+func TestAllocateEmptyDirectoryFails(t *testing.T) {
+	dir := t.TempDir()
+	if _, _, err := runCLI(t, "allocate", "-f", dir); err == nil || !strings.Contains(err.Error(), "no .yaml, .yml or .json file") {
+		t.Fatalf("allocate -f EMPTY_DIR: %v, want an error", err)
+	}
+}
+
+// The report replaces a symlink placed at its path instead of writing
+// through it, follows none placed where a temporary file might be, and
+// leaves no temporary file behind.
+func TestReportDoesNotFollowSymlinks(t *testing.T) {
+	dir := t.TempDir()
+	victim := filepath.Join(dir, "victim")
+	if err := os.WriteFile(victim, []byte("keep"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	report := filepath.Join(dir, "report.json")
+	for _, link := range []string{report, report + ".tmp"} {
+		if err := os.Symlink(victim, link); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, stderr, err := runCLI(t, "allocate", "-f", filepath.Join(examplesDir, "mig-a100"), "--report", report); err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "keep" {
+		t.Errorf("the symlink's target was written: %q", b)
+	}
+	st, err := os.Lstat(report)
+	if err != nil || !st.Mode().IsRegular() {
+		t.Fatalf("report is not a regular file: %v %v", st, err)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 3 {
+		t.Errorf("files left in the directory: %v", entries)
+	}
+}
+
+// Control characters in names are quoted in table output.
+func TestTableEscapesControlCharacters(t *testing.T) {
+	input := strings.Replace(hugeCounters(), "metadata: {name: c0, namespace: default}", `metadata: {name: "c0\t\e[2J", namespace: default}`, 1)
+	path := filepath.Join(t.TempDir(), "in.yaml")
+	if err := os.WriteFile(path, []byte(input), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, err := runCLI(t, "allocate", "-f", path, "-o", "table")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	if strings.ContainsAny(stdout+stderr, "\x1b\t") {
+		t.Fatalf("raw control characters in the output:\n%q\n%q", stdout, stderr)
+	}
+	if !strings.Contains(stdout, `"default/c0\t\x1b[2J"`) {
+		t.Errorf("the claim name is not quoted:\n%s", stdout)
+	}
+}
