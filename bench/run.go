@@ -203,6 +203,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			}
 		}
 		for _, sz := range sizes {
+			if err := CheckSize(sc, sz, GenerateOptions{MIGGPU: cfg.MIGGPU}); err != nil {
+				return nil, fmt.Errorf("scenario %s: %w", sc, err)
+			}
 			jobs = append(jobs, job{sc, sz})
 		}
 	}
@@ -221,6 +224,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 	}
 	for _, j := range jobs {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		if j.scenario == "openb" {
 			for _, pol := range cfg.Policies {
 				progress(fmt.Sprintf("openb %s %s", j.size, pol))
@@ -240,6 +246,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		for _, in := range insts {
 			w := newWorld(in.Objs)
 			for _, pol := range cfg.Policies {
+				if err := ctx.Err(); err != nil {
+					return nil, err
+				}
 				progress(in.Name() + " " + pol)
 				row, err := runRow(ctx, in, w, pol, cfg)
 				if err != nil {
