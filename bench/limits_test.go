@@ -42,6 +42,13 @@ func TestRunRefusesSizesBeyondLimits(t *testing.T) {
 	}
 }
 
+func TestRunRefusesEndlessRepeats(t *testing.T) {
+	_, err := Run(context.Background(), Config{Scenarios: []string{"mig"}, Repeat: 1 << 40, Policies: []string{PolicyFirstFit}})
+	if err == nil || !strings.Contains(err.Error(), "more than 100 runs") {
+		t.Fatalf("Run: %v, want the repeat refused", err)
+	}
+}
+
 // A cancelled run stops before its next instance.
 func TestRunStopsWhenCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())

@@ -165,10 +165,16 @@ func validate(policy, instance string, objs *model.Objects, compat string, alloc
 	return nil
 }
 
+// MaxRepeat bounds the runs per policy and instance (--repeat).
+const MaxRepeat = 100
+
 // Run generates every instance and runs every policy on it.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.Repeat <= 0 {
 		cfg.Repeat = 1
+	}
+	if cfg.Repeat > MaxRepeat {
+		return nil, fmt.Errorf("repeat %d: more than %d runs per policy", cfg.Repeat, MaxRepeat)
 	}
 	if len(cfg.Policies) == 0 {
 		cfg.Policies = Policies

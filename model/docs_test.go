@@ -2,6 +2,8 @@ package model
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -110,5 +112,21 @@ func TestLoadRefusesHalfReadableDocuments(t *testing.T) {
 				t.Fatalf("error %v, want one containing %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// A symlink named like an input file that points back at its directory is
+// not followed into a loop (directories are read one level deep).
+func TestLoadDirectorySymlinkLoop(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "a.yaml"), []byte(nodeA), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(".", filepath.Join(dir, "loop.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	objs, _, err := Load([]string{dir}, nil)
+	if err != nil || len(objs.Nodes) != 1 {
+		t.Fatalf("Load: %v", err)
 	}
 }

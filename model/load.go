@@ -116,6 +116,11 @@ func (l *Loader) loadPath(p string) error {
 	}
 	sort.Strings(files)
 	for _, f := range files {
+		// Not recursive: a directory (or a symlink to one, perhaps to
+		// this very directory) named x.yaml is skipped.
+		if st, err := os.Stat(f); err == nil && st.IsDir() {
+			continue
+		}
 		if err := l.loadPath(f); err != nil {
 			return err
 		}
