@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -119,5 +120,21 @@ func TestTableEscapesControlCharacters(t *testing.T) {
 	}
 	if !strings.Contains(stdout, `"default/c0\t\x1b[2J"`) {
 		t.Errorf("the claim name is not quoted:\n%s", stdout)
+	}
+}
+
+// bench refuses sizes past drasat's limits before generating anything, and
+// returns at once when interrupted.
+func TestBenchBoundedAndInterruptible(t *testing.T) {
+	if _, err := runBenchCmd(t, "--size", "100000x100000:1", "-p", "first-fit", "--no-progress"); err == nil ||
+		!strings.Contains(err.Error(), "more devices than drasat's limit") {
+		t.Fatalf("bench --size 100000x100000:1: %v, want the size refused", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // Ctrl-C before the run
+	app := &cli.App{Name: "drasat", Commands: []*cli.Command{benchCommand()}, ExitErrHandler: func(*cli.Context, error) {}}
+	err := app.RunContext(ctx, []string{"drasat", "bench", "--size", "16x8:1000", "-p", "upstream", "--no-progress"})
+	if err == nil || !strings.Contains(err.Error(), "bench: interrupted") {
+		t.Fatalf("interrupted bench: %v", err)
 	}
 }
