@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -136,5 +137,26 @@ func TestBenchBoundedAndInterruptible(t *testing.T) {
 	err := app.RunContext(ctx, []string{"drasat", "bench", "--size", "16x8:1000", "-p", "upstream", "--no-progress"})
 	if err == nil || !strings.Contains(err.Error(), "bench: interrupted") {
 		t.Fatalf("interrupted bench: %v", err)
+	}
+}
+
+// An expensive CEL selector cannot hold allocate past --timeout: building
+// the problem stops there and the run fails, writing nothing.
+func TestAllocateTimeoutCoversSelectors(t *testing.T) {
+	l := "[" + strings.TrimSuffix(strings.Repeat("1,", 40), ",") + "]"
+	expr := "device.attributes['big.example.com'].idx >= 0 && " + l + ".all(x, " + l + ".all(y, " + l + ".all(z, x+y+z > 0)))"
+	var sb strings.Builder
+	sb.WriteString(strings.Split(hugeCounters(), "  devices:\n")[0] + "  devices:\n")
+	for i := 0; i < 200; i++ {
+		sb.WriteString("  - name: d" + strconv.Itoa(i) + "\n    attributes: {idx: {int: " + strconv.Itoa(i) + "}}\n")
+	}
+	sb.WriteString("---\napiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: slow, namespace: default}\nspec:\n  devices:\n    requests:\n    - name: r\n      exactly:\n        deviceClassName: big\n        selectors:\n        - cel: {expression: " + strconv.Quote(expr) + "}\n")
+	path := filepath.Join(t.TempDir(), "in.yaml")
+	if err := os.WriteFile(path, []byte(sb.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, _, err := runCLI(t, "allocate", "-f", path, "--timeout", "300ms")
+	if err == nil || !strings.Contains(err.Error(), "building the problem: --timeout reached") || stdout != "" {
+		t.Fatalf("allocate: %v, stdout %q; want the timeout while building", err, stdout)
 	}
 }
