@@ -10,7 +10,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 IMAGE ?= ghcr.io/drasat/drasat
 DOCKER ?= docker
 
-.PHONY: all build run test vet fmt bench fuzz clean e2e-bin e2e conformance image
+.PHONY: all build run test race vet fmt bench fuzz clean e2e-bin e2e conformance image
 
 all: build
 
@@ -47,17 +47,25 @@ conformance:
 	$(GO) test -count=1 -timeout 20m -v -run '^TestConformance$$' ./tools/conformance/ | grep -v '^=== RUN'
 
 # All tests: gofmt and vet must be clean, every package's tests, including
-# the end-to-end suite (k8s/e2e; skipped with -short), then the conformance
-# suite.
+# the end-to-end suite (k8s/e2e; skipped with -short), the race detector on
+# the packages that run goroutines, then the conformance suite.
 test: e2e-bin
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 30m -skip '^TestConformance$$' ./...
-	# The adapter's concurrency (leader election, health, caches) under the
-	# race detector.
-	$(GO) test -race -count=1 -timeout 10m ./k8s/
+	$(MAKE) --no-print-directory race
 	$(MAKE) --no-print-directory conformance
+
+# The packages that start goroutines (the engine's parallel stages, the
+# solver's background search, the controller and its leader election and
+# health, bench's heap sampler, the CLI's interruptible loading, explain's
+# parallel reasons) again under the race detector. -short skips the long
+# scenario sweeps (race-instrumented code runs several times slower);
+# k8s/e2e is not included (its components are separate processes).
+RACE_PKGS ?= ./alloc/ ./solver/ ./k8s/ ./bench/ ./cmd/drasat/ ./explain/
+race:
+	$(GO) test -race -short -count=1 -timeout 20m $(RACE_PKGS)
 
 # Go benchmarks, benchstat-friendly (compare two bench.out files with
 # benchstat); BENCH selects benchmarks, COUNT the runs of each. The

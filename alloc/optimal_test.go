@@ -10,7 +10,7 @@ import (
 
 func build(t *testing.T, objs *model.Objects, compat string) *model.Problem {
 	t.Helper()
-	p, err := model.Build(objs, model.Options{Compat: compat})
+	p, err := model.Build(context.Background(), objs, model.Options{Compat: compat})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
+	"unicode"
+	"unicode/utf8"
 
 	resourceapi "k8s.io/api/resource/v1"
 	"sigs.k8s.io/yaml"
@@ -80,12 +83,12 @@ func WriteTable(w io.Writer, p *model.Problem, res *Result) error {
 		}
 		for _, pk := range a.Picks {
 			alt := a.Claim.Requests[pk.Req].Alternatives[pk.Alt]
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", a.Claim.Key, alt.Name, p.Devices[pk.Dev].ID, node)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", Printable(a.Claim.Key), Printable(alt.Name), Printable(p.Devices[pk.Dev].ID.String()), Printable(node))
 		}
 	}
 	for _, c := range p.Claims {
 		if reason, ok := res.Rejected[c.Index]; ok {
-			fmt.Fprintf(tw, "%s\t-\t-\t(%s)\n", c.Key, firstLine(reason))
+			fmt.Fprintf(tw, "%s\t-\t-\t(%s)\n", Printable(c.Key), Printable(firstLine(reason)))
 		}
 	}
 	if err := tw.Flush(); err != nil {
@@ -93,6 +96,18 @@ func WriteTable(w io.Writer, p *model.Problem, res *Result) error {
 	}
 	_, err := w.Write(buf.Bytes())
 	return err
+}
+
+// Printable quotes a name holding control or other unprintable characters
+// (a tab, an escape sequence, a carriage return), so that a hostile input
+// can neither break the table's columns nor drive the terminal.
+func Printable(s string) string {
+	for _, r := range s {
+		if r == utf8.RuneError || !unicode.IsPrint(r) {
+			return strconv.Quote(s)
+		}
+	}
+	return s
 }
 
 func firstLine(s string) string {

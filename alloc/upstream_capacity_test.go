@@ -37,7 +37,7 @@ func TestCapacitySingleClaimsAgreeWithUpstream(t *testing.T) {
 			if err != nil {
 				t.Fatalf("seed %d claim %s: upstream: %v", seed, c.Name, err)
 			}
-			p, err := model.Build(&one, model.Options{})
+			p, err := model.Build(context.Background(), &one, model.Options{})
 			if err != nil {
 				t.Fatalf("seed %d claim %s: %v", seed, c.Name, err)
 			}

@@ -29,7 +29,7 @@ func benchmarkMIGFamily(b *testing.B, family string, nodes, gpus, claims int) {
 		}
 		objs := MIG(cfg)
 		b.StartTimer()
-		p, err := model.Build(objs, model.Options{})
+		p, err := model.Build(context.Background(), objs, model.Options{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -72,7 +72,7 @@ func benchmarkBuild(b *testing.B, nodes, gpus, claims int) {
 	objs := MIG(DefaultMIG(nodes, gpus, claims, 1))
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, err := model.Build(objs, model.Options{}); err != nil {
+		if _, err := model.Build(context.Background(), objs, model.Options{}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -84,7 +84,7 @@ func BenchmarkBuildMIG64x8Claims2000(b *testing.B) { benchmarkBuild(b, 64, 8, 20
 // benchmarkRelaxation measures the configuration relaxation alone: bins,
 // types, and the descent to its bound.
 func benchmarkRelaxation(b *testing.B, nodes, gpus, claims int) {
-	p, err := model.Build(MIG(DefaultMIG(nodes, gpus, claims, 1)), model.Options{})
+	p, err := model.Build(context.Background(), MIG(DefaultMIG(nodes, gpus, claims, 1)), model.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

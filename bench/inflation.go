@@ -146,7 +146,7 @@ func RunInflation(ctx context.Context, cfg OpenBConfig, sz Size, seed uint64, po
 		for _, c := range out.allocated {
 			row.Devices += len(c.Status.Allocation.Devices.Results)
 		}
-		pt, err := inflationPoint(base, running, target)
+		pt, err := inflationPoint(ctx, base, running, target)
 		if err != nil {
 			return nil, err
 		}
@@ -164,7 +164,7 @@ func RunInflation(ctx context.Context, cfg OpenBConfig, sz Size, seed uint64, po
 	if row.Claims > 0 {
 		row.AdmittedPct = 100 * float64(row.Admitted) / float64(row.Claims)
 	}
-	st, err := clusterState(base, running)
+	st, err := clusterState(ctx, base, running)
 	if err != nil {
 		return nil, err
 	}
@@ -178,10 +178,10 @@ func RunInflation(ctx context.Context, cfg OpenBConfig, sz Size, seed uint64, po
 }
 
 // clusterState is the model state with the running claims allocated.
-func clusterState(base *model.Objects, running []*resourceapi.ResourceClaim) (*model.State, error) {
+func clusterState(ctx context.Context, base *model.Objects, running []*resourceapi.ResourceClaim) (*model.State, error) {
 	objs := *base
 	objs.Claims = running
-	p, err := model.Build(&objs, model.Options{Compat: model.CompatKEP5963})
+	p, err := model.Build(ctx, &objs, model.Options{Compat: model.CompatKEP5963})
 	if err != nil {
 		return nil, err
 	}
@@ -199,13 +199,13 @@ func untouched(s *model.State, g int) bool {
 }
 
 // inflationPoint measures the cluster with the running claims.
-func inflationPoint(base *model.Objects, running []*resourceapi.ResourceClaim, target *frag.Workload) (InflationPoint, error) {
-	st, err := clusterState(base, running)
+func inflationPoint(ctx context.Context, base *model.Objects, running []*resourceapi.ResourceClaim, target *frag.Workload) (InflationPoint, error) {
+	st, err := clusterState(ctx, base, running)
 	if err != nil {
 		return InflationPoint{}, err
 	}
 	objs := *base
-	m, err := target.Bind(&objs, st.P)
+	m, err := target.Bind(ctx, &objs, st.P)
 	if err != nil {
 		return InflationPoint{}, err
 	}

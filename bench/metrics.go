@@ -294,11 +294,12 @@ func startHeapSampler() *heapSampler {
 
 // Peak stops sampling and returns the peak heap growth in bytes.
 func (h *heapSampler) Peak() uint64 {
+	// Stop the sampler before touching peak: it writes peak too.
+	close(h.stop)
+	h.wg.Wait()
 	if v := readHeap(); v > h.peak {
 		h.peak = v
 	}
-	close(h.stop)
-	h.wg.Wait()
 	if h.peak < h.base {
 		return 0
 	}

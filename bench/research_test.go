@@ -22,7 +22,7 @@ import (
 // independent checker, and returns the admitted claims.
 func optimum(t *testing.T, objs *model.Objects, compat string) int {
 	t.Helper()
-	p, err := model.Build(objs, model.Options{Compat: compat})
+	p, err := model.Build(context.Background(), objs, model.Options{Compat: compat})
 	if err != nil {
 		t.Fatal(err)
 	}

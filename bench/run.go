@@ -147,7 +147,7 @@ func runPolicy(ctx context.Context, policy string, objs *model.Objects, compat s
 		}
 		out.allocated, out.impl = res.Allocated, res.Implementation
 	case PolicyFirstFit, PolicyFFD, PolicyBestFit, PolicyFGD, PolicyDrasatBinpack, PolicyDrasat:
-		p, err := model.Build(objs, model.Options{Compat: compat})
+		p, err := model.Build(ctx, objs, model.Options{Compat: compat})
 		if err != nil {
 			return nil, err
 		}
@@ -161,7 +161,7 @@ func runPolicy(ctx context.Context, policy string, objs *model.Objects, compat s
 					}
 				}
 			}
-			if m, err = wl.Bind(objs, p); err != nil {
+			if m, err = wl.Bind(ctx, objs, p); err != nil {
 				return nil, err
 			}
 		}
@@ -211,10 +211,16 @@ func validate(policy, instance string, objs *model.Objects, compat string, alloc
 	return nil
 }
 
+// MaxRepeat bounds the runs per policy and instance (--repeat).
+const MaxRepeat = 100
+
 // Run generates every instance and runs every policy on it.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.Repeat <= 0 {
 		cfg.Repeat = 1
+	}
+	if cfg.Repeat > MaxRepeat {
+		return nil, fmt.Errorf("repeat %d: more than %d runs per policy", cfg.Repeat, MaxRepeat)
 	}
 	if len(cfg.Policies) == 0 {
 		cfg.Policies = Policies
@@ -263,6 +269,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			}
 		}
 		for _, sz := range sizes {
+			if err := CheckSize(sc, sz, GenerateOptions{MIGGPU: cfg.MIGGPU}); err != nil {
+				return nil, fmt.Errorf("scenario %s: %w", sc, err)
+			}
 			if sc != "mig" {
 				jobs = append(jobs, job{sc, sz, ""})
 				continue
@@ -293,6 +302,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 	}
 	for _, j := range jobs {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		if j.scenario == "research" || j.scenario == "research-openb" { // research.go, research_openb.go
 			run := RunResearch
 			if j.scenario == "research-openb" {
@@ -337,6 +349,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		for _, in := range insts {
 			w := newWorld(in.Objs)
 			for _, pol := range cfg.Policies {
+				if err := ctx.Err(); err != nil {
+					return nil, err
+				}
 				progress(in.Name() + " " + pol)
 				row, err := runRow(ctx, in, w, pol, cfg)
 				if err != nil {

@@ -19,7 +19,7 @@ func benchDrasat(b *testing.B, objs *model.Objects, compat string) {
 	b.Helper()
 	var admitted float64
 	for i := 0; i < b.N; i++ {
-		p, err := model.Build(objs, model.Options{Compat: compat})
+		p, err := model.Build(context.Background(), objs, model.Options{Compat: compat})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -36,7 +36,7 @@ func benchFirstFit(b *testing.B, objs *model.Objects, decreasing bool) {
 	b.Helper()
 	var admitted float64
 	for i := 0; i < b.N; i++ {
-		p, err := model.Build(objs, model.Options{})
+		p, err := model.Build(context.Background(), objs, model.Options{})
 		if err != nil {
 			b.Fatal(err)
 		}

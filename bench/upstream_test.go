@@ -127,7 +127,7 @@ func placement(claims []*resourceapi.ResourceClaim) map[string][]string {
 
 func runDrasat(t *testing.T, objs *model.Objects, compat string) []*resourceapi.ResourceClaim {
 	t.Helper()
-	p, err := model.Build(objs, model.Options{Compat: compat})
+	p, err := model.Build(context.Background(), objs, model.Options{Compat: compat})
 	if err != nil {
 		t.Fatalf("model.Build: %v", err)
 	}

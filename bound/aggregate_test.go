@@ -46,7 +46,7 @@ func TestAggregateLP(t *testing.T) {
 	unit := func(*model.Claim) int64 { return 1 }
 	for i, in := range insts {
 		t.Run(in.name, func(t *testing.T) {
-			p, err := model.Build(in.objs, model.Options{})
+			p, err := model.Build(context.Background(), in.objs, model.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -34,7 +34,7 @@ func TestValueAtMatchesSearch(t *testing.T) {
 	}
 	for _, in := range instances {
 		t.Run(in.name, func(t *testing.T) {
-			p, err := model.Build(in.objs, model.Options{Compat: in.compat})
+			p, err := model.Build(context.Background(), in.objs, model.Options{Compat: in.compat})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -99,7 +99,7 @@ func TestValueAtMatchesSearch(t *testing.T) {
 // the same claims admits (a bound below a feasible allocation is unsound).
 func TestSolveBoundsGreedy(t *testing.T) {
 	for seed := uint64(1); seed <= 3; seed++ {
-		p, err := model.Build(bench.MIG(bench.DefaultMIG(4, 4, 120, seed)), model.Options{})
+		p, err := model.Build(context.Background(), bench.MIG(bench.DefaultMIG(4, 4, 120, seed)), model.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -118,7 +118,7 @@ func TestSolveBoundsGreedy(t *testing.T) {
 // A descent cut off before its first iteration proves nothing: its bound
 // is no bound at all (it was math.MinInt64, below every allocation).
 func TestSolvePastDeadlineBoundsNothing(t *testing.T) {
-	p, err := model.Build(bench.MIG(bench.DefaultMIG(2, 4, 40, 1)), model.Options{})
+	p, err := model.Build(context.Background(), bench.MIG(bench.DefaultMIG(2, 4, 40, 1)), model.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

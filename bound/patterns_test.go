@@ -37,7 +37,7 @@ func TestPatternBoundSound(t *testing.T) {
 	unit := func(*model.Claim) int64 { return 1 }
 	for i, in := range insts {
 		t.Run(fmt.Sprintf("%d %s", i, in.Name()), func(t *testing.T) {
-			p, err := model.Build(in.Objs, model.Options{Compat: in.Compat})
+			p, err := model.Build(context.Background(), in.Objs, model.Options{Compat: in.Compat})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -71,7 +71,7 @@ func TestPatternBoundTighter(t *testing.T) {
 	unit := func(*model.Claim) int64 { return 1 }
 	for seed, opt := range map[uint64]int64{9: 4, 10: 5, 12: 4, 19: 2} {
 		cfg := bench.MIGConfig{Nodes: 1, GPUsPerNode: 3, Claims: 14, Seed: seed, Fragmented: 1, MultiDevice: 0.7, MatchShare: 0.99, PreallocMax: 3}
-		p, err := model.Build(bench.MIG(cfg), model.Options{})
+		p, err := model.Build(context.Background(), bench.MIG(cfg), model.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -16,7 +16,7 @@ import (
 // converting +Inf gives (math.MinInt64 on amd64, which a loaded machine
 // once turned into "bound -9223372036854775808" in drasat bench).
 func TestSolveWithoutTime(t *testing.T) {
-	p, err := model.Build(bench.MIG(bench.DefaultMIG(1, 2, 10, 1)), model.Options{})
+	p, err := model.Build(context.Background(), bench.MIG(bench.DefaultMIG(1, 2, 10, 1)), model.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -50,7 +50,7 @@ func (m *Model) impliedCounters(set *model.CounterSet, devs []int) []bool {
 				b = w
 			}
 		}
-		amo[j] = n >= 2 && a+b > set.Free[j]
+		amo[j] = n >= 2 && model.SumUnits(a, b) > set.Free[j]
 		out[j] = true // refuted below
 	}
 	used := make([]int64, nc)
@@ -68,7 +68,7 @@ func (m *Model) impliedCounters(set *model.CounterSet, devs []int) []bool {
 		for k := i; k < len(devs); k++ {
 			ok := true
 			for j := 0; j < nc; j++ {
-				if amo[j] && used[j]+amounts[k][j] > set.Free[j] {
+				if amo[j] && model.SumUnits(used[j], amounts[k][j]) > set.Free[j] {
 					ok = false
 					break
 				}
@@ -76,13 +76,13 @@ func (m *Model) impliedCounters(set *model.CounterSet, devs []int) []bool {
 			if !ok {
 				continue
 			}
+			saved := append([]int64(nil), used...)
 			for j := 0; j < nc; j++ {
-				used[j] += amounts[k][j]
+				// Saturating: a sum past every counter value stays past it.
+				used[j] = model.SumUnits(used[j], amounts[k][j])
 			}
 			cont := dfs(k + 1)
-			for j := 0; j < nc; j++ {
-				used[j] -= amounts[k][j]
-			}
+			copy(used, saved)
 			if !cont {
 				return false
 			}

@@ -2,10 +2,13 @@ package encode
 
 import (
 	"errors"
+	"math"
 	"sort"
 
 	"github.com/go-air/gini/logic"
 	"github.com/go-air/gini/z"
+
+	"github.com/drasat/drasat/model"
 )
 
 // maxReplicated bounds the sorting network used for a weighted sum whose
@@ -39,7 +42,8 @@ func (m *Model) atMostOne(lits []z.Lit) {
 	}
 }
 
-// atMost adds Σ w_i·lits_i ≤ k exactly (weights ≥ 0).
+// atMost adds Σ w_i·lits_i ≤ k exactly (weights from 0 to
+// model.MaxCounterUnits; sums saturate above that, never wrap around).
 func (m *Model) atMost(lits []z.Lit, w []int64, k int64) error {
 	var ls []z.Lit
 	var ws []int64
@@ -52,15 +56,19 @@ func (m *Model) atMost(lits []z.Lit, w []int64, k int64) error {
 		default:
 			ls = append(ls, l)
 			ws = append(ws, w[i])
-			sum += w[i]
+			sum = model.SumUnits(sum, w[i])
 		}
 	}
 	if sum <= k {
 		return nil
 	}
+	if len(ls) < 2 {
+		// k < 0: every literal with a weight is already forced false.
+		return nil
+	}
 	sorted := append([]int64(nil), ws...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i] < sorted[j] })
-	if sorted[0]+sorted[1] > k {
+	if model.SumUnits(sorted[0], sorted[1]) > k {
 		m.atMostOne(ls)
 		return nil
 	}
@@ -123,7 +131,7 @@ func (m *Model) pbBDD(lits []z.Lit, w []int64, k int64) (z.Lit, bool) {
 	n := len(order)
 	rest := make([]int64, n+1) // Σ of the weights from level i on
 	for i := n - 1; i >= 0; i-- {
-		rest[i] = rest[i+1] + w[order[i]]
+		rest[i] = model.SumUnits(rest[i+1], w[order[i]])
 	}
 	type entry struct {
 		lo, hi int64 // budgets this node stands for
@@ -131,7 +139,7 @@ func (m *Model) pbBDD(lits []z.Lit, w []int64, k int64) (z.Lit, bool) {
 	}
 	memo := make([][]entry, n)
 	nodes := 0
-	const inf = int64(1) << 62
+	const inf = math.MaxInt64 // above every budget: k ≤ model.MaxCounterUnits
 	// rec returns the node for "Σ from level i on ≤ budget" and the
 	// interval of budgets for which that node is the answer.
 	var rec func(i int, budget int64) (z.Lit, int64, int64, bool)
@@ -159,7 +167,7 @@ func (m *Model) pbBDD(lits []z.Lit, w []int64, k int64) (z.Lit, bool) {
 		if !ok {
 			return z.LitNull, 0, 0, false
 		}
-		e := entry{lo: max(hlo+wi, llo), hi: min(hhi+wi, lhi)}
+		e := entry{lo: max(hlo+wi, llo), hi: min(model.SumUnits(hhi, wi), lhi)}
 		// The diagram is monotone (taking x_i only lowers the budget), so
 		// "if x_i then hi else lo" is lo ∧ (¬x_i ∨ hi).
 		e.node = lo

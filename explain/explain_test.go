@@ -158,7 +158,7 @@ func explainFree(t *testing.T, docs string, whatIf bool) *Explanation {
 		allocs = append(allocs, a)
 		c.Status.Allocation = nil
 	}
-	p, err := model.Build(objs, model.Options{})
+	p, err := model.Build(context.Background(), objs, model.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,7 +300,7 @@ func TestCompatibleOnlyWith(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := model.Build(objs, model.Options{})
+	p, err := model.Build(context.Background(), objs, model.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,7 +319,7 @@ func TestShortBaked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := model.Build(objs, model.Options{})
+	p, err := model.Build(context.Background(), objs, model.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -328,7 +328,7 @@ func TestShortBaked(t *testing.T) {
 		t.Fatalf("Short = %q, %v; want the counter/in-use reason naming ns/a", reason, ok)
 	}
 	objs, _, _ = model.Load([]string{"-"}, strings.NewReader(header+claim("x", profile("half"), "")))
-	p, _ = model.Build(objs, model.Options{})
+	p, _ = model.Build(context.Background(), objs, model.Options{})
 	if reason, ok := Short(context.Background(), p, p.Claims[0], time.Now().Add(5*time.Second)); ok {
 		t.Fatalf("Short on a fitting claim = %q, want ok false", reason)
 	}
@@ -374,7 +374,7 @@ func TestReasonsHonourBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := model.Build(objs, model.Options{})
+	p, err := model.Build(context.Background(), objs, model.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ func loadA100(t *testing.T, claims ...*resourceapi.ResourceClaim) (*model.Object
 		t.Fatal(err)
 	}
 	objs.Claims = claims
-	p, err := model.Build(objs, model.Options{})
+	p, err := model.Build(context.Background(), objs, model.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
 func TestMeasureByHand(t *testing.T) {
 	objs, p := loadA100(t)
 	w := workload(claim("a", "1g.5gb", 1), claim("b", "full", 1))
-	m, err := w.Bind(objs, p)
+	m, err := w.Bind(context.Background(), objs, p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func TestMeasureByHand(t *testing.T) {
 // node is touched, every free share of the node is a fragment for it.
 func TestMeasureMultiGPU(t *testing.T) {
 	objs, p := loadA100(t)
-	m, err := workload(claim("a", "full", 2)).Bind(objs, p)
+	m, err := workload(claim("a", "full", 2)).Bind(context.Background(), objs, p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func TestMeasureMultiGPU(t *testing.T) {
 // are part of the workload; best-fit does too; both leave three GPUs whole.
 func TestPlacePacks(t *testing.T) {
 	objs, p := loadA100(t, claim("x", "1g.5gb", 1))
-	m, err := workload(claim("a", "1g.5gb", 1), claim("b", "full", 1)).Bind(objs, p)
+	m, err := workload(claim("a", "1g.5gb", 1), claim("b", "full", 1)).Bind(context.Background(), objs, p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func TestRefineKeepsClaims(t *testing.T) {
 	}
 	objs, p := loadA100(t, cs...)
 	w := workload(claim("s1", "1g.5gb", 1), claim("s2", "full", 1), claim("s3", "full", 1), claim("s4", "3g.20gb", 1))
-	m, err := w.Bind(objs, p)
+	m, err := w.Bind(context.Background(), objs, p)
 	if err != nil {
 		t.Fatal(err)
 	}

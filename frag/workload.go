@@ -8,6 +8,7 @@
 package frag
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -82,7 +83,7 @@ type shape struct {
 // devices are matched by ID. Shapes that are not one request for Count
 // devices (firstAvailable, allocationMode All, constraints) are measured by
 // their first alternative.
-func (w *Workload) Bind(objs *model.Objects, p *model.Problem) (*Measure, error) {
+func (w *Workload) Bind(ctx context.Context, objs *model.Objects, p *model.Problem) (*Measure, error) {
 	m := newMeasure(p)
 	if w.Shapes() == 0 {
 		return m, nil
@@ -96,7 +97,7 @@ func (w *Workload) Bind(objs *model.Objects, p *model.Problem) (*Measure, error)
 		cc.Status = resourceapi.ResourceClaimStatus{}
 		o.Claims = append(o.Claims, cc)
 	}
-	q, err := model.Build(&o, p.Options)
+	q, err := model.Build(ctx, &o, p.Options)
 	if err != nil {
 		return nil, fmt.Errorf("frag: workload shapes: %w", err)
 	}
@@ -137,12 +138,12 @@ func (w *Workload) Bind(objs *model.Objects, p *model.Problem) (*Measure, error)
 // For is the frag policy's measure for problem p: against w when it has
 // seen claims, else against the claims of objs (allocated and pending), the
 // only workload known then.
-func For(objs *model.Objects, p *model.Problem, w *Workload) (*Measure, error) {
+func For(ctx context.Context, objs *model.Objects, p *model.Problem, w *Workload) (*Measure, error) {
 	if w.Shapes() == 0 {
 		w = NewWorkload()
 		for _, c := range objs.Claims {
 			w.Observe(c)
 		}
 	}
-	return w.Bind(objs, p)
+	return w.Bind(ctx, objs, p)
 }

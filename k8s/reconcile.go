@@ -138,25 +138,39 @@ func (r *Reconciler) solveAndWrite(ctx context.Context, snap *Snapshot, batch []
 	}
 	objs := objects(snap, solve)
 	start := time.Now()
-	p, err := model.Build(objs, model.Options{Compat: r.Opts.Compat})
+	// Building (CEL selectors above all) shares the pass's time budget.
+	bctx, cancel := ctx, context.CancelFunc(func() {})
+	if r.Opts.Timeout > 0 {
+		bctx, cancel = context.WithTimeout(ctx, r.Opts.Timeout)
+	}
+	p, err := model.Build(bctx, objs, model.Options{Compat: r.Opts.Compat})
+	outOfTime := bctx.Err() != nil
+	cancel()
 	if err != nil {
+		if outOfTime {
+			return fmt.Errorf("build problem: %w", err) // out of time, not a broken pool
+		}
 		// One broken pool must not block the cluster: leave out the pools
 		// that fail on their own, and solve the rest.
-		good, skipped := r.withoutBadPools(objs)
+		good, skipped := r.withoutBadPools(ctx, objs)
 		if skipped == 0 {
 			return fmt.Errorf("build problem: %w", err)
 		}
-		if p, err = model.Build(good, model.Options{Compat: r.Opts.Compat}); err != nil {
+		if p, err = model.Build(ctx, good, model.Options{Compat: r.Opts.Compat}); err != nil {
 			return fmt.Errorf("build problem: %w", err)
 		}
+		objs = good
 	}
 	for _, is := range p.Issues {
 		log.Warn("pool not used", zap.String("pool", is.Driver+"/"+is.Pool), zap.String("reason", is.Reason))
 	}
 	opts := alloc.Options{Objective: r.Opts.Objective, Policy: r.Opts.Policy, Timeout: r.Opts.Timeout}
 	if opts.Policy == alloc.Frag {
-		if opts.Lookahead, err = frag.For(objs, p, r.workload); err != nil {
-			return fmt.Errorf("fragmentation measure: %w", err)
+		// The look-ahead only re-places what binpack admits: without its
+		// measure the pass still allocates.
+		if opts.Lookahead, err = frag.For(ctx, objs, p, r.workload); err != nil {
+			log.Warn("fragmentation measure unavailable, placing as binpack", zap.Error(err))
+			opts.Lookahead = nil
 		}
 	}
 	out, err := alloc.Run(ctx, p, opts)
@@ -288,7 +302,7 @@ func (r *Reconciler) solveAndWrite(ctx context.Context, snap *Snapshot, batch []
 // withoutBadPools returns objs without the ResourceSlices of pools that
 // fail to build on their own (each skipped with an Event and the metric
 // drasat_skipped_objects_total), and how many pools it left out.
-func (r *Reconciler) withoutBadPools(objs *model.Objects) (*model.Objects, int) {
+func (r *Reconciler) withoutBadPools(ctx context.Context, objs *model.Objects) (*model.Objects, int) {
 	byPool := map[string][]*resourceapi.ResourceSlice{}
 	var order []string
 	for _, s := range objs.Slices {
@@ -303,7 +317,7 @@ func (r *Reconciler) withoutBadPools(objs *model.Objects) (*model.Objects, int) 
 	skipped := 0
 	for _, k := range order {
 		alone := &model.Objects{Slices: byPool[k], Classes: objs.Classes, Nodes: objs.Nodes}
-		if _, err := model.Build(alone, model.Options{Compat: r.Opts.Compat}); err != nil {
+		if _, err := model.Build(ctx, alone, model.Options{Compat: r.Opts.Compat}); err != nil {
 			skipped++
 			for _, s := range byPool[k] {
 				r.skip(s, "ResourceSlice", fmt.Sprintf("pool %s left out of allocation: %v", k, err))

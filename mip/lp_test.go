@@ -54,7 +54,7 @@ func TestLPAgainstDrasat(t *testing.T) {
 	dir := t.TempDir()
 	for i, in := range sweep(t) {
 		t.Run(fmt.Sprintf("%d %s", i, in.Name()), func(t *testing.T) {
-			p, err := model.Build(in.Objs, model.Options{Compat: in.Compat})
+			p, err := model.Build(context.Background(), in.Objs, model.Options{Compat: in.Compat})
 			if err != nil {
 				t.Fatal(err)
 			}

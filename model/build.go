@@ -1,6 +1,7 @@
 package model
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,17 +26,27 @@ const WeightAnnotation = "drasat.dev/weight"
 // MaxWeight bounds claim weights so objective sums stay small.
 const MaxWeight = 1000
 
-// Build derives the allocation problem from the objects. It fails only on
-// input that cannot mean anything (bad weights, unknown compat mode); claims
-// that cannot be served carry their reason in Claim.Err.
-func Build(objs *Objects, opts Options) (*Problem, error) {
+// Build derives the allocation problem from the objects. It fails on input
+// that cannot mean anything (bad weights, unknown compat mode), and when
+// ctx ends first (the evaluation of CEL selectors stops with it): then no
+// problem is returned, never a partial one. Claims that cannot be served
+// carry their reason in Claim.Err.
+func Build(ctx context.Context, objs *Objects, opts Options) (*Problem, error) {
+	p, err := build(ctx, objs, opts)
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("building the problem (evaluating selectors) stopped: %w", context.Cause(ctx))
+	}
+	return p, err
+}
+
+func build(ctx context.Context, objs *Objects, opts Options) (*Problem, error) {
 	if err := CheckCompat(opts.Compat); err != nil {
 		return nil, err
 	}
 	if opts.Compat == "" {
 		opts.Compat = CompatKEP5963
 	}
-	b := &builder{objs: objs, p: &Problem{Options: opts}, cel: newCELEnv(),
+	b := &builder{objs: objs, p: &Problem{Options: opts}, cel: newCELEnv(ctx),
 		deviceByID: map[DeviceID]int{}, matchCache: map[string]matchResult{}, setByName: map[[3]string]int{}, nodeByName: map[string]int{}}
 	b.buildNodes()
 	nodeObjs := make([]*corev1.Node, len(b.p.Nodes))
@@ -340,7 +351,7 @@ func (b *builder) applyExisting() {
 			for _, cons := range d.Consumes {
 				set := b.p.CounterSets[cons.Set]
 				for j, a := range cons.Amounts {
-					set.Free[j] -= a
+					set.Free[j] = SubUnits(set.Free[j], a)
 				}
 				set.ExistingGroups = append(set.ExistingGroups, cons.Groups)
 			}
@@ -777,6 +788,9 @@ func (b *builder) match(class *resourceapi.DeviceClass, sels []resourceapi.Devic
 		if err := b.cel.compile(e.expr); err != nil {
 			return nil, nil, nil, fmt.Errorf("%s: %w", e.field, err)
 		}
+	}
+	if err := b.cel.ctx.Err(); err != nil {
+		return nil, nil, nil, err // Build reports it
 	}
 	for _, d := range b.p.Devices {
 		if !d.All && len(d.Reach) == 0 {

@@ -81,7 +81,7 @@ func buildYAML(t *testing.T, docs string) *Problem {
 	if err != nil {
 		t.Fatalf("Load: %v", err)
 	}
-	p, err := Build(objs, Options{})
+	p, err := Build(context.Background(), objs, Options{})
 	if err != nil {
 		t.Fatalf("Build: %v (want per-claim errors only)", err)
 	}
@@ -228,7 +228,7 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := Build(objs, Options{})
+	p, err := Build(context.Background(), objs, Options{})
 	if err != nil {
 		t.Fatalf("a too large quantity aborted the run: %v", err)
 	}
@@ -262,7 +262,7 @@ spec: {devices: {requests: [{name: r, exactly: {deviceClassName: ` + name + `, a
 	if err != nil {
 		t.Fatal(err)
 	}
-	pa, err := Build(withAll, Options{})
+	pa, err := Build(context.Background(), withAll, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"context"
 	"fmt"
 	"math/rand"
 	"reflect"
@@ -47,7 +48,7 @@ func TestCELPaths(t *testing.T) {
 		{"device.driver == 'x' && size(device.capacity) == 0", nil},
 		{"has(device.attributes) && device.driver == 'x'", nil},
 	}
-	env := newCELEnv()
+	env := newCELEnv(context.Background())
 	for _, tt := range tests {
 		if err := env.compile(tt.expr); err != nil {
 			t.Fatalf("%s: %v", tt.expr, err)
@@ -199,7 +200,7 @@ func TestCELProjectionMatchesDirect(t *testing.T) {
 	}
 	rng := rand.New(rand.NewSource(1))
 	devs := celTestDevices(rng, 600)
-	direct := newCELEnv()
+	direct := newCELEnv(context.Background())
 	for _, tt := range exprs {
 		if err := direct.compile(tt.expr); err != nil {
 			t.Fatalf("%s: %v", tt.expr, err)
@@ -211,7 +212,7 @@ func TestCELProjectionMatchesDirect(t *testing.T) {
 		}
 		// Several orders, so that different devices stand for a key.
 		for round := range 3 {
-			e := newCELEnv()
+			e := newCELEnv(context.Background())
 			for _, i := range rng.Perm(len(devs)) {
 				ok, err := e.matches(tt.expr, devs[i], len(devs))
 				if got := fmt.Sprint(ok, err); got != want[i] {

@@ -48,7 +48,7 @@ spec:
 
 func solve(t *testing.T, objs *model.Objects) (*alloc.Result, []*resourceapi.ResourceClaim) {
 	t.Helper()
-	p, err := model.Build(objs, model.Options{})
+	p, err := model.Build(context.Background(), objs, model.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +275,7 @@ func TestCheckDraftIndependentOfFlattening(t *testing.T) {
 			s.Spec.Devices[i].ConsumesCounters = nil
 		}
 	}
-	p, err := model.Build(objs, model.Options{})
+	p, err := model.Build(context.Background(), objs, model.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

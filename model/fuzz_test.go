@@ -72,7 +72,7 @@ func FuzzLoad(f *testing.F) {
 		if _, err := Validate(ctx, objs); err != nil {
 			t.Fatalf("Validate: %v", err)
 		}
-		if _, err := Build(objs, Options{}); err != nil && err.Error() == "" {
+		if _, err := Build(context.Background(), objs, Options{}); err != nil && err.Error() == "" {
 			t.Fatal("empty Build error")
 		}
 	})

@@ -1,7 +1,6 @@
 package model
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -17,7 +16,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
@@ -47,11 +45,18 @@ type budgetReader struct {
 	name string
 }
 
+// budgetError is the error past MaxInputBytes; it names the input itself.
+type budgetError struct{ name string }
+
+func (e budgetError) Error() string {
+	return fmt.Sprintf("%s: input larger than %d bytes in all; split it into several runs", e.name, MaxInputBytes)
+}
+
 func (b budgetReader) Read(p []byte) (int, error) {
 	n, err := b.r.Read(p)
 	b.l.read += int64(n)
 	if b.l.read > MaxInputBytes {
-		return n, fmt.Errorf("%s: input larger than %d bytes in all; split it into several runs", b.name, MaxInputBytes)
+		return n, budgetError{b.name}
 	}
 	return n, err
 }
@@ -106,8 +111,16 @@ func (l *Loader) loadPath(p string) error {
 			}
 		}
 	}
+	if len(files) == 0 {
+		return fmt.Errorf("%s: directory holds no .yaml, .yml or .json file", p)
+	}
 	sort.Strings(files)
 	for _, f := range files {
+		// Not recursive: a directory (or a symlink to one, perhaps to
+		// this very directory) named x.yaml is skipped.
+		if st, err := os.Stat(f); err == nil && st.IsDir() {
+			continue
+		}
 		if err := l.loadPath(f); err != nil {
 			return err
 		}
@@ -115,20 +128,44 @@ func (l *Loader) loadPath(p string) error {
 	return nil
 }
 
+// loadStream reads every document of a YAML stream; a document that is
+// JSON may hold several objects one after another (`jq -c` output).
+// Documents are numbered from 1 in the stream, each JSON object counting
+// as one. Nothing is skipped silently: a document is read whole or the
+// load fails naming it.
 func (l *Loader) loadStream(name string, r io.Reader) error {
-	reader := utilyaml.NewYAMLReader(bufio.NewReaderSize(budgetReader{r, l, name}, 64<<10))
+	docs := newDocSplitter(budgetReader{r, l, name})
 	for doc := 1; ; doc++ {
-		raw, err := reader.Read()
+		raw, err := docs.next()
 		if err == io.EOF {
 			return nil
 		}
 		if err != nil {
+			var be budgetError
+			if errors.As(err, &be) {
+				return err
+			}
 			return fmt.Errorf("%s: document %d: %w", name, doc, err)
 		}
-		if len(raw) > MaxDocBytes {
-			return fmt.Errorf("%s: document %d: larger than %d bytes", name, doc, MaxDocBytes)
+		if doc == 1 {
+			raw = bytes.TrimPrefix(raw, []byte("\xef\xbb\xbf")) // UTF-8 byte order mark
 		}
 		if len(bytes.TrimSpace(raw)) == 0 {
+			continue
+		}
+		objs, isJSON, err := jsonObjects(raw)
+		if err != nil {
+			return fmt.Errorf("%s: document %d: %w", name, doc+len(objs), err)
+		}
+		if isJSON {
+			for i, js := range objs {
+				if i > 0 {
+					doc++
+				}
+				if err := l.addObject(fmt.Sprintf("%s#%d", name, doc), js); err != nil {
+					return err
+				}
+			}
 			continue
 		}
 		// Strict: a duplicate key is an error, not a silent merge. Files
@@ -136,6 +173,9 @@ func (l *Loader) loadStream(name string, r io.Reader) error {
 		js, err := yaml.YAMLToJSONStrict(raw)
 		if err != nil {
 			return fmt.Errorf("%s: document %d: %w", name, doc, duplicateKeyError(err))
+		}
+		if err := singleYAMLDocument(raw); err != nil {
+			return fmt.Errorf("%s: document %d: %w", name, doc, err)
 		}
 		if string(js) == "null" {
 			continue

@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"math"
 	"math/big"
 	"sort"
 
@@ -86,10 +87,6 @@ func scaleExact(qs []resource.Quantity) ([]int64, string, error) {
 		ds[i] = dec{new(big.Int).Set(d.UnscaledBig()), int32(d.Scale())}
 		maxScale = max(maxScale, ds[i].s)
 	}
-	minScale := maxScale
-	for _, d := range ds {
-		minScale = min(minScale, d.s)
-	}
 	// value = u * 10^-s; express all as integers times 10^-maxScale.
 	for i, d := range ds {
 		v := new(big.Int).Set(d.u)
@@ -111,15 +108,42 @@ func scaleExact(qs []resource.Quantity) ([]int64, string, error) {
 	out := make([]int64, len(decs))
 	for i, v := range decs {
 		q := new(big.Int).Quo(v, g)
-		if !q.IsInt64() {
-			return nil, "", fmt.Errorf("quantity %s too large relative to the others", qs[i].String())
+		if q.Cmp(big.NewInt(MaxCounterUnits)) > 0 {
+			return nil, "", fmt.Errorf("quantity %s too large relative to the others (more than %d of their common unit %s)", qs[i].String(), int64(MaxCounterUnits), unitString(g, maxScale))
 		}
 		out[i] = q.Int64()
 	}
-	unit := g.String()
-	if maxScale > 0 {
-		unit = fmt.Sprintf("%se-%d", unit, maxScale)
+	return out, unitString(g, maxScale), nil
+}
+
+func unitString(g *big.Int, scale int32) string {
+	if scale > 0 {
+		return fmt.Sprintf("%se-%d", g.String(), scale)
 	}
-	_ = minScale
-	return out, unit, nil
+	return g.String()
+}
+
+// MaxCounterUnits bounds every scaled counter value and consumption, one
+// below the int64 maximum, where sums saturate (SumUnits): a saturated sum
+// exceeds every counter value, so "sum > value" compares exactly however
+// many amounts are summed, and counter arithmetic never wraps around.
+const MaxCounterUnits = math.MaxInt64 - 1
+
+// SumUnits adds two amounts of a counter (each at most MaxCounterUnits or
+// already saturated; a may be negative), saturating at math.MaxInt64.
+func SumUnits(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+// SubUnits takes amount a (0 to MaxCounterUnits) from a counter's free
+// value, which may go negative (existing allocations may exceed the
+// counter: nothing more fits) but saturates at -math.MaxInt64.
+func SubUnits(free, a int64) int64 {
+	if free < a-math.MaxInt64 {
+		return -math.MaxInt64
+	}
+	return free - a
 }

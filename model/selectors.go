@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apiserver/pkg/cel/environment"
 	dracel "k8s.io/dynamic-resource-allocation/cel"
 )
 
@@ -16,18 +17,22 @@ import (
 // selectors, and a device's answer never changes within a run. Devices that
 // look alike to an expression share one evaluation (celproject.go).
 type celEnv struct {
-	cache   *dracel.Cache
-	exprs   map[string]*celExpr
-	devices []*celDevice // by device index, built when first needed
-	keyBuf  []byte
-	evals   int // DeviceMatches calls, for tests
+	ctx      context.Context // ends evaluation early: a timeout or Ctrl-C
+	cache    *dracel.Cache
+	compiled map[string]error // compile and cost check, per expression
+	exprs    map[string]*celExpr
+	devices  []*celDevice // by device index, built when first needed
+	keyBuf   []byte
+	evals    int // DeviceMatches calls, for tests
 	// derivedMemo caches derivedAttributes results per expression and device.
 	derivedMemo map[derivedKey]derivedResult
 }
 
 // celExpr is what celEnv remembers of one expression.
 type celExpr struct {
-	results []celResult // by device index
+	results   []celResult // by device index
+	cost      uint64      // actual CEL cost of its evaluations so far
+	tooCostly error       // set once cost passes MaxSelectorCostPerRun
 	celProjection
 }
 
@@ -40,18 +45,48 @@ const (
 	celError
 )
 
-func newCELEnv() *celEnv {
+var celFeatures = dracel.Features{EnableConsumableCapacity: true, EnableListTypeAttributes: true}
+
+func newCELEnv(ctx context.Context) *celEnv {
 	return &celEnv{
-		cache: dracel.NewCache(1000, dracel.Features{EnableConsumableCapacity: true, EnableListTypeAttributes: true}),
-		exprs: map[string]*celExpr{},
+		ctx:      ctx,
+		cache:    dracel.NewCache(1000, celFeatures),
+		compiled: map[string]error{},
+		exprs:    map[string]*celExpr{},
 	}
 }
 
-// compile reports a compile error for expr.
+// compile reports a compile error for expr, or that the API server would
+// refuse it as too long or too expensive: its estimated worst-case cost
+// exceeds resourceapi.CELSelectorExpressionMaxCost, the limit the API
+// server checks when a selector is written (the same check as its
+// validateCELExpression). Each evaluation is also stopped past that cost
+// at run time, as in the scheduler (dracel compiles every program with
+// that limit), and when the build's context ends.
 func (e *celEnv) compile(expr string) error {
-	res := e.cache.GetOrCompile(expr)
+	if err, ok := e.compiled[expr]; ok {
+		return err
+	}
+	err := e.check(expr)
+	e.compiled[expr] = err
+	return err
+}
+
+func (e *celEnv) check(expr string) error {
+	if len(expr) > resourceapi.CELSelectorExpressionMaxLength {
+		return fmt.Errorf("CEL expression of %d characters: longer than the API server's limit of %d", len(expr), resourceapi.CELSelectorExpressionMaxLength)
+	}
+	if res := e.cache.GetOrCompile(expr); res.Error != nil {
+		return fmt.Errorf("CEL expression %q: %s", expr, res.Error.Detail)
+	}
+	envType := environment.NewExpressions
+	res := dracel.GetCompiler(celFeatures).CompileCELExpression(expr, dracel.Options{EnvType: &envType})
 	if res.Error != nil {
 		return fmt.Errorf("CEL expression %q: %s", expr, res.Error.Detail)
+	}
+	if res.MaxCost > resourceapi.CELSelectorExpressionMaxCost {
+		return fmt.Errorf("CEL expression %q: too complex: estimated cost %d exceeds the limit of %d (the API server refuses it)",
+			expr, res.MaxCost, resourceapi.CELSelectorExpressionMaxCost)
 	}
 	return nil
 }
@@ -82,7 +117,15 @@ func (e *celEnv) matches(expr string, d *Device, nDevices int) (bool, error) {
 			return ok, nil
 		}
 	}
-	ok, err := e.eval(expr, d.ID.Driver, d.Spec)
+	if x.tooCostly != nil {
+		return false, x.tooCostly
+	}
+	ok, cost, err := e.evalCost(expr, d.ID.Driver, d.Spec)
+	x.cost += cost
+	if err == nil && x.cost > selectorCostPerRun {
+		x.tooCostly = fmt.Errorf("CEL expression %q: its evaluations on the devices cost more than %d in all (drasat's limit per selector and run, 20 evaluations at the scheduler's limit per evaluation); requests using it are not allocated", expr, selectorCostPerRun)
+		return false, x.tooCostly
+	}
 	switch {
 	case err != nil:
 		// Not shared: the message names the device.
@@ -124,22 +167,47 @@ func (e *celEnv) device(d *Device, nDevices int) *celDevice {
 	return e.devices[d.Index]
 }
 
+// MaxSelectorCostPerRun bounds what one selector may cost over all the
+// devices it is evaluated on in one run: 20 evaluations at the scheduler's
+// limit per evaluation (about 2 s by the API's own estimate of 0.1 s per
+// limit). Past it, the requests using the selector are unallocatable with
+// that reason, and the other claims of the run go on: one expensive
+// selector cannot stall the run or the controller. CEL costs are
+// deterministic, so the same input gives the same answer.
+const MaxSelectorCostPerRun = 20 * resourceapi.CELSelectorExpressionMaxCost
+
+// selectorCostPerRun is MaxSelectorCostPerRun; tests lower it.
+var selectorCostPerRun uint64 = MaxSelectorCostPerRun
+
 func (e *celEnv) eval(expr, driver string, dev *resourceapi.Device) (bool, error) {
+	ok, _, err := e.evalCost(expr, driver, dev)
+	return ok, err
+}
+
+// evalCost evaluates expr on one device and returns its actual CEL cost.
+func (e *celEnv) evalCost(expr, driver string, dev *resourceapi.Device) (bool, uint64, error) {
 	res := e.cache.GetOrCompile(expr)
 	if res.Error != nil {
-		return false, fmt.Errorf("CEL expression %q: %s", expr, res.Error.Detail)
+		return false, 0, fmt.Errorf("CEL expression %q: %s", expr, res.Error.Detail)
+	}
+	if err := e.ctx.Err(); err != nil {
+		return false, 0, context.Cause(e.ctx)
 	}
 	e.evals++
-	ok, _, err := res.DeviceMatches(context.Background(), dracel.Device{
+	ok, details, err := res.DeviceMatches(e.ctx, dracel.Device{
 		Driver:                   driver,
 		AllowMultipleAllocations: dev.AllowMultipleAllocations,
 		Attributes:               dev.Attributes,
 		Capacity:                 dev.Capacity,
 	})
-	if err != nil {
-		return false, fmt.Errorf("CEL expression %q on device %s: %w", expr, dev.Name, dracel.EnhanceRuntimeError(err))
+	var cost uint64
+	if details != nil && details.ActualCost() != nil {
+		cost = *details.ActualCost()
 	}
-	return ok, nil
+	if err != nil {
+		return false, cost, fmt.Errorf("CEL expression %q on device %s: %w", expr, dev.Name, dracel.EnhanceRuntimeError(err))
+	}
+	return ok, cost, nil
 }
 
 // compileDerived reports a compile error of a derivedAttributes expression.
@@ -165,7 +233,7 @@ func (e *celEnv) derived(expr string, d *Device) ([]string, error) {
 	if res.Error != nil {
 		return nil, fmt.Errorf("CEL expression %q: %s", expr, res.Error.Detail)
 	}
-	attr, _, err := res.EvaluateDerivedAttribute(context.Background(), dracel.Device{
+	attr, _, err := res.EvaluateDerivedAttribute(e.ctx, dracel.Device{
 		Driver:                   d.ID.Driver,
 		AllowMultipleAllocations: d.Spec.AllowMultipleAllocations,
 		Attributes:               d.Spec.Attributes,

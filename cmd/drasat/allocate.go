@@ -2,10 +2,12 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"sort"
 	"syscall"
 	"time"
@@ -62,8 +64,16 @@ func runAllocate(c *cli.Context) error {
 	for _, w := range warnings {
 		fmt.Fprintln(os.Stderr, "warning:", w)
 	}
-	p, err := model.Build(objs, model.Options{Compat: c.String("compat")})
+	// Building the problem (CEL selectors above all) counts against
+	// --timeout; the solver gets what is left.
+	start := time.Now()
+	bctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	p, err := model.Build(bctx, objs, model.Options{Compat: c.String("compat")})
 	if err != nil {
+		if bctx.Err() != nil {
+			return ctxError(bctx, "building the problem")
+		}
 		return err
 	}
 	for _, is := range p.Issues {
@@ -78,14 +88,14 @@ func runAllocate(c *cli.Context) error {
 	opts := alloc.Options{
 		Objective: c.String("objective"),
 		Policy:    c.String("policy"),
-		Timeout:   timeout,
+		Timeout:   solveBudget(timeout, time.Since(start)),
 		Progress:  progress(),
 	}
-	deadline := time.Now().Add(timeout)
+	deadline := start.Add(timeout) // for the reasons: what is left of --timeout
 	if opts.Policy == alloc.Frag {
 		// The workload to come is unknown to a one-shot run: the input's
 		// claims stand for it.
-		if opts.Lookahead, err = frag.For(objs, p, nil); err != nil {
+		if opts.Lookahead, err = frag.For(ctx, objs, p, nil); err != nil {
 			return err
 		}
 	}
@@ -129,7 +139,7 @@ func runAllocate(c *cli.Context) error {
 	}
 	sort.Ints(keys)
 	for _, i := range keys {
-		fmt.Fprintf(os.Stderr, "unallocated: %s: %s\n", p.Claims[i].Key, res.Rejected[i])
+		fmt.Fprintf(os.Stderr, "unallocated: %s: %s\n", alloc.Printable(p.Claims[i].Key), alloc.Printable(res.Rejected[i]))
 	}
 	st := res.Stats
 	state := "optimal"
@@ -149,17 +159,45 @@ func timeoutFlag(c *cli.Context) (time.Duration, error) {
 	return d, nil
 }
 
-// writeJSONFile writes atomically: a temporary file renamed into place.
-func writeJSONFile(path string, v any) error {
+// solveBudget is what --timeout leaves to the solver after building the
+// problem took spent (at least a millisecond: the engine then returns its
+// greedy result).
+func solveBudget(timeout, spent time.Duration) time.Duration {
+	if timeout <= 0 {
+		return timeout // validated by the engine
+	}
+	return max(timeout-spent, time.Millisecond)
+}
+
+// writeJSONFile writes atomically: a new temporary file in the same
+// directory (created exclusively, so a symlink placed there is never
+// followed), renamed into place; a symlink at path is replaced, not
+// written through. Readers see the old file or the whole new one.
+func writeJSONFile(path string, v any) (err error) {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
 		return err
 	}
-	return os.Rename(tmp, path)
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	if _, err = f.Write(append(b, '\n')); err != nil {
+		return err
+	}
+	if err = f.Chmod(0o644); err != nil {
+		return err
+	}
+	if err = f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
 }
 
 // progress draws a one-line counter on a terminal; nothing otherwise.

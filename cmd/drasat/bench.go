@@ -72,7 +72,14 @@ func runBench(c *cli.Context) error {
 	if !c.Bool("no-progress") && isTerminal(os.Stderr) {
 		cfg.Progress = progressBar(os.Stderr)
 	}
-	rep, err := bench.Run(ctx, cfg)
+	// Generators and checkers do not all watch ctx: Ctrl-C returns at
+	// once, leaving them to end with the process.
+	var rep *bench.Report
+	err = interruptible(ctx, "bench", func() error {
+		var err error
+		rep, err = bench.Run(ctx, cfg)
+		return err
+	})
 	if err != nil {
 		var inv *bench.InvalidError
 		if errors.As(err, &inv) {

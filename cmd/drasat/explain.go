@@ -77,10 +77,10 @@ func runExplain(c *cli.Context) error {
 	var p, free *model.Problem
 	err = interruptible(ctx, "building the problem", func() error {
 		var err error
-		if p, err = model.Build(objs, compat); err != nil {
+		if p, err = model.Build(ctx, objs, compat); err != nil {
 			return err
 		}
-		free, err = model.Build(withoutAllocations(objs), compat)
+		free, err = model.Build(ctx, withoutAllocations(objs), compat)
 		return err
 	})
 	if err != nil {

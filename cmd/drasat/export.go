@@ -72,7 +72,7 @@ func runExport(c *cli.Context) error {
 	if err := model.CheckLimits(objs); err != nil {
 		return err
 	}
-	p, err := model.Build(objs, model.Options{Compat: c.String("compat")})
+	p, err := model.Build(c.Context, objs, model.Options{Compat: c.String("compat")})
 	if err != nil {
 		return err
 	}

@@ -295,7 +295,7 @@ func RunDrasat(ctx context.Context, c Case) Drasat {
 		d.Exit = err
 		return d
 	}
-	p, err := model.Build(objs, model.Options{})
+	p, err := model.Build(ctx, objs, model.Options{})
 	if err != nil {
 		d.Exit = err
 		return d

@@ -1,0 +1,162 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/urfave/cli/v2"
+)
+
+// runApp runs the real command line (newApp) on args and returns what
+// urfave/cli wrote to its stdout and stderr writers.
+func runApp(t *testing.T, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	argv := append([]string{"drasat"}, args...)
+	app := newApp(argv, &out, &errb)
+	app.ExitErrHandler = func(*cli.Context, error) {} // never os.Exit in a test
+	err = app.Run(argv)
+	return out.String(), errb.String(), err
+}
+
+// Usage errors fail (exit 1 in main) with the help on stderr; help asked
+// for goes to stdout and succeeds.
+func TestUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		args     []string
+		fails    bool
+		stderr   string // substring of stderr or the error
+		helpOnly bool   // stdout holds the help
+	}{
+		{args: []string{"frobnicate"}, fails: true, stderr: `unknown command "frobnicate"`},
+		{args: nil, fails: true, stderr: "no command given"},
+		{args: []string{"allocate", "--bogus"}, fails: true, stderr: "flag provided but not defined: -bogus"},
+		{args: []string{"validate", "-f", dir, "extra.yaml"}, fails: true, stderr: `unexpected argument "extra.yaml"`},
+		{args: []string{"--help"}, helpOnly: true},
+		{args: []string{"allocate", "--help"}, helpOnly: true},
+		{args: []string{"help", "allocate"}, helpOnly: true},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			stdout, stderr, err := runApp(t, tt.args...)
+			if tt.helpOnly {
+				if err != nil || !strings.Contains(stdout, "USAGE") || stderr != "" {
+					t.Fatalf("err %v, stdout %q, stderr %q; want the help on stdout", err, stdout, stderr)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("no error; stdout %q", stdout)
+			}
+			if stdout != "" {
+				t.Errorf("a usage error wrote to stdout: %q", stdout)
+			}
+			if !strings.Contains(stderr, "USAGE") {
+				t.Errorf("no help on stderr: %q", stderr)
+			}
+			if !strings.Contains(stderr+err.Error(), tt.stderr) {
+				t.Errorf("stderr %q and error %v do not say %q", stderr, err, tt.stderr)
+			}
+		})
+	}
+}
+
+func TestAllocateEmptyDirectoryFails(t *testing.T) {
+	dir := t.TempDir()
+	if _, _, err := runCLI(t, "allocate", "-f", dir); err == nil || !strings.Contains(err.Error(), "no .yaml, .yml or .json file") {
+		t.Fatalf("allocate -f EMPTY_DIR: %v, want an error", err)
+	}
+}
+
+// The report replaces a symlink placed at its path instead of writing
+// through it, follows none placed where a temporary file might be, and
+// leaves no temporary file behind.
+func TestReportDoesNotFollowSymlinks(t *testing.T) {
+	dir := t.TempDir()
+	victim := filepath.Join(dir, "victim")
+	if err := os.WriteFile(victim, []byte("keep"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	report := filepath.Join(dir, "report.json")
+	for _, link := range []string{report, report + ".tmp"} {
+		if err := os.Symlink(victim, link); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, stderr, err := runCLI(t, "allocate", "-f", filepath.Join(examplesDir, "mig-a100"), "--report", report); err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "keep" {
+		t.Errorf("the symlink's target was written: %q", b)
+	}
+	st, err := os.Lstat(report)
+	if err != nil || !st.Mode().IsRegular() {
+		t.Fatalf("report is not a regular file: %v %v", st, err)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 3 {
+		t.Errorf("files left in the directory: %v", entries)
+	}
+}
+
+// Control characters in names are quoted in table output.
+func TestTableEscapesControlCharacters(t *testing.T) {
+	input := strings.Replace(hugeCounters(), "metadata: {name: c0, namespace: default}", `metadata: {name: "c0\t\e[2J", namespace: default}`, 1)
+	path := filepath.Join(t.TempDir(), "in.yaml")
+	if err := os.WriteFile(path, []byte(input), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, err := runCLI(t, "allocate", "-f", path, "-o", "table")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	if strings.ContainsAny(stdout+stderr, "\x1b\t") {
+		t.Fatalf("raw control characters in the output:\n%q\n%q", stdout, stderr)
+	}
+	if !strings.Contains(stdout, `"default/c0\t\x1b[2J"`) {
+		t.Errorf("the claim name is not quoted:\n%s", stdout)
+	}
+}
+
+// bench refuses sizes past drasat's limits before generating anything, and
+// returns at once when interrupted.
+func TestBenchBoundedAndInterruptible(t *testing.T) {
+	if _, err := runBenchCmd(t, "--size", "100000x100000:1", "-p", "first-fit", "--no-progress"); err == nil ||
+		!strings.Contains(err.Error(), "more devices than drasat's limit") {
+		t.Fatalf("bench --size 100000x100000:1: %v, want the size refused", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // Ctrl-C before the run
+	app := &cli.App{Name: "drasat", Commands: []*cli.Command{benchCommand()}, ExitErrHandler: func(*cli.Context, error) {}}
+	err := app.RunContext(ctx, []string{"drasat", "bench", "--size", "16x8:1000", "-p", "upstream", "--no-progress"})
+	if err == nil || !strings.Contains(err.Error(), "bench: interrupted") {
+		t.Fatalf("interrupted bench: %v", err)
+	}
+}
+
+// An expensive CEL selector cannot hold allocate past --timeout: building
+// the problem stops there and the run fails, writing nothing.
+func TestAllocateTimeoutCoversSelectors(t *testing.T) {
+	l := "[" + strings.TrimSuffix(strings.Repeat("1,", 40), ",") + "]"
+	expr := "device.attributes['big.example.com'].idx >= 0 && " + l + ".all(x, " + l + ".all(y, " + l + ".all(z, x+y+z > 0)))"
+	var sb strings.Builder
+	sb.WriteString(strings.Split(hugeCounters(), "  devices:\n")[0] + "  devices:\n")
+	for i := 0; i < 200; i++ {
+		sb.WriteString("  - name: d" + strconv.Itoa(i) + "\n    attributes: {idx: {int: " + strconv.Itoa(i) + "}}\n")
+	}
+	sb.WriteString("---\napiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: slow, namespace: default}\nspec:\n  devices:\n    requests:\n    - name: r\n      exactly:\n        deviceClassName: big\n        selectors:\n        - cel: {expression: " + strconv.Quote(expr) + "}\n")
+	path := filepath.Join(t.TempDir(), "in.yaml")
+	if err := os.WriteFile(path, []byte(sb.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, _, err := runCLI(t, "allocate", "-f", path, "--timeout", "300ms")
+	if err == nil || !strings.Contains(err.Error(), "building the problem: --timeout reached") || stdout != "" {
+		t.Fatalf("allocate: %v, stdout %q; want the timeout while building", err, stdout)
+	}
+}
