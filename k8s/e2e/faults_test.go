@@ -374,9 +374,15 @@ func testSchedulerConcurrently(t *testing.T) {
 			bySched++
 		}
 	}
+	// Who wins how much is timing: the scheduler binds within milliseconds,
+	// drasat after its batch window, and drasat's re-check before each
+	// write drops what the scheduler took meanwhile (seen here as drasat
+	// 0 of 12 as often as 6). What must hold whoever wins: something was
+	// allocated, every gated claim was decided (the settle condition), and
+	// the state is feasible.
 	t.Logf("allocated by the scheduler: %d, by drasat: %d, of 24", bySched, byDrasat)
-	if bySched == 0 || byDrasat == 0 {
-		t.Errorf("no race: scheduler %d, drasat %d", bySched, byDrasat)
+	if bySched+byDrasat == 0 {
+		t.Error("nothing allocated")
 	}
 	c.assertFeasible()
 }
