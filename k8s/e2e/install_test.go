@@ -77,6 +77,16 @@ func TestPolicies(t *testing.T) {
 		return err
 	}
 	const podPolicy = "drasat-pod-writes"
+	// The policies act once the API server's admission plugin has loaded
+	// them and their bindings (type-checked is not enough): probe with a
+	// server-side dry run until one is refused by the policy.
+	c.eventually("validating policies active", 30*time.Second, func() (bool, error) {
+		u := get()
+		dropGate(u)
+		u.Labels["app"] = "probe"
+		_, err := as.CoreV1().Pods(ns).Update(ctx, u, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err != nil && strings.Contains(err.Error(), podPolicy), nil
+	})
 	denied(t, "image change", update("image", func(u *corev1.Pod) { u.Spec.Containers[0].Image = "evil.example/miner:1" }), "may not change a pod's spec")
 	denied(t, "label change", update("label", func(u *corev1.Pod) { u.Labels["app"] = "other" }), "may not change a pod's labels")
 	denied(t, "toleration added", update("toleration", func(u *corev1.Pod) {
