@@ -6,6 +6,8 @@ import (
 	"math"
 	"sort"
 	"strings"
+
+	"github.com/drasat/drasat/model"
 )
 
 // shapeKey is equal for items that need the same devices: the same
@@ -478,4 +480,32 @@ func (r *Relaxation) WriteNodeAggregateLP(w io.Writer) (AggregateStats, error) {
 	sb.WriteString("Generals\n " + strings.Join(gens, "\n ") + "\nEnd\n")
 	_, err = io.WriteString(w, sb.String())
 	return ag.stats, err
+}
+
+// NodesOf reads the claims' nodes from a solution of the per-node model
+// (WriteNodeAggregateLP): class k's claims, in the order given, fill the
+// y<k>_<n> of the nodes in node order. It returns, per claim index, the
+// node of each claim the solution admits; the others are left out.
+func (r *Relaxation) NodesOf(values map[string]float64, claims []*model.Claim) map[int]int {
+	classOf := map[string]int{}
+	for ki, k := range r.classes {
+		classOf[k.key] = ki
+	}
+	took := map[[2]int]int{}
+	out := map[int]int{}
+	for _, c := range claims {
+		ki, ok := classOf[c.ClassKey()]
+		if !ok {
+			continue
+		}
+		for n := range r.p.Nodes {
+			key := [2]int{ki, n}
+			if float64(took[key]) < values[fmt.Sprintf("y%d_%d", ki, n)]-0.5 {
+				took[key]++
+				out[c.Index] = n
+				break
+			}
+		}
+	}
+	return out
 }
