@@ -110,10 +110,34 @@ func aggregateRealise(ctx context.Context, cs *componentState, end time.Time) ou
 // cboundOnly is the bound a CBC run proves: the aggregated model's optimum,
 // when CBC proved it.
 func cboundOnly(cs *componentState, sol *mip.Solution, err error) outcome {
-	if err != nil || sol == nil || sol.Status == "" || !isOptimal(sol.Status) {
+	if err != nil || sol == nil || sol.Status == "" || !isOptimal(sol.Status) || !plainDevices(cs) {
 		return outcome{}
 	}
 	return outcome{bound: int64(math.Floor(sol.Objective + 1e-6)), hasBnd: true}
 }
 
 func isOptimal(status string) bool { return len(status) >= 7 && status[:7] == "Optimal" }
+
+// plainDevices tells whether the component's claims ask only for
+// exclusive devices by count: the aggregated model is a relaxation only
+// then. Shared devices, allocationMode All and admin access are modelled
+// loosely by the relaxation's items, which is sound for its Lagrangian
+// bound but not for the integer optimum (seen on consumable-capacity
+// instances), so their optimum is no bound.
+func plainDevices(cs *componentState) bool {
+	for _, c := range cs.claims {
+		for _, r := range c.Requests {
+			for _, a := range r.Alternatives {
+				if a.All || a.AdminAccess {
+					return false
+				}
+				for _, d := range a.Candidates {
+					if cs.p.Devices[d].MultiAlloc {
+						return false
+					}
+				}
+			}
+		}
+	}
+	return true
+}
