@@ -31,11 +31,12 @@ func aggregateRealise(ctx context.Context, cs *componentState, end time.Time) ou
 	if cs.rel == nil || !cs.short() || !cs.rel.Enumerated() || mip.CBCPath() == "" || time.Until(end) < aggregateMinTime {
 		return skipped
 	}
-	// The stage takes at most ¾ of the time left: best-fit and the
-	// neighbourhood search follow when the realisation fails.
-	end = minTime(end, time.Now().Add(time.Until(end)*3/4))
+	// The stage takes at most half the time left (enumerating the patterns
+	// included): best-fit and the neighbourhood search follow when the
+	// realisation fails, and on large batches they need the time.
+	end = minTime(end, time.Now().Add(time.Until(end)/2))
 	var buf bytes.Buffer
-	if _, err := cs.rel.WriteNodeAggregateLP(&buf); err != nil {
+	if _, err := cs.rel.WriteNodeAggregateLPBy(&buf, end); err != nil {
 		return outcome{}
 	}
 	dir, err := os.MkdirTemp("", "drasat-aggregate-")
@@ -49,6 +50,9 @@ func aggregateRealise(ctx context.Context, cs *componentState, end time.Time) ou
 	}
 	// CBC gets most of the stage, the realisation (fast once nodes and
 	// layouts are fixed) the rest.
+	if time.Until(end) < aggregateMinTime/2 {
+		return outcome{}
+	}
 	sol, err := mip.SolveCBC(ctx, lp, time.Until(end)*4/5)
 	if err != nil || sol.Objective < float64(cs.value)+1-1e-6 {
 		return cboundOnly(cs, sol, err)

@@ -6,6 +6,7 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/drasat/drasat/model"
 )
@@ -189,7 +190,11 @@ type aggregated struct {
 	vecs      [][][]kc  // type -> its maximal kind vectors
 }
 
-func (r *Relaxation) aggregate() (*aggregated, error) {
+func (r *Relaxation) aggregate() (*aggregated, error) { return r.aggregateBy(time.Time{}) }
+
+// aggregateBy is aggregate that gives up with an error at deadline (none
+// when zero): the pattern enumeration is the slow part of the model.
+func (r *Relaxation) aggregateBy(deadline time.Time) (*aggregated, error) {
 	ag := &aggregated{ps: r.patternItems()}
 	shapeOf := map[string]int{}
 	ag.itemShape = make([]int, len(ag.ps.items))
@@ -231,7 +236,12 @@ func (r *Relaxation) aggregate() (*aggregated, error) {
 		var pats [][]int
 		var cur []int
 		var dfs func(from int)
+		steps, late := 0, false
 		dfs = func(from int) {
+			if steps++; late || steps%256 == 0 && !deadline.IsZero() && time.Now().After(deadline) {
+				late = true
+				return
+			}
 			ext := false
 			for s := 0; s < len(shapes); s++ {
 				ms := make([][]itemReq, 0, len(cur)+1)
@@ -254,6 +264,9 @@ func (r *Relaxation) aggregate() (*aggregated, error) {
 			}
 		}
 		dfs(0)
+		if late {
+			return ag, fmt.Errorf("pattern enumeration ran out of time at bin type %d", ti)
+		}
 		ag.stats.Patterns += len(pats)
 		ag.pats = append(ag.pats, pats)
 	}
@@ -364,7 +377,14 @@ func (r *Relaxation) RealiseLayouts(values map[string]float64, perNode bool) ([]
 // Its optimum bounds the admitted weight too, and is at most the global
 // model's. It returns an error when a bin spans nodes.
 func (r *Relaxation) WriteNodeAggregateLP(w io.Writer) (AggregateStats, error) {
-	ag, err := r.aggregate()
+	return r.WriteNodeAggregateLPBy(w, time.Time{})
+}
+
+// WriteNodeAggregateLPBy is WriteNodeAggregateLP that gives up with an
+// error, writing nothing, when enumerating the patterns is not done by
+// deadline (zero: no deadline).
+func (r *Relaxation) WriteNodeAggregateLPBy(w io.Writer, deadline time.Time) (AggregateStats, error) {
+	ag, err := r.aggregateBy(deadline)
 	if err != nil {
 		return ag.stats, err
 	}
