@@ -242,22 +242,25 @@ func (r *Relaxation) aggregateBy(deadline time.Time) (*aggregated, error) {
 				late = true
 				return
 			}
+			// Recurse into the shapes from `from` on; the pattern is maximal
+			// when no shape at all fits, and the earlier shapes need
+			// checking only when none of those did.
+			ms := make([][]itemReq, 0, len(cur)+1)
+			for _, c := range cur {
+				ms = append(ms, shapes[c])
+			}
 			ext := false
-			for s := 0; s < len(shapes); s++ {
-				ms := make([][]itemReq, 0, len(cur)+1)
-				for _, c := range cur {
-					ms = append(ms, shapes[c])
-				}
+			for s := from; s < len(shapes); s++ {
 				if !fitsSome(append(ms, shapes[s])) {
 					continue
 				}
 				ext = true
-				if s < from {
-					continue
-				}
 				cur = append(cur, s)
 				dfs(s)
 				cur = cur[:len(cur)-1]
+			}
+			for s := 0; s < from && !ext; s++ {
+				ext = fitsSome(append(ms, shapes[s]))
 			}
 			if !ext {
 				pats = append(pats, append([]int(nil), cur...))
