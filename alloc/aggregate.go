@@ -31,10 +31,10 @@ func aggregateRealise(ctx context.Context, cs *componentState, end time.Time) ou
 	if cs.rel == nil || !cs.short() || !cs.rel.Enumerated() || mip.CBCPath() == "" || time.Until(end) < aggregateMinTime {
 		return skipped
 	}
-	// The stage takes at most half the time left (enumerating the patterns
+	// The stage takes at most ⅔ of the time left (enumerating the patterns
 	// included): best-fit and the neighbourhood search follow when the
 	// realisation fails, and on large batches they need the time.
-	end = minTime(end, time.Now().Add(time.Until(end)/2))
+	end = minTime(end, time.Now().Add(time.Until(end)*2/3))
 	var buf bytes.Buffer
 	if _, err := cs.rel.WriteNodeAggregateLPBy(&buf, end); err != nil {
 		return outcome{}
@@ -53,7 +53,11 @@ func aggregateRealise(ctx context.Context, cs *componentState, end time.Time) ou
 	if time.Until(end) < aggregateMinTime/2 {
 		return outcome{}
 	}
-	sol, err := mip.SolveCBC(ctx, lp, time.Until(end)*4/5)
+	// CBC's limit is whole seconds: the context ends it at the stage's end
+	// whatever it makes of the limit.
+	cctx, cancel := context.WithDeadline(ctx, end)
+	defer cancel()
+	sol, err := mip.SolveCBC(cctx, lp, time.Until(end)*4/5)
 	if err != nil || sol.Objective < float64(cs.value)+1-1e-6 {
 		return cboundOnly(cs, sol, err)
 	}
