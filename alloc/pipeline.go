@@ -363,6 +363,7 @@ var maxClaimsStages = []stage{
 	{"alone-bound", untimed, aloneBound},
 	{"greedy", untimed, greedyIncumbent},
 	{"relaxation", allLeft, relaxation},
+	{"aggregate", allLeft, aggregateRealise},
 	{"best-fit", allLeft, bestFitTries},
 	{"neighbourhood", lnsShare, neighbourhood},
 	{"settled", untimed, settledWithoutSAT},

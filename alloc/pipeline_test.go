@@ -1,6 +1,8 @@
 package alloc
 
 import (
+	"github.com/drasat/drasat/mip"
+
 	"context"
 	"fmt"
 	"slices"
@@ -95,7 +97,7 @@ func TestPipelineUnderBudgets(t *testing.T) {
 		}
 	}
 	for _, st := range append(slices.Clone(maxClaimsStages), orderedStages...) {
-		if !ran[st.name] {
+		if !ran[st.name] && !(st.name == "aggregate" && mip.CBCPath() == "") {
 			t.Errorf("stage %s never ran", st.name)
 		}
 	}

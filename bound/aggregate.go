@@ -3,8 +3,12 @@ package bound
 import (
 	"fmt"
 	"io"
+	"math"
 	"sort"
 	"strings"
+	"time"
+
+	"github.com/drasat/drasat/model"
 )
 
 // shapeKey is equal for items that need the same devices: the same
@@ -90,75 +94,16 @@ type AggregateStats struct {
 // moments where the whole problem takes hours. It returns an error when a
 // bin type has no enumerated layouts.
 func (r *Relaxation) WriteAggregateLP(w io.Writer) (AggregateStats, error) {
-	var st AggregateStats
-	ps := r.patternItems()
-	shapeOf := map[string]int{}
-	var shapes [][]itemReq
-	itemShape := make([]int, len(ps.items))
-	for i, it := range ps.items {
-		k := shapeKey(it)
-		s, ok := shapeOf[k]
-		if !ok {
-			s = len(shapes)
-			shapeOf[k] = s
-			shapes = append(shapes, it.reqs)
-		}
-		itemShape[i] = s
+	ag, err := r.aggregate()
+	if err != nil {
+		return ag.stats, err
 	}
-	st.Types, st.Shapes = len(r.types), len(shapes)
+	st, ps, shapes, itemShape := ag.stats, ag.ps, ag.shapes, ag.itemShape
 	var rows, gens, bounds, obj []string
 	supply := map[int][]string{}
 	for ti, bt := range r.types {
-		lay := r.layoutsOf(bt)
-		if lay == nil {
-			return st, fmt.Errorf("bin type %d: too many layouts to enumerate", ti)
-		}
-		var vecs [][]kc
-		for _, v := range lay.vecs {
-			var s []kc
-			for _, x := range v {
-				s = append(s, kc{x.kind, int(x.n)})
-			}
-			vecs = append(vecs, s)
-		}
-		fitsSome := func(ms [][]itemReq) bool {
-			for _, v := range vecs {
-				if fitsAll(ms, v) {
-					return true
-				}
-			}
-			return false
-		}
-		// Maximal patterns, shapes in nondecreasing order.
-		var pats [][]int
-		var cur []int
-		var dfs func(from int)
-		dfs = func(from int) {
-			ext := false
-			for s := 0; s < len(shapes); s++ {
-				ms := make([][]itemReq, 0, len(cur)+1)
-				for _, c := range cur {
-					ms = append(ms, shapes[c])
-				}
-				if !fitsSome(append(ms, shapes[s])) {
-					continue
-				}
-				ext = true
-				if s < from {
-					continue
-				}
-				cur = append(cur, s)
-				dfs(s)
-				cur = cur[:len(cur)-1]
-			}
-			if !ext {
-				pats = append(pats, append([]int(nil), cur...))
-			}
-		}
-		dfs(0)
-		st.Patterns += len(pats)
 		var cs []string
-		for pi, pat := range pats {
+		for pi, pat := range ag.pats[ti] {
 			name := fmt.Sprintf("c%d_%d", ti, pi)
 			cs = append(cs, name)
 			gens = append(gens, name)
@@ -230,6 +175,360 @@ func (r *Relaxation) WriteAggregateLP(w io.Writer) (AggregateStats, error) {
 		}
 	}
 	sb.WriteString("Generals\n " + strings.Join(gens, "\n ") + "\nEnd\n")
-	_, err := io.WriteString(w, sb.String())
+	_, err = io.WriteString(w, sb.String())
 	return st, err
+}
+
+// aggregated is the aggregated model's structure: item shapes and, per bin
+// type, its maximal patterns (shape indexes, nondecreasing) and kind vectors.
+type aggregated struct {
+	stats     AggregateStats
+	ps        *patterns
+	shapes    [][]itemReq
+	itemShape []int
+	pats      [][][]int // type -> pattern -> shapes
+	vecs      [][][]kc  // type -> its maximal kind vectors
+}
+
+func (r *Relaxation) aggregate() (*aggregated, error) { return r.aggregateBy(time.Time{}) }
+
+// aggregateBy is aggregate that gives up with an error at deadline (none
+// when zero): the pattern enumeration is the slow part of the model.
+func (r *Relaxation) aggregateBy(deadline time.Time) (*aggregated, error) {
+	ag := &aggregated{ps: r.patternItems()}
+	shapeOf := map[string]int{}
+	ag.itemShape = make([]int, len(ag.ps.items))
+	for i, it := range ag.ps.items {
+		k := shapeKey(it)
+		s, ok := shapeOf[k]
+		if !ok {
+			s = len(ag.shapes)
+			shapeOf[k] = s
+			ag.shapes = append(ag.shapes, it.reqs)
+		}
+		ag.itemShape[i] = s
+	}
+	shapes := ag.shapes
+	ag.stats.Types, ag.stats.Shapes = len(r.types), len(shapes)
+	for ti, bt := range r.types {
+		lay := r.layoutsOf(bt)
+		if lay == nil {
+			return ag, fmt.Errorf("bin type %d: too many layouts to enumerate", ti)
+		}
+		var vecs [][]kc
+		for _, v := range lay.vecs {
+			var s []kc
+			for _, x := range v {
+				s = append(s, kc{x.kind, int(x.n)})
+			}
+			vecs = append(vecs, s)
+		}
+		ag.vecs = append(ag.vecs, vecs)
+		fitsSome := func(ms [][]itemReq) bool {
+			for _, v := range vecs {
+				if fitsAll(ms, v) {
+					return true
+				}
+			}
+			return false
+		}
+		// Maximal patterns, shapes in nondecreasing order.
+		var pats [][]int
+		var cur []int
+		var dfs func(from int)
+		steps, late := 0, false
+		dfs = func(from int) {
+			if steps++; late || steps%256 == 0 && !deadline.IsZero() && time.Now().After(deadline) {
+				late = true
+				return
+			}
+			// Recurse into the shapes from `from` on; the pattern is maximal
+			// when no shape at all fits, and the earlier shapes need
+			// checking only when none of those did.
+			ms := make([][]itemReq, 0, len(cur)+1)
+			for _, c := range cur {
+				ms = append(ms, shapes[c])
+			}
+			ext := false
+			for s := from; s < len(shapes); s++ {
+				if !fitsSome(append(ms, shapes[s])) {
+					continue
+				}
+				ext = true
+				cur = append(cur, s)
+				dfs(s)
+				cur = cur[:len(cur)-1]
+			}
+			for s := 0; s < from && !ext; s++ {
+				ext = fitsSome(append(ms, shapes[s]))
+			}
+			if !ext {
+				pats = append(pats, append([]int(nil), cur...))
+			}
+		}
+		dfs(0)
+		if late {
+			return ag, fmt.Errorf("pattern enumeration ran out of time at bin type %d", ti)
+		}
+		ag.stats.Patterns += len(pats)
+		ag.pats = append(ag.pats, pats)
+	}
+	return ag, nil
+}
+
+// RealiseLayouts turns a solution of the aggregated model (values of its
+// c<type>_<pattern> variables, as written by WriteAggregateLP) into one
+// layout per bin: the bins of each type, in order, take the patterns the
+// solution counts, and each such bin keeps the devices of a maximal layout
+// whose kind vector holds its pattern. It returns the devices kept
+// (indexed by device); bins the solution leaves without a pattern keep
+// all their devices. What the claims then get is for the SAT model to
+// decide: the pattern says only which devices each GPU is carved into.
+func (r *Relaxation) RealiseLayouts(values map[string]float64, perNode bool) ([]bool, error) {
+	ag, err := r.aggregate()
+	if err != nil {
+		return nil, err
+	}
+	keep := make([]bool, len(r.p.Devices))
+	// Bins grouped as the model's variables are: by type, or by type and node.
+	type group struct{ t, node int }
+	byGroup := map[group][]*Bin{}
+	var groups []group
+	for _, b := range r.Bins {
+		g := group{b.Type, -1}
+		if perNode {
+			if dev := r.p.Devices[b.Devices[0]]; len(dev.Reach) == 1 {
+				g.node = dev.Reach[0]
+			}
+		}
+		if byGroup[g] == nil {
+			groups = append(groups, g)
+		}
+		byGroup[g] = append(byGroup[g], b)
+	}
+	for _, g := range groups {
+		ti := g.t
+		lay := r.layoutsOf(r.types[ti])
+		bins := byGroup[g]
+		next := 0
+		for pi, pat := range ag.pats[ti] {
+			name := fmt.Sprintf("c%d_%d", ti, pi)
+			if perNode {
+				name = fmt.Sprintf("c%d_%d_%d", ti, g.node, pi)
+			}
+			n := int(math.Round(values[name]))
+			if n <= 0 {
+				continue
+			}
+			ms := make([][]itemReq, len(pat))
+			for i, s := range pat {
+				ms[i] = ag.shapes[s]
+			}
+			set := bitset(nil)
+			for _, cand := range lay.sets {
+				var v []kc
+				cnt := map[int]int{}
+				for i := range lay.kind {
+					if cand.has(i) {
+						cnt[lay.kind[i]]++
+					}
+				}
+				for k, c := range cnt {
+					v = append(v, kc{k, c})
+				}
+				sort.Slice(v, func(i, j int) bool { return v[i].kind < v[j].kind })
+				if fitsAll(ms, v) {
+					set = cand
+					break
+				}
+			}
+			if set == nil {
+				return nil, fmt.Errorf("bin type %d pattern %d: no layout holds it", ti, pi)
+			}
+			for ; n > 0; n-- {
+				if next == len(bins) {
+					return nil, fmt.Errorf("bin type %d: the solution uses more than its %d bins", ti, len(bins))
+				}
+				b := bins[next]
+				next++
+				for i, d := range b.Devices {
+					if set.has(i) {
+						keep[d] = true
+					}
+				}
+			}
+		}
+		for ; next < len(bins); next++ {
+			for _, d := range bins[next].Devices {
+				keep[d] = true
+			}
+		}
+	}
+	return keep, nil
+}
+
+// WriteNodeAggregateLP writes the aggregated model with one copy per node:
+// bins grouped by type and node, claims by class and node. A claim's
+// devices all come from one node (every bin here belongs to one node), so
+// the claims split into single-device items keep their node, which the
+// global model (WriteAggregateLP) loses: with y<k>_<n> class k's claims
+// on node n and c<t>_<n>_<p> bins of type t on node n taking pattern p,
+//
+//	max Σ w_k y_kn  s.t.  Σ_p c(t,n,p) = m_tn,  Σ_n y_kn ≤ n_k,
+//	                      Σ_{k,i: shape s} mult_i y_kn ≤ Σ_{t,p} p[s] c(t,n,p)  per shape and node
+//
+// Its optimum bounds the admitted weight too, and is at most the global
+// model's. It returns an error when a bin spans nodes.
+func (r *Relaxation) WriteNodeAggregateLP(w io.Writer) (AggregateStats, error) {
+	return r.WriteNodeAggregateLPBy(w, time.Time{})
+}
+
+// WriteNodeAggregateLPBy is WriteNodeAggregateLP that gives up with an
+// error, writing nothing, when enumerating the patterns is not done by
+// deadline (zero: no deadline).
+func (r *Relaxation) WriteNodeAggregateLPBy(w io.Writer, deadline time.Time) (AggregateStats, error) {
+	ag, err := r.aggregateBy(deadline)
+	if err != nil {
+		return ag.stats, err
+	}
+	type tn struct{ t, n int }
+	count := map[tn]int{}
+	var keys []tn
+	nodes := map[int]bool{}
+	for _, b := range r.Bins {
+		n := -2
+		for _, d := range b.Devices {
+			dev := r.p.Devices[d]
+			if dev.All || len(dev.Reach) != 1 || n != -2 && dev.Reach[0] != n {
+				return ag.stats, fmt.Errorf("bin %d: its devices are not all on one node", b.Index)
+			}
+			n = dev.Reach[0]
+		}
+		k := tn{b.Type, n}
+		if count[k] == 0 {
+			keys = append(keys, k)
+		}
+		count[k]++
+		nodes[n] = true
+	}
+	var nodeList []int
+	for n := range nodes {
+		nodeList = append(nodeList, n)
+	}
+	sort.Ints(nodeList)
+	var rows, gens, bounds, obj []string
+	supply := map[tn][]string{} // (shape, node)
+	for _, k := range keys {
+		var cs []string
+		for pi, pat := range ag.pats[k.t] {
+			name := fmt.Sprintf("c%d_%d_%d", k.t, k.n, pi)
+			cs = append(cs, name)
+			gens = append(gens, name)
+			cnt := map[int]int{}
+			for _, s := range pat {
+				cnt[s]++
+			}
+			for s := range ag.shapes {
+				if c := cnt[s]; c > 0 {
+					supply[tn{s, k.n}] = append(supply[tn{s, k.n}], fmt.Sprintf("%d %s", c, name))
+				}
+			}
+		}
+		rows = append(rows, fmt.Sprintf("t%d_%d: %s = %d", k.t, k.n, strings.Join(cs, " + "), count[k]))
+	}
+	demand := map[tn][]string{}
+	for ki, k := range r.classes {
+		if !ag.ps.served[ki] {
+			continue
+		}
+		var ys []string
+		for _, n := range nodeList {
+			if fn := k.rep.FixedNode; fn >= 0 && fn != n {
+				continue
+			}
+			y := fmt.Sprintf("y%d_%d", ki, n)
+			ys = append(ys, y)
+			gens = append(gens, y)
+			bounds = append(bounds, fmt.Sprintf("0 <= %s <= %d", y, k.n))
+			obj = append(obj, fmt.Sprintf("%g %s", k.weight, y))
+			byShape := map[int]float64{}
+			for _, i := range ag.ps.classItems[ki] {
+				byShape[ag.itemShape[i]] += ag.ps.items[i].mult
+			}
+			var ss []int
+			for s := range byShape {
+				ss = append(ss, s)
+			}
+			sort.Ints(ss)
+			for _, s := range ss {
+				demand[tn{s, n}] = append(demand[tn{s, n}], fmt.Sprintf("%g %s", byShape[s], y))
+			}
+		}
+		if len(ys) > 0 {
+			rows = append(rows, fmt.Sprintf("k%d: %s <= %d", ki, strings.Join(ys, " + "), k.n))
+		}
+	}
+	for s := range ag.shapes {
+		for _, n := range nodeList {
+			d := demand[tn{s, n}]
+			if len(d) == 0 {
+				continue
+			}
+			row := fmt.Sprintf("s%d_%d: %s", s, n, strings.Join(d, " + "))
+			if sup := supply[tn{s, n}]; len(sup) > 0 {
+				row += " - " + strings.Join(sup, " - ")
+			}
+			rows = append(rows, row+" <= 0")
+		}
+	}
+	var sb strings.Builder
+	sb.WriteString("\\ drasat aggregated claim-pattern model per node: c<type>_<node>_<pattern>, y<class>_<node>\n")
+	if len(obj) == 0 {
+		obj = []string{"0 zero"}
+		gens = append(gens, "zero")
+	}
+	sb.WriteString("Maximize\n obj: " + strings.Join(obj, " + ") + "\nSubject To\n")
+	if len(rows) == 0 {
+		rows = append(rows, "trivial: "+strings.Fields(obj[0])[1]+" >= 0")
+	}
+	for _, r := range rows {
+		sb.WriteString(" " + r + "\n")
+	}
+	if len(bounds) > 0 {
+		sb.WriteString("Bounds\n")
+		for _, b := range bounds {
+			sb.WriteString(" " + b + "\n")
+		}
+	}
+	sb.WriteString("Generals\n " + strings.Join(gens, "\n ") + "\nEnd\n")
+	_, err = io.WriteString(w, sb.String())
+	return ag.stats, err
+}
+
+// NodesOf reads the claims' nodes from a solution of the per-node model
+// (WriteNodeAggregateLP): class k's claims, in the order given, fill the
+// y<k>_<n> of the nodes in node order. It returns, per claim index, the
+// node of each claim the solution admits; the others are left out.
+func (r *Relaxation) NodesOf(values map[string]float64, claims []*model.Claim) map[int]int {
+	classOf := map[string]int{}
+	for ki, k := range r.classes {
+		classOf[k.key] = ki
+	}
+	took := map[[2]int]int{}
+	out := map[int]int{}
+	for _, c := range claims {
+		ki, ok := classOf[c.ClassKey()]
+		if !ok {
+			continue
+		}
+		for n := range r.p.Nodes {
+			key := [2]int{ki, n}
+			if float64(took[key]) < values[fmt.Sprintf("y%d_%d", ki, n)]-0.5 {
+				took[key]++
+				out[c.Index] = n
+				break
+			}
+		}
+	}
+	return out
 }

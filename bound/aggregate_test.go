@@ -20,7 +20,8 @@ import (
 // TestAggregateLP: the aggregated claim-pattern program, solved by CBC, is
 // a relaxation: never below drasat's proven optimum, never above the
 // device-kind bound; on the coupled instances of TestPatternBoundTighter
-// it is the optimum.
+// it is the optimum. The per-node program lies between the optimum and
+// the global program.
 func TestAggregateLP(t *testing.T) {
 	if mip.CBCPath() == "" {
 		t.Skip("cbc not installed (Debian: apt-get install coinor-cbc)")
@@ -81,6 +82,25 @@ func TestAggregateLP(t *testing.T) {
 			}
 			if in.opt >= 0 && agg != in.opt {
 				t.Errorf("aggregated optimum %d, want the optimum %d", agg, in.opt)
+			}
+			// Per node: still a relaxation, and at most the global model.
+			sb.Reset()
+			if _, err := rel.WriteNodeAggregateLP(&sb); err != nil {
+				t.Fatal(err)
+			}
+			npath := filepath.Join(dir, fmt.Sprintf("n%d.lp", i))
+			if err := os.WriteFile(npath, []byte(sb.String()), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			nsol, err := mip.SolveCBC(context.Background(), npath, time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasPrefix(nsol.Status, "Optimal") {
+				t.Fatalf("cbc per node: %s", nsol.Status)
+			}
+			if node := int64(math.Round(nsol.Objective)); node < opt || node > agg {
+				t.Errorf("per-node aggregated optimum %d, want between the optimum %d and the global one %d", node, opt, agg)
 			}
 		})
 	}

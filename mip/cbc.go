@@ -20,8 +20,8 @@ func CBCPath() string {
 	return p
 }
 
-// SolveCBC runs CBC on the LP file lp with a time limit and reads its
-// solution: `cbc FILE sec SECONDS threads 1 solve solu OUT`. One thread
+// SolveCBC runs CBC on the LP file lp with a wall-time limit and reads its
+// solution: `cbc FILE timeMode elapsed sec SECONDS threads 1 solve solu OUT`. One thread
 // keeps the run deterministic. The status says whether CBC proved its
 // answer ("Optimal") or stopped on the limit ("Stopped on time").
 func SolveCBC(ctx context.Context, lp string, limit time.Duration) (*Solution, error) {
@@ -36,7 +36,9 @@ func SolveCBC(ctx context.Context, lp string, limit time.Duration) (*Solution, e
 	defer os.RemoveAll(dir)
 	out := filepath.Join(dir, "solution.txt")
 	secs := strconv.Itoa(max(1, int(limit.Seconds())))
-	cmd := exec.CommandContext(ctx, cbc, lp, "sec", secs, "threads", "1", "solve", "solu", out)
+	// timeMode elapsed: the limit is wall time (CBC's default is CPU time,
+	// which a loaded machine stretches far past the caller's deadline).
+	cmd := exec.CommandContext(ctx, cbc, lp, "timeMode", "elapsed", "sec", secs, "threads", "1", "solve", "solu", out)
 	log, err := cmd.CombinedOutput()
 	if err != nil {
 		return nil, fmt.Errorf("cbc %s: %v\n%s", lp, err, log)

@@ -43,6 +43,7 @@ drasat allocate -f FILE runs the same instance.`,
 			&cli.StringFlag{Name: "compat", Value: model.CompatKEP5963, Usage: "compatibility-group semantics: kep5963 or wildcard"},
 			&cli.StringFlag{Name: "lp", Usage: "write the MIP in CPLEX LP format to this file (- for stdout)"},
 			&cli.StringFlag{Name: "objects", Usage: "write the objects as YAML to this file (- for stdout)"},
+			&cli.StringFlag{Name: "node-aggregate-lp", Usage: "write the aggregated model with one copy per node (claims keep their node; a tighter bound) in CPLEX LP format to this file (- for stdout)"},
 			&cli.StringFlag{Name: "aggregate-lp", Usage: "write the aggregated claim-pattern model (an integer program whose optimum bounds the admitted claims, max-claims weights) in CPLEX LP format to this file (- for stdout)"},
 		},
 		Action: runExport,
@@ -50,7 +51,7 @@ drasat allocate -f FILE runs the same instance.`,
 }
 
 func runExport(c *cli.Context) error {
-	if c.String("lp") == "" && c.String("objects") == "" && c.String("aggregate-lp") == "" {
+	if c.String("lp") == "" && c.String("objects") == "" && c.String("aggregate-lp") == "" && c.String("node-aggregate-lp") == "" {
 		return fmt.Errorf("nothing to write: give --lp FILE, --aggregate-lp FILE or --objects FILE")
 	}
 	objs, err := exportObjects(c)
@@ -66,7 +67,7 @@ func runExport(c *cli.Context) error {
 			return err
 		}
 	}
-	if c.String("lp") == "" && c.String("aggregate-lp") == "" {
+	if c.String("lp") == "" && c.String("aggregate-lp") == "" && c.String("node-aggregate-lp") == "" {
 		return nil
 	}
 	if err := model.CheckLimits(objs); err != nil {
@@ -90,6 +91,18 @@ func runExport(c *cli.Context) error {
 			return err
 		}
 		fmt.Fprintf(os.Stderr, "wrote the aggregated model: %d bin types, %d item shapes, %d patterns\n", st.Types, st.Shapes, st.Patterns)
+	}
+	if path := c.String("node-aggregate-lp"); path != "" {
+		var buf bytes.Buffer
+		rel := bound.New(p, p.Claims, func(c *model.Claim) int64 { return c.Weight })
+		st, err := rel.WriteNodeAggregateLP(&buf)
+		if err != nil {
+			return fmt.Errorf("flag --node-aggregate-lp: %w", err)
+		}
+		if err := writeOutput(path, buf.Bytes()); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "wrote the aggregated model per node: %d bin types, %d item shapes, %d patterns per node copy\n", st.Types, st.Shapes, st.Patterns)
 	}
 	if path := c.String("lp"); path != "" {
 		var buf bytes.Buffer
