@@ -25,10 +25,10 @@ const aggregateMinTime = 500 * time.Millisecond
 // devices places them exactly. The patterns and nodes are the search the
 // SAT model cannot do on large batches; what is left per node is small.
 // A proven optimum of the aggregated model is also a bound (it is a
-// relaxation). Skipped without cbc on PATH, and when the relaxation could
+// relaxation). Skipped unless Options.UseCBC and cbc is on PATH, and when the relaxation could
 // not enumerate layouts.
 func aggregateRealise(ctx context.Context, cs *componentState, end time.Time) outcome {
-	if cs.rel == nil || !cs.short() || !cs.rel.Enumerated() || mip.CBCPath() == "" || time.Until(end) < aggregateMinTime {
+	if !cs.opts.UseCBC || cs.rel == nil || !cs.short() || !cs.rel.Enumerated() || mip.CBCPath() == "" || time.Until(end) < aggregateMinTime {
 		return skipped
 	}
 	// The stage takes at most ⅔ of the time left (enumerating the patterns

@@ -26,7 +26,7 @@ func TestAggregateStageAgainstBruteForce(t *testing.T) {
 		for _, objs := range []*model.Objects{randomInstance(seed), sharesInstance(seed), RandomCapacityInstance(seed + 18)} {
 			p := build(t, objs, "")
 			best := newBruteForce(p).best()
-			cs := &componentState{p: p, claims: p.Claims, deadline: time.Now().Add(20 * time.Second), plan: newPlan(false), workers: 1, noSAT: true}
+			cs := &componentState{p: p, claims: p.Claims, opts: Options{UseCBC: true}, deadline: time.Now().Add(20 * time.Second), plan: newPlan(false), workers: 1, noSAT: true}
 			cs.bound = math.MaxInt64
 			ctx := context.Background()
 			cs.accept(relaxation(ctx, cs, cs.deadline))

@@ -47,6 +47,11 @@ type Options struct {
 	// found (max-claims) or the ordered repack (ordered) and report the
 	// gap. 0 means 40,000; negative means no component gets the model.
 	MaxVariables int
+	// UseCBC lets the aggregate stage solve the per-node pattern model
+	// with CBC (the coinor-cbc executable on PATH). Off by default: drasat
+	// is pure Go and its answers depend on the input only (and the budget);
+	// with CBC they also depend on an external program's version and speed.
+	UseCBC bool
 	// Workers solving components concurrently; 0 means GOMAXPROCS.
 	Workers int
 	// Progress, when set, is called after each component.

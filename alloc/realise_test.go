@@ -33,7 +33,7 @@ func TestRealiseAggregate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := model.Build(objs, model.Options{})
+	p, err := model.Build(context.Background(), objs, model.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

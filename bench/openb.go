@@ -549,7 +549,7 @@ func RunOpenB(ctx context.Context, cfg OpenBConfig, sz Size, seed uint64, policy
 		}
 		h := startHeapSampler()
 		start := time.Now()
-		out, err := runPolicy(ctx, policy, &objs, model.CompatKEP5963, timeout, wl)
+		out, err := runPolicy(ctx, policy, &objs, model.CompatKEP5963, timeout, wl, false)
 		wall += time.Since(start)
 		if pk := h.Peak(); pk > peak {
 			peak = pk

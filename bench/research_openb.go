@@ -226,7 +226,7 @@ func replayModes(ctx context.Context, base *model.Objects, compat string, tasks 
 		}
 		objs.Claims = append(objs.Claims, claims[i:j]...)
 		start := time.Now()
-		out, err := runPolicy(ctx, PolicyDrasatBinpack, &objs, compat, timeout, nil) // the optimum; no look-ahead needed
+		out, err := runPolicy(ctx, PolicyDrasatBinpack, &objs, compat, timeout, nil, false) // the optimum; no look-ahead needed
 		wall += time.Since(start)
 		if err != nil {
 			return nil, err

@@ -51,6 +51,9 @@ type Config struct {
 	// size (MIGFamilies; none: default); MIGMix changes single settings of
 	// each (ParseMIGMix).
 	MIGFamilies []string
+	// UseCBC lets drasat's aggregate stage call CBC on the batch scenarios
+	// (alloc.Options.UseCBC).
+	UseCBC bool
 	MIGMix      map[string]float64
 	OpenB       OpenBConfig
 	// Progress, when set, is called before each step and at the end.
@@ -137,7 +140,7 @@ type outcome struct {
 // validates the result with the independent checker. wl is the workload the
 // fragmentation-aware policies (fgd, drasat) measure against; nil means the
 // batch's own pending claims.
-func runPolicy(ctx context.Context, policy string, objs *model.Objects, compat string, timeout time.Duration, wl *frag.Workload) (*outcome, error) {
+func runPolicy(ctx context.Context, policy string, objs *model.Objects, compat string, timeout time.Duration, wl *frag.Workload, useCBC bool) (*outcome, error) {
 	out := &outcome{}
 	switch policy {
 	case PolicyUpstream:
@@ -176,13 +179,13 @@ func runPolicy(ctx context.Context, policy string, objs *model.Objects, compat s
 		case PolicyFGD:
 			res = m.Greedy(p.Claims, frag.FGD)
 		case PolicyDrasatBinpack:
-			res, err = alloc.Run(ctx, p, alloc.Options{Timeout: timeout})
+			res, err = alloc.Run(ctx, p, alloc.Options{Timeout: timeout, UseCBC: useCBC})
 			if err != nil {
 				return nil, err
 			}
 			out.stats = &res.Stats
 		default:
-			res, err = alloc.Run(ctx, p, alloc.Options{Timeout: timeout, Policy: alloc.Frag, Lookahead: m})
+			res, err = alloc.Run(ctx, p, alloc.Options{Timeout: timeout, Policy: alloc.Frag, Lookahead: m, UseCBC: useCBC})
 			if err != nil {
 				return nil, err
 			}
@@ -374,7 +377,7 @@ func runRow(ctx context.Context, in *Instance, w *world, pol string, cfg Config)
 	for r := 0; r < cfg.Repeat; r++ {
 		h := startHeapSampler()
 		start := time.Now()
-		out, err := runPolicy(ctx, pol, in.Objs, in.Compat, cfg.Timeout, nil)
+		out, err := runPolicy(ctx, pol, in.Objs, in.Compat, cfg.Timeout, nil, cfg.UseCBC)
 		wall := time.Since(start)
 		pk := h.Peak()
 		if err != nil {

@@ -31,6 +31,7 @@ func allocateCommand() *cli.Command {
 			&cli.BoolFlag{Name: "dry-run", Usage: "print the allocations only (allocate never writes to the cluster; the flag says so explicitly)"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "yaml", Usage: "yaml, json or table"},
 			&cli.StringFlag{Name: "objective", Value: alloc.MaxClaims, Usage: "max-claims or ordered"},
+			&cli.BoolFlag{Name: "cbc", Usage: "let the aggregate stage solve per-node GPU patterns with CBC (the coinor-cbc executable on PATH); off: pure Go"},
 			&cli.StringFlag{Name: "policy", Value: alloc.Binpack, Usage: "binpack, spread or frag (admit the most claims, then leave the cluster least fragmented for the claims seen so far)"},
 			&cli.StringFlag{Name: "compat", Value: model.CompatKEP5963, Usage: "compatibility-group semantics: kep5963 or wildcard"},
 			&cli.DurationFlag{Name: "timeout", Value: 30 * time.Second, Usage: "solve budget; the best allocation found so far is returned"},
@@ -88,6 +89,7 @@ func runAllocate(c *cli.Context) error {
 	opts := alloc.Options{
 		Objective: c.String("objective"),
 		Policy:    c.String("policy"),
+		UseCBC:    c.Bool("cbc"),
 		Timeout:   solveBudget(timeout, time.Since(start)),
 		Progress:  progress(),
 	}
