@@ -32,6 +32,8 @@ type Metrics struct {
 	PendingClaims     prometheus.Gauge
 	Leader            prometheus.Gauge
 	UnallocatedClaims prometheus.Gauge
+
+	liveMetrics // fairness, batching window, writes (metrics_live.go)
 }
 
 // NewMetrics registers the adapter's metrics (and the Go and process
@@ -59,6 +61,7 @@ func NewMetrics() *Metrics {
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)
 	}
+	m.registerLive(f)
 	return m
 }
 

@@ -50,6 +50,10 @@ type Reconciler struct {
 	// hook: the e2e suite modifies and deletes claims there).
 	AfterSolve func(claims []*resourceapi.ResourceClaim)
 
+	// fair picks each pass's batch and parks claims that cannot fit until
+	// something relevant changes (fairness.go).
+	fair *fairness
+
 	// reported remembers the last unallocatable reason per claim UID, so an
 	// Event is emitted once per reason rather than once per pass.
 	reported map[string]string
@@ -64,6 +68,7 @@ type PassResult struct {
 	Ungated     int  // pods whose gate was removed
 	Withdrawn   int  // allocations withdrawn after a failed verification
 	Optimal     bool // the batch's solve was proven optimal
+	Parked      int  // pending claims left out: unplaceable, nothing changed since
 	// Requeue asks for another pass soon: claims beyond MaxBatch, or claims
 	// whose write hit a conflict or whose re-check failed.
 	Requeue bool
@@ -83,10 +88,14 @@ func (r *Reconciler) Pass(ctx context.Context) (PassResult, error) {
 	pending := ours(snap, r.Opts.Namespace)
 	res.Pending = len(pending)
 	r.Metrics.PendingClaims.Set(float64(len(pending)))
-	batch := pending
-	if r.Opts.MaxBatch > 0 && len(batch) > r.Opts.MaxBatch {
-		batch, res.Requeue = batch[:r.Opts.MaxBatch], true
+	if r.fair == nil {
+		r.fair = newFairness()
 	}
+	r.fair.observe(snap)
+	batch, leftOut := r.fair.selectBatch(pending, r.Opts.MaxBatch)
+	res.Parked = len(pending) - len(batch) - leftOut
+	res.Requeue = leftOut > 0
+	r.Metrics.ParkedClaims.Set(float64(res.Parked))
 	written := map[string]*resourceapi.ResourceClaim{}
 	if len(batch) > 0 {
 		if err := r.solveAndWrite(ctx, snap, batch, written, &res); err != nil {
@@ -148,6 +157,7 @@ func (r *Reconciler) solveAndWrite(ctx context.Context, snap *Snapshot, batch []
 	if err != nil {
 		return fmt.Errorf("results: %w", err)
 	}
+	r.fair.solved(solve, cannotFit(p, out))
 	elapsed := time.Since(start)
 	r.Metrics.BatchSize.Observe(float64(len(solve)))
 	r.Metrics.SolveSeconds.Observe(elapsed.Seconds())
