@@ -155,3 +155,29 @@ func TestSelectBatchRotates(t *testing.T) {
 		}
 	}
 }
+
+// Parallel writes: every pod's claims written, each pod ungated as soon as
+// its claims were (by the writer, not the pass's final step), the state
+// feasible.
+func TestParallelWritesUngateEachPodEarly(t *testing.T) {
+	objs := []runtime.Object{node("n1"), slice("n1", 8), class()}
+	for i := 0; i < 4; i++ {
+		a, b := string(rune('a'+2*i)), string(rune('a'+2*i+1))
+		objs = append(objs, claim(a, 1, nil), claim(b, 1, nil), gatedPod("p"+a+b, a, b))
+	}
+	e := newEnv(t, Options{LiveOptions: LiveOptions{WriteWorkers: 3}}, objs...)
+	res := e.pass(t)
+	if res.Allocated != 8 || res.Ungated != 4 {
+		t.Fatalf("pass %+v, want 8 allocated and 4 pods ungated", res)
+	}
+	if len(e.r.ungated) != 4 {
+		t.Fatalf("%d pods ungated by the writer, want all 4 (as soon as their claims were written)", len(e.r.ungated))
+	}
+	for i := 0; i < 4; i++ {
+		n := "p" + string(rune('a'+2*i)) + string(rune('a'+2*i+1))
+		if hasGate(e.pod(t, n)) {
+			t.Fatalf("pod %s still gated", n)
+		}
+	}
+	e.allFeasible(t)
+}

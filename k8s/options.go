@@ -54,6 +54,8 @@ type Options struct {
 	// SettleTimeout bounds how long a pass waits for the informer cache to
 	// show its own writes before verifying them and removing gates.
 	SettleTimeout time.Duration
+
+	LiveOptions // write workers, adaptive window (writer.go, window.go)
 }
 
 // Defaults fills unset fields.
@@ -82,6 +84,7 @@ func (o *Options) Defaults() {
 	if o.SettleTimeout == 0 {
 		o.SettleTimeout = 5 * time.Second
 	}
+	o.LiveOptions.defaults(o.BatchWindow)
 }
 
 // Validate reports bad option values.

@@ -54,6 +54,9 @@ type Reconciler struct {
 	// something relevant changes (fairness.go).
 	fair *fairness
 
+	// ungated: pods whose gate this pass already removed (writer.go).
+	ungated map[string]bool
+
 	// reported remembers the last unallocatable reason per claim UID, so an
 	// Event is emitted once per reason rather than once per pass.
 	reported map[string]string
@@ -81,6 +84,7 @@ func (r *Reconciler) Pass(ctx context.Context) (PassResult, error) {
 		r.reported = map[string]string{}
 	}
 	r.Metrics.Passes.Inc()
+	r.ungated = map[string]bool{}
 	snap, err := r.Cache.Snapshot()
 	if err != nil {
 		return res, err
@@ -206,56 +210,8 @@ func (r *Reconciler) solveAndWrite(ctx context.Context, snap *Snapshot, batch []
 		// time a slow solve ends.
 		time.Sleep(200 * time.Millisecond)
 	}
-	// Write one by one, each re-checked against the latest cache first.
-	for _, c := range todo {
-		if ctx.Err() != nil {
-			// Shutting down: unwritten claims stay pending, which is safe.
-			res.Requeue = true
-			return nil
-		}
-		key := claimKey(c)
-		cur, err := r.Cache.Claims.ResourceClaims(c.Namespace).Get(c.Name)
-		switch {
-		case apierrors.IsNotFound(err):
-			log.Info("claim deleted while solving", zap.String("claim", key))
-			res.Requeue = true
-			continue
-		case err != nil:
-			return err
-		case cur.UID != c.UID || cur.ResourceVersion != c.ResourceVersion || !isPending(cur):
-			log.Info("claim changed while solving; re-solving", zap.String("claim", key))
-			r.Metrics.WriteConflicts.Inc()
-			res.Requeue = true
-			continue
-		}
-		// Check this claim against the latest cache plus what this pass
-		// wrote: devices free, counters not exceeded, selectors hold.
-		if err := r.checkWith(written, c); err != nil {
-			log.Warn("re-check failed; not writing", zap.String("claim", key), zap.Error(err))
-			r.Metrics.CheckRejections.Inc()
-			res.Requeue = true
-			continue
-		}
-		w, err := r.write(ctx, cur, c.Status.Allocation)
-		if err != nil {
-			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-				log.Info("write conflict; re-solving", zap.String("claim", key), zap.Error(err))
-				r.Metrics.WriteConflicts.Inc()
-				res.Requeue = true
-				continue
-			}
-			return fmt.Errorf("write %s: %w", key, err)
-		}
-		written[key] = w
-		res.Allocated++
-		r.Metrics.ClaimsAllocated.Inc()
-		delete(r.reported, string(w.UID))
-		log.Info("allocated", zap.String("claim", key), zap.String("devices", devices(w)))
-		if r.Recorder != nil {
-			r.Recorder.Eventf(w, corev1.EventTypeNormal, ReasonAllocated, "drasat allocated %s", devices(w))
-		}
-	}
-	return nil
+	// Re-check, then write in parallel, ungating pods as they complete.
+	return r.writeAll(ctx, snap, todo, written, res)
 }
 
 // objects builds the engine input: all allocated claims (fixed) and the
@@ -336,6 +292,7 @@ func (r *Reconciler) write(ctx context.Context, cur *resourceapi.ResourceClaim, 
 		delete(c.Annotations, UnallocatableAnnotation)
 		c.Annotations[AllocatedByAnnotation] = r.Opts.Identity
 		var err error
+		r.Metrics.Writes.WithLabelValues("claim").Inc()
 		if c, err = claims.Update(wctx, c, metav1.UpdateOptions{FieldManager: Component}); err != nil {
 			return nil, err
 		}
@@ -351,6 +308,7 @@ func (r *Reconciler) write(ctx context.Context, cur *resourceapi.ResourceClaim, 
 		now := metav1.NewTime(time.Now().Truncate(time.Second))
 		c.Status.Allocation.AllocationTimestamp = &now
 	}
+	r.Metrics.Writes.WithLabelValues("claim-status").Inc()
 	return claims.UpdateStatus(wctx, c, metav1.UpdateOptions{FieldManager: Component})
 }
 
@@ -433,7 +391,7 @@ func (r *Reconciler) ungate(ctx context.Context, written map[string]*resourceapi
 		if ctx.Err() != nil {
 			return nil
 		}
-		if !hasGate(p) || p.DeletionTimestamp != nil || (r.Opts.Namespace != "" && p.Namespace != r.Opts.Namespace) {
+		if !hasGate(p) || p.DeletionTimestamp != nil || (r.Opts.Namespace != "" && p.Namespace != r.Opts.Namespace) || r.ungated[p.Namespace+"/"+p.Name] {
 			continue
 		}
 		names, complete := podClaimNames(p)

@@ -19,7 +19,7 @@ import (
 
 // clusterFlags are shared by `controller` and `reconcile`.
 func clusterFlags() []cli.Flag {
-	return []cli.Flag{
+	return append([]cli.Flag{
 		&cli.StringFlag{Name: "kubeconfig", Usage: "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, then in-cluster)"},
 		&cli.StringFlag{Name: "context", Usage: "kubeconfig context to use"},
 		&cli.StringFlag{Name: "namespace", Aliases: []string{"n"}, Usage: "manage only claims and pods in this namespace (default: all)"},
@@ -32,7 +32,7 @@ func clusterFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "timeout", Value: 10 * time.Second, Usage: "solve budget per batch"},
 		&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error"},
 		&cli.BoolFlag{Name: "log-console", Usage: "human-readable logs instead of JSON"},
-	}
+	}, liveFlags()...)
 }
 
 func controllerCommand() *cli.Command {
@@ -82,6 +82,9 @@ func setup(c *cli.Context) (*zap.Logger, kubernetes.Interface, k8s.Options, erro
 	}
 	cfg, err := k8s.RESTConfig(c.String("kubeconfig"), c.String("context"))
 	if err != nil {
+		return nil, nil, opts, err
+	}
+	if err := applyLiveFlags(c, cfg, &opts); err != nil {
 		return nil, nil, opts, err
 	}
 	client, err := kubernetes.NewForConfig(cfg)
