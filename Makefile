@@ -5,7 +5,7 @@ SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -c
 EXAMPLE ?= examples/mig-a100
 
-.PHONY: all build run test vet fmt bench fuzz clean e2e-bin e2e conformance
+.PHONY: all build run test vet fmt bench fuzz clean e2e-bin e2e e2e-load conformance
 
 all: build
 
@@ -26,6 +26,12 @@ e2e-bin:
 # Only the end-to-end suite against the real components.
 e2e: e2e-bin
 	$(GO) test -count=1 -timeout 20m -v ./k8s/e2e/
+
+# The load test (k8s/e2e/load_test.go, build tag e2eload; not part of
+# `make test`): the MIG bench claims as pods, scheduler alone vs drasat.
+# LOAD_SIZE=16x8:1000 for the large instance.
+e2e-load: e2e-bin
+	$(GO) test -tags e2eload -count=1 -timeout 60m -v -run TestLoadMIG ./k8s/e2e/
 
 # Upstream conformance: every case of the structured allocator's own test
 # table (TestAllocator of k8s.io/dynamic-resource-allocation, the version in
