@@ -33,9 +33,10 @@ type Options struct {
 	// Allocated claims of all namespaces are always watched, since their
 	// devices are in use.
 	Namespace string
-	// BatchWindow is how long pending claims are collected before a solve.
+	// BatchWindow: under contention, a pass waits until no claim arrived for
+	// this long (window.go).
 	BatchWindow time.Duration
-	// MaxBatch bounds the claims solved together (oldest first); 0 means no
+	// MaxBatch bounds the claims solved together (fairness.go); 0 means no
 	// bound. Reaching it starts the solve before the window ends.
 	MaxBatch int
 	// DryRun: solve and report, but write nothing.
