@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/drasat/drasat/alloc"
 	"github.com/drasat/drasat/model"
@@ -78,10 +79,11 @@ func (f *fairness) isParked(c *resourceapi.ResourceClaim) bool {
 }
 
 // selectBatch returns the claims to solve (at most max, 0 = all), never
-// tried first, then least recently tried; and how many pending claims were
+// tried first, then least recently tried, a workload's claims together
+// (owners: claim UID -> workload, see claimOwners); and how many pending claims were
 // left out because the batch was full (parked claims are not counted).
 // pending is in creation order. It forgets claims no longer pending.
-func (f *fairness) selectBatch(pending []*resourceapi.ResourceClaim, max int) (batch []*resourceapi.ResourceClaim, leftOut int) {
+func (f *fairness) selectBatch(pending []*resourceapi.ResourceClaim, owners map[string]string, max int) (batch []*resourceapi.ResourceClaim, leftOut int) {
 	live := make(map[string]bool, len(pending))
 	for _, c := range pending {
 		live[string(c.UID)] = true
@@ -108,12 +110,80 @@ func (f *fairness) selectBatch(pending []*resourceapi.ResourceClaim, max int) (b
 		}
 		return -1
 	}
-	sort.SliceStable(batch, func(i, j int) bool { return last(batch[i]) < last(batch[j]) })
+	// A workload's claims (pods of one owner) move together: a group
+	// ranks by its member tried longest ago.
+	rank := map[string]int{}
+	for _, c := range batch {
+		g := groupOf(owners, c)
+		if r, ok := rank[g]; !ok || last(c) < r {
+			rank[g] = last(c)
+		}
+	}
+	first := map[string]int{}
+	for i, c := range batch {
+		if _, ok := first[groupOf(owners, c)]; !ok {
+			first[groupOf(owners, c)] = i
+		}
+	}
+	key := func(c *resourceapi.ResourceClaim) (int, int) {
+		g := groupOf(owners, c)
+		return rank[g], first[g]
+	}
+	sort.SliceStable(batch, func(i, j int) bool {
+		ri, fi := key(batch[i])
+		rj, fj := key(batch[j])
+		return ri < rj || (ri == rj && fi < fj)
+	})
 	if max > 0 && len(batch) > max {
-		leftOut = len(batch) - max
-		batch = batch[:max]
+		// Whole groups only, unless the first group alone exceeds max.
+		cut := max
+		if g := groupOf(owners, batch[max-1]); g == groupOf(owners, batch[max]) {
+			for cut > 0 && groupOf(owners, batch[cut-1]) == g {
+				cut--
+			}
+			if cut == 0 {
+				cut = max
+			}
+		}
+		leftOut = len(batch) - cut
+		batch = batch[:cut]
 	}
 	return batch, leftOut
+}
+
+// groupOf is the workload a claim belongs to: its pod's controlling owner
+// (owners, from claimOwners), else the claim itself.
+func groupOf(owners map[string]string, c *resourceapi.ResourceClaim) string {
+	if g, ok := owners[string(c.UID)]; ok {
+		return g
+	}
+	return "claim/" + string(c.UID)
+}
+
+// claimOwners maps the claims of gated pods to their pod's controlling
+// owner (a ReplicaSet, Job, …) or, without one, to the pod.
+func claimOwners(s *Snapshot) map[string]string {
+	byKey := map[string]*resourceapi.ResourceClaim{}
+	for _, c := range s.Claims {
+		byKey[claimKey(c)] = c
+	}
+	out := map[string]string{}
+	for _, p := range s.Pods {
+		if !hasGate(p) {
+			continue
+		}
+		g := "pod/" + string(p.UID)
+		if ref := metav1.GetControllerOf(p); ref != nil {
+			g = "owner/" + string(ref.UID)
+		}
+		names, _ := podClaimNames(p)
+		for _, n := range names {
+			if c := byKey[p.Namespace+"/"+n]; c != nil {
+				out[string(c.UID)] = g
+			}
+		}
+	}
+	return out
 }
 
 // solved records that a batch was solved and which of its claims were

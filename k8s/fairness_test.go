@@ -143,7 +143,7 @@ func TestSelectBatchRotates(t *testing.T) {
 	}
 	want := []string{"ab", "cd", "ea", "bc"}
 	for i, w := range want {
-		b, left := f.selectBatch(pending, 2)
+		b, left := f.selectBatch(pending, nil, 2)
 		if names(b) != w || left != len(pending)-2 {
 			t.Fatalf("pass %d: batch %q (left out %d), want %q (%d)", i, names(b), left, w, len(pending)-2)
 		}
@@ -180,4 +180,29 @@ func TestParallelWritesUngateEachPodEarly(t *testing.T) {
 		}
 	}
 	e.allFeasible(t)
+}
+
+// A workload's claims are taken together and not split at the batch's end.
+func TestSelectBatchKeepsWorkloadsTogether(t *testing.T) {
+	f := newFairness()
+	var pending []*resourceapi.ResourceClaim
+	for i, n := range []string{"a", "b", "c", "d", "e"} {
+		pending = append(pending, aged(n, 1, i))
+	}
+	// b and e belong to one ReplicaSet, c and d to another.
+	owners := map[string]string{"uid-b": "rs1", "uid-e": "rs1", "uid-c": "rs2", "uid-d": "rs2"}
+	names := func(cs []*resourceapi.ResourceClaim) (s string) {
+		for _, c := range cs {
+			s += c.Name
+		}
+		return s
+	}
+	b, left := f.selectBatch(pending, owners, 4)
+	if names(b) != "abe" || left != 2 {
+		t.Fatalf("batch %q (left out %d), want \"abe\" (2): rs1 together, rs2 not split", names(b), left)
+	}
+	f.solved(b, nil)
+	if b, _ := f.selectBatch(pending, owners, 4); names(b) != "cda" {
+		t.Fatalf("second batch %q, want \"cda\" (rs2 never tried, then a; rs1 does not fit whole)", names(b))
+	}
 }

@@ -96,7 +96,7 @@ func (r *Reconciler) Pass(ctx context.Context) (PassResult, error) {
 		r.fair = newFairness()
 	}
 	r.fair.observe(snap)
-	batch, leftOut := r.fair.selectBatch(pending, r.Opts.MaxBatch)
+	batch, leftOut := r.fair.selectBatch(pending, claimOwners(snap), r.Opts.MaxBatch)
 	res.Parked = len(pending) - len(batch) - leftOut
 	res.Requeue = leftOut > 0
 	r.Metrics.ParkedClaims.Set(float64(res.Parked))
