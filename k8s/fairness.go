@@ -31,6 +31,10 @@ import (
 //     claim within a bounded number of passes.
 type fairness struct {
 	pass int // passes that solved something, for "least recently tried"
+	// passes counts every pass; firstSeen: claim UID -> the pass that
+	// first saw it pending (for drasat_passes_to_first_try).
+	passes    int
+	firstSeen map[string]int
 	// tried: claim UID -> pass it was last solved in.
 	tried map[string]int
 	// parked: claim UID -> state it was unplaceable against.
@@ -49,12 +53,13 @@ type parkState struct {
 }
 
 func newFairness() *fairness {
-	return &fairness{tried: map[string]int{}, parked: map[string]parkState{}, allocs: map[string]uint64{}}
+	return &fairness{tried: map[string]int{}, parked: map[string]parkState{}, allocs: map[string]uint64{}, firstSeen: map[string]int{}}
 }
 
 // observe updates the inventory fingerprint and the release epoch from a
 // snapshot; call it once per pass, before select.
 func (f *fairness) observe(s *Snapshot) {
+	f.passes++
 	f.inventory = inventoryFingerprint(s)
 	now := make(map[string]uint64, len(f.allocs))
 	for _, c := range s.Claims {
@@ -87,6 +92,9 @@ func (f *fairness) selectBatch(pending []*resourceapi.ResourceClaim, owners map[
 	live := make(map[string]bool, len(pending))
 	for _, c := range pending {
 		live[string(c.UID)] = true
+		if _, ok := f.firstSeen[string(c.UID)]; !ok {
+			f.firstSeen[string(c.UID)] = f.passes
+		}
 		if f.isParked(c) {
 			continue
 		}
@@ -101,6 +109,11 @@ func (f *fairness) selectBatch(pending []*resourceapi.ResourceClaim, owners map[
 	for uid := range f.parked {
 		if !live[uid] {
 			delete(f.parked, uid)
+		}
+	}
+	for uid := range f.firstSeen {
+		if !live[uid] {
+			delete(f.firstSeen, uid)
 		}
 	}
 	// Stable: equal "last tried" keeps creation order. Never tried = -1.
@@ -187,15 +200,22 @@ func claimOwners(s *Snapshot) map[string]string {
 }
 
 // solved records that a batch was solved and which of its claims were
-// unplaceable even alone.
-func (f *fairness) solved(batch []*resourceapi.ResourceClaim, unplaceable []*resourceapi.ResourceClaim) {
+// unplaceable even alone. It returns, for each claim tried for the first
+// time, how many passes after the one that first saw it pending.
+func (f *fairness) solved(batch []*resourceapi.ResourceClaim, unplaceable []*resourceapi.ResourceClaim) (waits []int) {
 	f.pass++
 	for _, c := range batch {
+		if _, ok := f.tried[string(c.UID)]; !ok {
+			if s, ok := f.firstSeen[string(c.UID)]; ok {
+				waits = append(waits, f.passes-s)
+			}
+		}
 		f.tried[string(c.UID)] = f.pass
 	}
 	for _, c := range unplaceable {
 		f.parked[string(c.UID)] = parkState{inventory: f.inventory, releaseEpoch: f.releaseEpoch}
 	}
+	return waits
 }
 
 // parkedCount is the number of pending claims currently parked.

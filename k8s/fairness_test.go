@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -124,6 +125,20 @@ func TestNewClaimNotStarvedByUnplaceableOldOnes(t *testing.T) {
 	e.pass(t)
 	if got := e.r.fair.tried["uid-late"]; got != e.r.fair.pass {
 		t.Fatalf("late claim last tried in pass %d, want the latest pass %d", got, e.r.fair.pass)
+	}
+	// Every claim was first tried within two passes of being seen.
+	m := &dto.Metric{}
+	if err := e.r.Metrics.PassesToFirstTry.Write(m); err != nil {
+		t.Fatal(err)
+	}
+	h := m.GetHistogram()
+	if h.GetSampleCount() != 5 {
+		t.Fatalf("%d claims first tried, want 5", h.GetSampleCount())
+	}
+	for _, b := range h.GetBucket() {
+		if b.GetUpperBound() == 1 && b.GetCumulativeCount() != 5 {
+			t.Fatalf("%d of 5 claims first tried within one pass after being seen", b.GetCumulativeCount())
+		}
 	}
 	e.allFeasible(t)
 }

@@ -161,7 +161,9 @@ func (r *Reconciler) solveAndWrite(ctx context.Context, snap *Snapshot, batch []
 	if err != nil {
 		return fmt.Errorf("results: %w", err)
 	}
-	r.fair.solved(solve, cannotFit(p, out))
+	for _, w := range r.fair.solved(solve, cannotFit(p, out)) {
+		r.Metrics.PassesToFirstTry.Observe(float64(w))
+	}
 	elapsed := time.Since(start)
 	r.Metrics.BatchSize.Observe(float64(len(solve)))
 	r.Metrics.SolveSeconds.Observe(elapsed.Seconds())
