@@ -39,6 +39,7 @@ type loadResult struct {
 	lastBind      time.Duration
 	p50, p90      time.Duration
 	passes, parks string
+	firstTry      string // claims first solved within 1 pass of being seen / all
 }
 
 func TestLoadMIG(t *testing.T) {
@@ -61,9 +62,9 @@ func TestLoadMIG(t *testing.T) {
 	var sched, live loadResult
 	t.Run("scheduler-alone", func(t *testing.T) { sched = runLoad(t, objs, false) })
 	t.Run("drasat", func(t *testing.T) { live = runLoad(t, objs, true) })
-	report := fmt.Sprintf("| %s, seed 1 | offline %d | scheduler alone: %d bound, last bind %.1fs, p50 %.1fs, p90 %.1fs | drasat: %d bound, last bind %.1fs, p50 %.1fs, p90 %.1fs, passes %s, parked at end %s |",
+	report := fmt.Sprintf("| %s, seed 1 | offline %d | scheduler alone: %d bound, last bind %.1fs, p50 %.1fs, p90 %.1fs | drasat: %d bound, last bind %.1fs, p50 %.1fs, p90 %.1fs, passes %s, parked at end %s, first tried within 2 passes %s |",
 		sizeSpec, offline, sched.bound, sched.lastBind.Seconds(), sched.p50.Seconds(), sched.p90.Seconds(),
-		live.bound, live.lastBind.Seconds(), live.p50.Seconds(), live.p90.Seconds(), live.passes, live.parks)
+		live.bound, live.lastBind.Seconds(), live.p50.Seconds(), live.p90.Seconds(), live.passes, live.parks, live.firstTry)
 	t.Log(report)
 	if f := os.Getenv("LOAD_OUT"); f != "" {
 		fh, err := os.OpenFile(f, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
@@ -156,6 +157,7 @@ func runLoad(t *testing.T, objs *model.Objects, gated bool) loadResult {
 	if d != nil {
 		m := httpGet(t, "http://"+metricsAddr(t, d)+"/metrics")
 		res.passes, res.parks = metricValue(m, "drasat_passes_total"), metricValue(m, "drasat_parked_claims")
+		res.firstTry = metricValue(m, `drasat_passes_to_first_try_bucket{le="1"}`) + "/" + metricValue(m, "drasat_passes_to_first_try_count")
 		t.Logf("drasat metrics:\n%s", grepMetrics(m, "drasat_"))
 	}
 	t.Logf("%s: %d of %d pods bound, last bind %.1fs, p50 %.1fs, p90 %.1fs", res.mode, res.bound, res.pods,
