@@ -20,7 +20,10 @@ type LiveOptions struct {
 	// once; the client's QPS and burst bound their rate.
 	WriteWorkers int
 	// MaxWindow bounds the adaptive batching window: the latency it may add
-	// to a claim (see window.go). 0 means 4 × BatchWindow.
+	// to a claim while claims keep arriving (see window.go). 0 means 30 s:
+	// a burst of template pods reaches the API at the resourceclaim
+	// controller's pace (about 10 claims/s), and the optimiser's choice is
+	// what arrived within the window.
 	MaxWindow time.Duration
 }
 
@@ -29,8 +32,9 @@ func (o *LiveOptions) defaults(batchWindow time.Duration) {
 		o.WriteWorkers = 8
 	}
 	if o.MaxWindow == 0 {
-		o.MaxWindow = 4 * batchWindow
+		o.MaxWindow = 30 * time.Second
 	}
+	o.MaxWindow = max(o.MaxWindow, batchWindow)
 }
 
 // writeAll writes a solved batch: first every claim is re-checked in turn

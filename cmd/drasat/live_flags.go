@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/urfave/cli/v2"
 	"k8s.io/client-go/rest"
@@ -18,7 +19,7 @@ func liveFlags() []cli.Flag {
 		&cli.Float64Flag{Name: "kube-api-qps", Value: 50, Usage: "API requests per second (as kube-scheduler's default)"},
 		&cli.IntFlag{Name: "kube-api-burst", Value: 100, Usage: "API request burst (as kube-scheduler's default)"},
 		&cli.IntFlag{Name: "write-workers", Value: 8, Usage: "claim writes and gate removals in flight at once"},
-		&cli.DurationFlag{Name: "max-window", Usage: "most latency the adaptive batching window may add (default: 4 × --batch-window)"},
+		&cli.DurationFlag{Name: "max-window", Value: 30 * time.Second, Usage: "most latency the adaptive batching window may add while claims keep arriving"},
 	}
 }
 
@@ -36,12 +37,6 @@ func applyLiveFlags(c *cli.Context, cfg *rest.Config, opts *k8s.Options) error {
 	}
 	cfg.QPS, cfg.Burst = float32(qps), burst
 	opts.WriteWorkers = c.Int("write-workers")
-	opts.MaxWindow = c.Duration("max-window")
-	if opts.MaxWindow == 0 {
-		opts.MaxWindow = 4 * opts.BatchWindow
-	}
-	if opts.MaxWindow < opts.BatchWindow {
-		opts.MaxWindow = opts.BatchWindow
-	}
+	opts.MaxWindow = max(c.Duration("max-window"), opts.BatchWindow)
 	return nil
 }
