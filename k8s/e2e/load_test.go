@@ -11,7 +11,10 @@ package e2e
 // pods as the scheduler alone and at least 95 % of what drasat admits
 // offline on the same claims, and the final state is feasible.
 //
-// LOAD_SIZE (default 8x8:300) picks the instance, e.g. 16x8:1000.
+// LOAD_SIZE (default 8x8:300) picks the instance, e.g. 16x8:1000;
+// LOAD_MAX_WINDOW and LOAD_MAX_BATCH set drasat's --max-window and
+// --max-batch (30s, 500); LOAD_SKIP_SCHEDULER=1 skips the scheduler-alone
+// run; LOAD_OUT appends the result line to a file.
 
 import (
 	"context"
@@ -92,7 +95,7 @@ func runLoad(t *testing.T, objs *model.Objects, gated bool) loadResult {
 	var d *proc
 	if gated {
 		res.mode = "drasat"
-		d = c.startDrasat("drasat-load", "--max-window="+envOr("LOAD_MAX_WINDOW", "30s"))
+		d = c.startDrasat("drasat-load", "--max-window="+envOr("LOAD_MAX_WINDOW", "30s"), "--max-batch="+envOr("LOAD_MAX_BATCH", "500"))
 	}
 	// The instance's allocated claims are devices already in use: created
 	// as allocated standalone claims. The pending ones become pods.
