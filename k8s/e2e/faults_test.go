@@ -296,7 +296,9 @@ func testTwoReplicas(t *testing.T) {
 // others.
 func testSchedulerConcurrently(t *testing.T) {
 	c := migCluster(t)
-	c.startDrasat("drasat-a", "--batch-window=200ms")
+	// A short window: this case is about two writers racing, and a long
+	// window would let the scheduler take everything first.
+	c.startDrasat("drasat-a", "--batch-window=200ms", "--max-window=1s")
 	const ns = "race"
 	c.namespace(ns)
 	c.createTemplate(ns, "small", migSpec("1g.5gb"))
