@@ -10,7 +10,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 IMAGE ?= ghcr.io/drasat/drasat
 DOCKER ?= docker
 
-.PHONY: all build run test race vet fmt bench fuzz clean e2e-bin e2e conformance image
+.PHONY: all build run test race vet fmt bench fuzz clean e2e-bin e2e e2e-load conformance image
 
 all: build
 
@@ -38,6 +38,12 @@ e2e-bin:
 # Only the end-to-end suite against the real components.
 e2e: e2e-bin
 	$(GO) test -count=1 -timeout 20m -v ./k8s/e2e/
+
+# The load test (k8s/e2e/load_test.go, build tag e2eload; not part of
+# `make test`): the MIG bench claims as pods, scheduler alone vs drasat.
+# LOAD_SIZE=16x8:1000 for the large instance.
+e2e-load: e2e-bin
+	$(GO) test -tags e2eload -count=1 -timeout 60m -v -run TestLoadMIG ./k8s/e2e/
 
 # Upstream conformance: every case of the structured allocator's own test
 # table (TestAllocator of k8s.io/dynamic-resource-allocation, the version in

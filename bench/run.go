@@ -54,8 +54,8 @@ type Config struct {
 	// UseCBC lets drasat's aggregate stage call CBC on the batch scenarios
 	// (alloc.Options.UseCBC).
 	UseCBC bool
-	MIGMix      map[string]float64
-	OpenB       OpenBConfig
+	MIGMix map[string]float64
+	OpenB  OpenBConfig
 	// Progress, when set, is called before each step and at the end.
 	Progress func(done, total int, label string)
 }

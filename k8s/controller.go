@@ -106,22 +106,9 @@ func (c *Controller) Run(ctx context.Context) error {
 		case <-r.Cache.Changed():
 		case <-resync.C:
 		}
-		// Batch window: collect changes until it ends or the batch is full.
-		window := time.NewTimer(r.Opts.BatchWindow)
-	collect:
-		for {
-			select {
-			case <-ctx.Done():
-				window.Stop()
-				return nil
-			case <-window.C:
-				break collect
-			case <-r.Cache.Changed():
-				if r.Opts.MaxBatch > 0 && c.pendingCount() >= r.Opts.MaxBatch {
-					window.Stop()
-					break collect
-				}
-			}
+		// Adaptive batch window (window.go).
+		if !c.collect(ctx) {
+			return nil
 		}
 		if ctx.Err() != nil {
 			return nil
@@ -153,14 +140,6 @@ func (c *Controller) Run(ctx context.Context) error {
 			r.Cache.Trigger()
 		}
 	}
-}
-
-func (c *Controller) pendingCount() int {
-	s, err := c.Reconciler.Cache.Snapshot()
-	if err != nil {
-		return 0
-	}
-	return len(ours(s, c.Reconciler.Opts.Namespace))
 }
 
 // LeaderElection configures RunWithLeaderElection and RunLeading.

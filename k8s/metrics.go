@@ -34,6 +34,8 @@ type Metrics struct {
 	Leader            prometheus.Gauge
 	UnallocatedClaims prometheus.Gauge
 	Skipped           *prometheus.CounterVec
+
+	liveMetrics // fairness, batching window, writes (metrics_live.go)
 }
 
 // NewMetrics registers the adapter's metrics (and the Go and process
@@ -62,6 +64,7 @@ func NewMetrics() *Metrics {
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)
 	}
+	m.registerLive(f)
 	return m
 }
 

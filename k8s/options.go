@@ -33,9 +33,10 @@ type Options struct {
 	// Allocated claims of all namespaces are always watched, since their
 	// devices are in use.
 	Namespace string
-	// BatchWindow is how long pending claims are collected before a solve.
+	// BatchWindow: under contention, a pass waits until no claim arrived for
+	// this long (window.go).
 	BatchWindow time.Duration
-	// MaxBatch bounds the claims solved together (oldest first); 0 means no
+	// MaxBatch bounds the claims solved together (fairness.go); 0 means no
 	// bound. Reaching it starts the solve before the window ends.
 	MaxBatch int
 	// DryRun: solve and report, but write nothing.
@@ -58,6 +59,8 @@ type Options struct {
 	// five times the pass's budget (Timeout plus SettleTimeout), at least a
 	// minute.
 	StuckAfter time.Duration
+
+	LiveOptions // write workers, adaptive window (writer.go, window.go)
 }
 
 // Defaults fills unset fields.
@@ -92,6 +95,7 @@ func (o *Options) Defaults() {
 	if o.StuckAfter == 0 {
 		o.StuckAfter = max(5*(o.Timeout+o.SettleTimeout), time.Minute)
 	}
+	o.LiveOptions.defaults(o.BatchWindow)
 }
 
 // Validate reports bad option values.

@@ -53,6 +53,13 @@ type Reconciler struct {
 	// hook: the e2e suite modifies and deletes claims there).
 	AfterSolve func(claims []*resourceapi.ResourceClaim)
 
+	// fair picks each pass's batch and parks claims that cannot fit until
+	// something relevant changes (fairness.go).
+	fair *fairness
+
+	// ungated: pods whose gate this pass already removed (writer.go).
+	ungated map[string]bool
+
 	// reported remembers the last unallocatable reason per claim UID, so an
 	// Event is emitted once per reason rather than once per pass.
 	reported map[string]string
@@ -70,6 +77,7 @@ type PassResult struct {
 	Ungated     int  // pods whose gate was removed
 	Withdrawn   int  // allocations withdrawn after a failed verification
 	Optimal     bool // the batch's solve was proven optimal
+	Parked      int  // pending claims left out: unplaceable, nothing changed since
 	// Requeue asks for another pass soon: claims beyond MaxBatch, or claims
 	// whose write hit a conflict or whose re-check failed.
 	Requeue bool
@@ -85,6 +93,7 @@ func (r *Reconciler) Pass(ctx context.Context) (PassResult, error) {
 		r.reported = map[string]string{}
 	}
 	r.Metrics.Passes.Inc()
+	r.ungated = map[string]bool{}
 	snap, err := r.Cache.Snapshot()
 	if err != nil {
 		return res, err
@@ -92,10 +101,14 @@ func (r *Reconciler) Pass(ctx context.Context) (PassResult, error) {
 	pending := ours(snap, r.Opts.Namespace)
 	res.Pending = len(pending)
 	r.Metrics.PendingClaims.Set(float64(len(pending)))
-	batch := pending
-	if r.Opts.MaxBatch > 0 && len(batch) > r.Opts.MaxBatch {
-		batch, res.Requeue = batch[:r.Opts.MaxBatch], true
+	if r.fair == nil {
+		r.fair = newFairness()
 	}
+	r.fair.observe(snap)
+	batch, leftOut := r.fair.selectBatch(pending, claimOwners(snap), r.Opts.MaxBatch)
+	res.Parked = len(pending) - len(batch) - leftOut
+	res.Requeue = leftOut > 0
+	r.Metrics.ParkedClaims.Set(float64(res.Parked))
 	written := map[string]*resourceapi.ResourceClaim{}
 	if len(batch) > 0 {
 		if err := r.solveAndWrite(ctx, snap, batch, written, &res); err != nil {
@@ -193,6 +206,9 @@ func (r *Reconciler) solveAndWrite(ctx context.Context, snap *Snapshot, batch []
 	if err != nil {
 		return fmt.Errorf("results: %w", err)
 	}
+	for _, w := range r.fair.solved(solve, cannotFit(p, out)) {
+		r.Metrics.PassesToFirstTry.Observe(float64(w))
+	}
 	elapsed := time.Since(start)
 	r.Metrics.BatchSize.Observe(float64(len(solve)))
 	r.Metrics.SolveSeconds.Observe(elapsed.Seconds())
@@ -241,62 +257,8 @@ func (r *Reconciler) solveAndWrite(ctx context.Context, snap *Snapshot, batch []
 		// time a slow solve ends.
 		time.Sleep(200 * time.Millisecond)
 	}
-	// Write one by one, each re-checked against the latest cache first.
-	for _, c := range todo {
-		if ctx.Err() != nil {
-			// Shutting down: unwritten claims stay pending, which is safe.
-			res.Requeue = true
-			return nil
-		}
-		key := claimKey(c)
-		cur, err := r.Cache.Claims.ResourceClaims(c.Namespace).Get(c.Name)
-		switch {
-		case apierrors.IsNotFound(err):
-			log.Info("claim deleted while solving", zap.String("claim", key))
-			res.Requeue = true
-			continue
-		case err != nil:
-			return err
-		case cur.UID != c.UID || cur.ResourceVersion != c.ResourceVersion || !isPending(cur):
-			log.Info("claim changed while solving; re-solving", zap.String("claim", key))
-			r.Metrics.WriteConflicts.Inc()
-			res.Requeue = true
-			continue
-		}
-		// Check this claim against the latest cache plus what this pass
-		// wrote: devices free, counters not exceeded, selectors hold.
-		if err := r.checkWith(written, c); err != nil {
-			log.Warn("re-check failed; not writing", zap.String("claim", key), zap.Error(err))
-			r.Metrics.CheckRejections.Inc()
-			res.Requeue = true
-			continue
-		}
-		w, err := r.write(ctx, cur, c.Status.Allocation)
-		if err != nil {
-			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-				log.Info("write conflict; re-solving", zap.String("claim", key), zap.Error(err))
-				r.Metrics.WriteConflicts.Inc()
-				res.Requeue = true
-				continue
-			}
-			if refused(err) {
-				// This claim only (invalid, or refused by an admission
-				// policy): the others are still written.
-				r.skip(cur, "ResourceClaim", fmt.Sprintf("writing its allocation was refused: %v", err))
-				continue
-			}
-			return fmt.Errorf("write %s: %w", key, err)
-		}
-		written[key] = w
-		res.Allocated++
-		r.Metrics.ClaimsAllocated.Inc()
-		delete(r.reported, string(w.UID))
-		log.Info("allocated", zap.String("claim", key), zap.String("devices", devices(w)))
-		if r.Recorder != nil {
-			r.Recorder.Eventf(w, corev1.EventTypeNormal, ReasonAllocated, "drasat allocated %s", devices(w))
-		}
-	}
-	return nil
+	// Re-check, then write in parallel, ungating pods as they complete.
+	return r.writeAll(ctx, snap, todo, written, res)
 }
 
 // withoutBadPools returns objs without the ResourceSlices of pools that
@@ -432,6 +394,7 @@ func (r *Reconciler) write(ctx context.Context, cur *resourceapi.ResourceClaim, 
 		delete(c.Annotations, UnallocatableAnnotation)
 		c.Annotations[AllocatedByAnnotation] = r.Opts.Identity
 		var err error
+		r.Metrics.Writes.WithLabelValues("claim").Inc()
 		if c, err = claims.Update(wctx, c, metav1.UpdateOptions{FieldManager: Component}); err != nil {
 			return nil, err
 		}
@@ -447,6 +410,7 @@ func (r *Reconciler) write(ctx context.Context, cur *resourceapi.ResourceClaim, 
 		now := metav1.NewTime(time.Now().Truncate(time.Second))
 		c.Status.Allocation.AllocationTimestamp = &now
 	}
+	r.Metrics.Writes.WithLabelValues("claim-status").Inc()
 	return claims.UpdateStatus(wctx, c, metav1.UpdateOptions{FieldManager: Component})
 }
 
@@ -529,7 +493,7 @@ func (r *Reconciler) ungate(ctx context.Context, written map[string]*resourceapi
 		if ctx.Err() != nil {
 			return nil
 		}
-		if !hasGate(p) || p.DeletionTimestamp != nil || (r.Opts.Namespace != "" && p.Namespace != r.Opts.Namespace) {
+		if !hasGate(p) || p.DeletionTimestamp != nil || (r.Opts.Namespace != "" && p.Namespace != r.Opts.Namespace) || r.ungated[p.Namespace+"/"+p.Name] {
 			continue
 		}
 		names, complete := podClaimNames(p)

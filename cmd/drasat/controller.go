@@ -19,12 +19,12 @@ import (
 
 // clusterFlags are shared by `controller` and `reconcile`.
 func clusterFlags() []cli.Flag {
-	return []cli.Flag{
+	return append([]cli.Flag{
 		&cli.StringFlag{Name: "kubeconfig", Usage: "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, then in-cluster)"},
 		&cli.StringFlag{Name: "context", Usage: "kubeconfig context to use"},
 		&cli.StringFlag{Name: "namespace", Aliases: []string{"n"}, Usage: "manage only claims and pods in this namespace (default: all)"},
-		&cli.DurationFlag{Name: "batch-window", Value: 2 * time.Second, Usage: "collect pending claims this long before solving"},
-		&cli.IntFlag{Name: "max-batch", Value: 500, Usage: "solve at most this many claims together (oldest first; 0: no limit); reaching it ends the window early"},
+		&cli.DurationFlag{Name: "batch-window", Value: 2 * time.Second, Usage: "under contention, solve once no claim arrived for this long (see --max-window)"},
+		&cli.IntFlag{Name: "max-batch", Value: 500, Usage: "solve at most this many claims together (never tried first, then least recently tried; 0: no limit); reaching it ends the window early"},
 		&cli.BoolFlag{Name: "dry-run", Usage: "print the claims that would be written (YAML on stdout) and write nothing"},
 		&cli.StringFlag{Name: "objective", Value: alloc.MaxClaims, Usage: "max-claims or ordered"},
 		&cli.StringFlag{Name: "policy", Value: alloc.Frag, Usage: "frag (default), binpack or spread: admits what binpack admits, placed to leave the cluster least fragmented for the claims allocated so far"},
@@ -37,7 +37,7 @@ func clusterFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "leader-elect-lease-duration", Value: 15 * time.Second},
 		&cli.DurationFlag{Name: "leader-elect-renew-deadline", Value: 10 * time.Second},
 		&cli.DurationFlag{Name: "leader-elect-retry-period", Value: 2 * time.Second},
-	}
+	}, liveFlags()...)
 }
 
 // leaderElection reads the Lease flags.
@@ -97,6 +97,9 @@ func setup(c *cli.Context) (*zap.Logger, kubernetes.Interface, k8s.Options, erro
 	}
 	cfg, err := k8s.RESTConfig(c.String("kubeconfig"), c.String("context"))
 	if err != nil {
+		return nil, nil, opts, err
+	}
+	if err := applyLiveFlags(c, cfg, &opts); err != nil {
 		return nil, nil, opts, err
 	}
 	client, err := kubernetes.NewForConfig(cfg)

@@ -327,7 +327,9 @@ func testTwoReplicas(t *testing.T) {
 // others.
 func testSchedulerConcurrently(t *testing.T) {
 	c := migCluster(t)
-	c.startDrasat("drasat-a", "--batch-window=200ms")
+	// A short window: this case is about two writers racing, and a long
+	// window would let the scheduler take everything first.
+	c.startDrasat("drasat-a", "--batch-window=200ms", "--max-window=1s")
 	// Both writers running before the pods come (drasat leads and has its
 	// caches), so the race is between the two, not with drasat's start.
 	c.eventually("drasat-a leads", 30*time.Second, func() (bool, error) { return c.leaseHolder() == "drasat-a", nil })

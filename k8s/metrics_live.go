@@ -1,0 +1,27 @@
+package k8s
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// liveMetrics: what fairness, the batching window and the writer do.
+type liveMetrics struct {
+	ParkedClaims  prometheus.Gauge
+	WindowSeconds prometheus.Histogram
+	Writes        *prometheus.CounterVec
+	// PassesToFirstTry: passes between the first that saw a claim pending
+	// and the one that first solved it (0: the same pass).
+	PassesToFirstTry prometheus.Histogram
+}
+
+func (m *Metrics) registerLive(f func(prometheus.Collector)) {
+	m.ParkedClaims = prometheus.NewGauge(prometheus.GaugeOpts{Name: "drasat_parked_claims",
+		Help: "Pending claims not solved at the last pass: unplaceable even alone, and nothing relevant changed since."})
+	m.WindowSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "drasat_batch_window_seconds",
+		Help: "Latency the batching window added: from the first change to the start of the pass.", Buckets: prometheus.ExponentialBuckets(0.01, 2, 12)})
+	m.Writes = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "drasat_api_writes_total",
+		Help: "API writes drasat made, by kind (claim, claim-status, pod)."}, []string{"kind"})
+	m.PassesToFirstTry = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "drasat_passes_to_first_try",
+		Help: "Passes between the first that saw a claim pending and the first that solved it (0: that same pass).", Buckets: []float64{0, 1, 2, 3, 5, 10}})
+	for _, c := range []prometheus.Collector{m.ParkedClaims, m.WindowSeconds, m.Writes, m.PassesToFirstTry} {
+		f(c)
+	}
+}

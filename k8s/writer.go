@@ -1,0 +1,306 @@
+package k8s
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// LiveOptions tune how the controller keeps up with a live cluster.
+type LiveOptions struct {
+	// WriteWorkers bounds the claim writes (and gate removals) in flight at
+	// once; the client's QPS and burst bound their rate.
+	WriteWorkers int
+	// MaxWindow bounds the adaptive batching window: the latency it may add
+	// to a claim while claims keep arriving (see window.go). 0 means 30 s:
+	// a burst of template pods reaches the API at the resourceclaim
+	// controller's pace (about 10 claims/s), and the optimiser's choice is
+	// what arrived within the window.
+	MaxWindow time.Duration
+}
+
+func (o *LiveOptions) defaults(batchWindow time.Duration) {
+	if o.WriteWorkers <= 0 {
+		o.WriteWorkers = 8
+	}
+	if o.MaxWindow == 0 {
+		o.MaxWindow = 30 * time.Second
+	}
+	o.MaxWindow = max(o.MaxWindow, batchWindow)
+}
+
+// writeAll writes a solved batch: first every claim is re-checked in turn
+// against the latest cache plus the claims approved before it (cheap, and
+// it must be sequential), then the approved claims are written by
+// WriteWorkers in parallel, grouped by pod; a gated pod's gate is removed
+// as soon as all its claims are written and verified, not after the pass.
+func (r *Reconciler) writeAll(ctx context.Context, snap *Snapshot, todo []*resourceapi.ResourceClaim,
+	written map[string]*resourceapi.ResourceClaim, res *PassResult) error {
+	log := r.Log
+	// Phase 1: approve.
+	approved := map[string]*resourceapi.ResourceClaim{}
+	var order []*resourceapi.ResourceClaim
+	current := map[string]*resourceapi.ResourceClaim{}
+	for _, c := range todo {
+		key := claimKey(c)
+		cur, err := r.Cache.Claims.ResourceClaims(c.Namespace).Get(c.Name)
+		switch {
+		case apierrors.IsNotFound(err):
+			log.Info("claim deleted while solving", zap.String("claim", key))
+			res.Requeue = true
+			continue
+		case err != nil:
+			return err
+		case cur.UID != c.UID || cur.ResourceVersion != c.ResourceVersion || !isPending(cur):
+			log.Info("claim changed while solving; re-solving", zap.String("claim", key))
+			r.Metrics.WriteConflicts.Inc()
+			res.Requeue = true
+			continue
+		}
+		// Devices free, counters not exceeded, selectors hold — against the
+		// cache and everything approved so far (an approved claim whose
+		// write then fails only made this check stricter).
+		if err := r.checkWith(approved, c); err != nil {
+			log.Warn("re-check failed; not writing", zap.String("claim", key), zap.Error(err))
+			r.Metrics.CheckRejections.Inc()
+			res.Requeue = true
+			continue
+		}
+		approved[key] = c
+		current[key] = cur
+		order = append(order, c)
+	}
+
+	// Pods waiting for claims of this batch.
+	pw := newPodWaiter(snap, approved, r.Opts.Namespace)
+	slices.SortStableFunc(order, func(a, b *resourceapi.ResourceClaim) int { return pw.rank(a) - pw.rank(b) })
+
+	// Phase 2: write in parallel.
+	var mu sync.Mutex
+	var firstErr error
+	jobs := make(chan *resourceapi.ResourceClaim)
+	var wg sync.WaitGroup
+	for range min(r.Opts.WriteWorkers, max(len(order), 1)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for c := range jobs {
+				key := claimKey(c)
+				w, err := r.write(ctx, current[key], c.Status.Allocation)
+				mu.Lock()
+				if err != nil {
+					if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+						log.Info("write conflict; re-solving", zap.String("claim", key), zap.Error(err))
+						r.Metrics.WriteConflicts.Inc()
+						res.Requeue = true
+					} else if refused(err) {
+						// This claim only (invalid, or refused by an admission
+						// policy): the others are still written.
+						r.skip(current[key], "ResourceClaim", fmt.Sprintf("writing its allocation was refused: %v", err))
+					} else if firstErr == nil {
+						firstErr = fmt.Errorf("write %s: %w", key, err)
+					}
+					pw.failed(key)
+					mu.Unlock()
+					continue
+				}
+				written[key] = w
+				res.Allocated++
+				delete(r.reported, string(w.UID))
+				ready := pw.done(key)
+				mu.Unlock()
+				r.Metrics.ClaimsAllocated.Inc()
+				log.Info("allocated", zap.String("claim", key), zap.String("devices", devices(w)))
+				if r.Recorder != nil {
+					r.Recorder.Eventf(w, corev1.EventTypeNormal, ReasonAllocated, "drasat allocated %s", devices(w))
+				}
+				for _, i := range ready {
+					p, names := pw.pod(i)
+					r.ungateEarly(ctx, p, names, &mu, written, res)
+				}
+			}
+		}()
+	}
+	for _, c := range order {
+		if ctx.Err() != nil {
+			// Shutting down: unwritten claims stay pending, which is safe.
+			res.Requeue = true
+			break
+		}
+		mu.Lock()
+		stop := firstErr != nil
+		mu.Unlock()
+		if stop {
+			break
+		}
+		jobs <- c
+	}
+	close(jobs)
+	wg.Wait()
+	return firstErr
+}
+
+// podWaiter tracks the gated pods whose last missing claims are in the
+// batch being written.
+type podWaiter struct {
+	pods    []*corev1.Pod
+	names   [][]string
+	missing []int            // claims of pod i not yet written
+	byClaim map[string][]int // claim key -> pods waiting for it
+	dead    []bool           // a claim's write failed
+}
+
+func newPodWaiter(snap *Snapshot, approved map[string]*resourceapi.ResourceClaim, namespace string) *podWaiter {
+	byKey := map[string]*resourceapi.ResourceClaim{}
+	for _, c := range snap.Claims {
+		byKey[claimKey(c)] = c
+	}
+	pw := &podWaiter{byClaim: map[string][]int{}}
+	for _, p := range snap.Pods {
+		if !hasGate(p) || p.DeletionTimestamp != nil || (namespace != "" && p.Namespace != namespace) {
+			continue
+		}
+		names, complete := podClaimNames(p)
+		if !complete {
+			continue
+		}
+		missing, ok, inBatch := 0, true, false
+		for _, n := range names {
+			k := p.Namespace + "/" + n
+			if _, a := approved[k]; a {
+				missing++
+				inBatch = true
+			} else if c := byKey[k]; c == nil || c.Status.Allocation == nil || c.DeletionTimestamp != nil {
+				ok = false // some claim is neither allocated nor being written
+			}
+		}
+		if !ok || !inBatch {
+			continue
+		}
+		i := len(pw.pods)
+		pw.pods, pw.names, pw.missing, pw.dead = append(pw.pods, p), append(pw.names, names), append(pw.missing, missing), append(pw.dead, false)
+		for _, n := range names {
+			k := p.Namespace + "/" + n
+			if _, a := approved[k]; a {
+				pw.byClaim[k] = append(pw.byClaim[k], i)
+			}
+		}
+	}
+	return pw
+}
+
+// rank orders claims so that a pod's claims are written together: by the
+// first waiting pod, claims no pod waits for last.
+func (pw *podWaiter) rank(c *resourceapi.ResourceClaim) int {
+	if ps := pw.byClaim[claimKey(c)]; len(ps) > 0 {
+		return ps[0]
+	}
+	return len(pw.pods)
+}
+
+// done records a written claim and returns the pods it completed.
+func (pw *podWaiter) done(key string) []int {
+	var ready []int
+	for _, i := range pw.byClaim[key] {
+		pw.missing[i]--
+		if pw.missing[i] == 0 && !pw.dead[i] {
+			ready = append(ready, i)
+		}
+	}
+	return ready
+}
+
+func (pw *podWaiter) pod(i int) (*corev1.Pod, []string) { return pw.pods[i], pw.names[i] }
+
+func (pw *podWaiter) failed(key string) {
+	for _, i := range pw.byClaim[key] {
+		pw.dead[i] = true
+	}
+}
+
+// ungateEarly removes the gate of a pod whose claims are all written, once
+// the cache shows them (bounded by SettleTimeout) and the claims drasat
+// allocated and no pod uses yet verify against everything else allocated
+// (as the pass's final ungate step does). A pod it cannot ungate is left to
+// that step.
+func (r *Reconciler) ungateEarly(ctx context.Context, p *corev1.Pod, names []string, mu *sync.Mutex,
+	written map[string]*resourceapi.ResourceClaim, res *PassResult) {
+	mine := map[string]*resourceapi.ResourceClaim{}
+	mu.Lock()
+	for _, n := range names {
+		if w, ok := written[p.Namespace+"/"+n]; ok {
+			mine[p.Namespace+"/"+n] = w
+		}
+	}
+	mu.Unlock()
+	r.settle(ctx, mine)
+	mu.Lock()
+	all := make(map[string]*resourceapi.ResourceClaim, len(written))
+	for k, w := range written {
+		all[k] = w
+	}
+	mu.Unlock()
+	for _, n := range names {
+		key := p.Namespace + "/" + n
+		c, ok := all[key]
+		if cur, err := r.Cache.Claims.ResourceClaims(p.Namespace).Get(n); err == nil && (!ok || !newer(c, cur)) {
+			c = cur
+		}
+		if c == nil || c.Status.Allocation == nil || c.DeletionTimestamp != nil {
+			return
+		}
+		if c.Annotations[AllocatedByAnnotation] == "" || len(c.Status.ReservedFor) > 0 {
+			continue
+		}
+		if err := r.verify(all, c); err != nil {
+			r.Log.Warn("allocation conflicts with one written by someone else; withdrawing it", zap.String("claim", key), zap.Error(err))
+			r.Metrics.CheckRejections.Inc()
+			werr := r.withdraw(ctx, c, err)
+			mu.Lock()
+			if werr == nil {
+				res.Withdrawn++
+				delete(written, key)
+			}
+			res.Requeue = true
+			mu.Unlock()
+			return
+		}
+	}
+	err := r.removeGate(ctx, p)
+	r.Metrics.Writes.WithLabelValues("pod").Inc()
+	mu.Lock()
+	defer mu.Unlock()
+	if err != nil {
+		// A conflict or anything else: the final ungate step or the next
+		// pass tries again.
+		r.Log.Info("could not remove gate yet", zap.String("pod", p.Namespace+"/"+p.Name), zap.Error(err))
+		res.Requeue = true
+		return
+	}
+	r.ungated[p.Namespace+"/"+p.Name] = true
+	res.Ungated++
+	r.Metrics.GatesRemoved.Inc()
+	r.Log.Info("scheduling gate removed", zap.String("pod", p.Namespace+"/"+p.Name), zap.Strings("claims", names))
+	if r.Recorder != nil {
+		r.Recorder.Eventf(p, corev1.EventTypeNormal, ReasonUngated, "all %d claims allocated; scheduling gate %s removed", len(names), SchedulingGate)
+	}
+}
+
+// removeGate drops drasat's scheduling gate with a resourceVersion-guarded
+// update.
+func (r *Reconciler) removeGate(ctx context.Context, p *corev1.Pod) error {
+	u := p.DeepCopy()
+	u.Spec.SchedulingGates = slices.DeleteFunc(u.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool { return g.Name == SchedulingGate })
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
+	defer cancel()
+	_, err := r.Client.CoreV1().Pods(p.Namespace).Update(wctx, u, metav1.UpdateOptions{FieldManager: Component})
+	return err
+}
