@@ -155,27 +155,7 @@ func (r *Relaxation) WriteAggregateLP(w io.Writer) (AggregateStats, error) {
 		}
 		rows = append(rows, row+" <= 0")
 	}
-	var sb strings.Builder
-	sb.WriteString("\\ drasat aggregated claim-pattern model: c<type>_<pattern> bins of a type taking a pattern, y<class> claims of a class admitted\n")
-	if len(obj) == 0 {
-		obj = []string{"0 zero"}
-		gens = append(gens, "zero")
-	}
-	sb.WriteString("Maximize\n obj: " + strings.Join(obj, " + ") + "\nSubject To\n")
-	if len(rows) == 0 {
-		rows = append(rows, "trivial: "+strings.Fields(obj[0])[1]+" >= 0")
-	}
-	for _, r := range rows {
-		sb.WriteString(" " + r + "\n")
-	}
-	if len(bounds) > 0 {
-		sb.WriteString("Bounds\n")
-		for _, b := range bounds {
-			sb.WriteString(" " + b + "\n")
-		}
-	}
-	sb.WriteString("Generals\n " + strings.Join(gens, "\n ") + "\nEnd\n")
-	_, err = io.WriteString(w, sb.String())
+	err = writeIntegerLP(w, "drasat aggregated claim-pattern model: c<type>_<pattern> bins of a type taking a pattern, y<class> claims of a class admitted", obj, rows, bounds, gens)
 	return st, err
 }
 
@@ -481,27 +461,7 @@ func (r *Relaxation) WriteNodeAggregateLPBy(w io.Writer, deadline time.Time) (Ag
 			rows = append(rows, row+" <= 0")
 		}
 	}
-	var sb strings.Builder
-	sb.WriteString("\\ drasat aggregated claim-pattern model per node: c<type>_<node>_<pattern>, y<class>_<node>\n")
-	if len(obj) == 0 {
-		obj = []string{"0 zero"}
-		gens = append(gens, "zero")
-	}
-	sb.WriteString("Maximize\n obj: " + strings.Join(obj, " + ") + "\nSubject To\n")
-	if len(rows) == 0 {
-		rows = append(rows, "trivial: "+strings.Fields(obj[0])[1]+" >= 0")
-	}
-	for _, r := range rows {
-		sb.WriteString(" " + r + "\n")
-	}
-	if len(bounds) > 0 {
-		sb.WriteString("Bounds\n")
-		for _, b := range bounds {
-			sb.WriteString(" " + b + "\n")
-		}
-	}
-	sb.WriteString("Generals\n " + strings.Join(gens, "\n ") + "\nEnd\n")
-	_, err = io.WriteString(w, sb.String())
+	err = writeIntegerLP(w, "drasat aggregated claim-pattern model per node: c<type>_<node>_<pattern>, y<class>_<node>", obj, rows, bounds, gens)
 	return ag.stats, err
 }
 
@@ -531,4 +491,32 @@ func (r *Relaxation) NodesOf(values map[string]float64, claims []*model.Claim) m
 		}
 	}
 	return out
+}
+
+// writeIntegerLP writes a maximisation over general integers in CPLEX LP
+// format; an empty objective or constraint list gets a placeholder so that
+// every solver reads the file.
+func writeIntegerLP(w io.Writer, comment string, obj, rows, bounds, gens []string) error {
+	var sb strings.Builder
+	sb.WriteString("\\ " + comment + "\n")
+	if len(obj) == 0 {
+		obj = []string{"0 zero"}
+		gens = append(gens, "zero")
+	}
+	sb.WriteString("Maximize\n obj: " + strings.Join(obj, " + ") + "\nSubject To\n")
+	if len(rows) == 0 {
+		rows = append(rows, "trivial: "+strings.Fields(obj[0])[1]+" >= 0")
+	}
+	for _, r := range rows {
+		sb.WriteString(" " + r + "\n")
+	}
+	if len(bounds) > 0 {
+		sb.WriteString("Bounds\n")
+		for _, b := range bounds {
+			sb.WriteString(" " + b + "\n")
+		}
+	}
+	sb.WriteString("Generals\n " + strings.Join(gens, "\n ") + "\nEnd\n")
+	_, err := io.WriteString(w, sb.String())
+	return err
 }

@@ -6,10 +6,6 @@ import (
 	"github.com/drasat/drasat/model"
 )
 
-// noGroups stands for "no compatibility groups", which under KEP-5963 is
-// compatible only with itself.
-const noGroups = "\x00none"
-
 // groups encodes compatibility groups for one counter set.
 func (m *Model) groups(si int, cons []consumer) {
 	if m.P.Options.Compat == model.CompatWildcard {
@@ -36,22 +32,6 @@ func (m *Model) compatibleOnlyWith(devs []int) {
 	}
 }
 
-func groupsOf(dev *model.Device, set int) []string {
-	for _, c := range dev.Consumes {
-		if c.Set == set {
-			return c.Groups
-		}
-	}
-	return nil
-}
-
-func modesOf(groups []string) []string {
-	if len(groups) == 0 {
-		return []string{noGroups}
-	}
-	return groups
-}
-
 // kepGroups: all devices allocated from the set share one common group.
 // One "mode" variable per group is chosen (at most one); a used device
 // needs the chosen mode to be one of its groups.
@@ -59,7 +39,7 @@ func (m *Model) kepGroups(si int, cons []consumer) {
 	set := m.P.CounterSets[si]
 	grouped := len(set.ExistingGroups) > 0
 	for _, c := range cons {
-		if len(groupsOf(m.P.Devices[c.dev], si)) > 0 {
+		if len(m.P.Devices[c.dev].GroupsIn(si)) > 0 {
 			grouped = true
 		}
 	}
@@ -71,7 +51,7 @@ func (m *Model) kepGroups(si int, cons []consumer) {
 	first := true
 	for _, g := range set.ExistingGroups {
 		next := map[string]bool{}
-		for _, x := range modesOf(g) {
+		for _, x := range model.Modes(g) {
 			if first || allowed[x] {
 				next[x] = true
 			}
@@ -81,7 +61,7 @@ func (m *Model) kepGroups(si int, cons []consumer) {
 	modes := map[string]z.Lit{}
 	var names []string
 	for _, c := range cons {
-		for _, g := range modesOf(groupsOf(m.P.Devices[c.dev], si)) {
+		for _, g := range model.Modes(m.P.Devices[c.dev].GroupsIn(si)) {
 			if _, ok := modes[g]; !ok && (first || allowed[g]) {
 				modes[g] = m.C.Lit()
 				names = append(names, g)
@@ -95,7 +75,7 @@ func (m *Model) kepGroups(si int, cons []consumer) {
 	m.atMostOne(ms)
 	for _, c := range cons {
 		or := []z.Lit{c.lit.Not()}
-		for _, g := range modesOf(groupsOf(m.P.Devices[c.dev], si)) {
+		for _, g := range model.Modes(m.P.Devices[c.dev].GroupsIn(si)) {
 			if l, ok := modes[g]; ok {
 				or = append(or, l)
 			}
@@ -108,28 +88,15 @@ func (m *Model) kepGroups(si int, cons []consumer) {
 // have groups and share none; devices without groups go with anything.
 func (m *Model) wildcardGroups(si int, cons []consumer) {
 	set := m.P.CounterSets[si]
-	disjoint := func(a, b []string) bool {
-		if len(a) == 0 || len(b) == 0 {
-			return false
-		}
-		for _, x := range a {
-			for _, y := range b {
-				if x == y {
-					return false
-				}
-			}
-		}
-		return true
-	}
 	for i, c := range cons {
-		gd := groupsOf(m.P.Devices[c.dev], si)
+		gd := m.P.Devices[c.dev].GroupsIn(si)
 		for _, e := range set.ExistingGroups {
-			if disjoint(gd, e) {
+			if model.WildcardConflict(gd, e) {
 				m.clause(c.lit.Not())
 			}
 		}
 		for _, o := range cons[i+1:] {
-			if disjoint(gd, groupsOf(m.P.Devices[o.dev], si)) {
+			if model.WildcardConflict(gd, m.P.Devices[o.dev].GroupsIn(si)) {
 				m.clause(c.lit.Not(), o.lit.Not())
 			}
 		}

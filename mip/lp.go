@@ -541,26 +541,6 @@ func (w *writer) allMode(name string, alt *model.Alternative, sel int, xOf map[i
 	}
 }
 
-// noGroups stands for "no compatibility groups", under KEP-5963 a mode
-// compatible only with itself.
-const noGroups = "\x00none"
-
-func groupsOf(dev *model.Device, set int) []string {
-	for _, c := range dev.Consumes {
-		if c.Set == set {
-			return c.Groups
-		}
-	}
-	return nil
-}
-
-func modesOf(groups []string) []string {
-	if len(groups) == 0 {
-		return []string{noGroups}
-	}
-	return groups
-}
-
 // groups writes the compatibility groups of counter set si over its
 // consumers.
 func (w *writer) groups(si int, each func(yield func(dev int, vs []int))) {
@@ -572,29 +552,16 @@ func (w *writer) groups(si int, each func(yield func(dev int, vs []int))) {
 	var cs []cons
 	each(func(dev int, vs []int) { cs = append(cs, cons{dev, vs}) })
 	if w.p.Options.Compat == model.CompatWildcard {
-		disjoint := func(a, b []string) bool {
-			if len(a) == 0 || len(b) == 0 {
-				return false
-			}
-			for _, x := range a {
-				for _, y := range b {
-					if x == y {
-						return false
-					}
-				}
-			}
-			return true
-		}
 		for i, c := range cs {
-			gd := groupsOf(w.p.Devices[c.dev], si)
+			gd := w.p.Devices[c.dev].GroupsIn(si)
 			for _, e := range set.ExistingGroups {
-				if disjoint(gd, e) {
+				if model.WildcardConflict(gd, e) {
 					w.row(fmt.Sprintf("wx%d_%d_%d", si, i, c.dev), ones(c.vs, 1), "<=", 0)
 					break
 				}
 			}
 			for j, o := range cs[i+1:] {
-				if disjoint(gd, groupsOf(w.p.Devices[o.dev], si)) {
+				if model.WildcardConflict(gd, w.p.Devices[o.dev].GroupsIn(si)) {
 					w.row(fmt.Sprintf("wp%d_%d_%d", si, i, i+1+j), append(ones(c.vs, 1), ones(o.vs, 1)...), "<=", 1)
 				}
 			}
@@ -603,7 +570,7 @@ func (w *writer) groups(si int, each func(yield func(dev int, vs []int))) {
 	}
 	grouped := len(set.ExistingGroups) > 0
 	for _, c := range cs {
-		if len(groupsOf(w.p.Devices[c.dev], si)) > 0 {
+		if len(w.p.Devices[c.dev].GroupsIn(si)) > 0 {
 			grouped = true
 		}
 	}
@@ -614,7 +581,7 @@ func (w *writer) groups(si int, each func(yield func(dev int, vs []int))) {
 	first := true
 	for _, g := range set.ExistingGroups {
 		next := map[string]bool{}
-		for _, x := range modesOf(g) {
+		for _, x := range model.Modes(g) {
 			if first || allowed[x] {
 				next[x] = true
 			}
@@ -624,7 +591,7 @@ func (w *writer) groups(si int, each func(yield func(dev int, vs []int))) {
 	modes := map[string]int{}
 	var ms []int
 	for _, c := range cs {
-		for _, g := range modesOf(groupsOf(w.p.Devices[c.dev], si)) {
+		for _, g := range model.Modes(w.p.Devices[c.dev].GroupsIn(si)) {
 			if _, ok := modes[g]; !ok && (first || allowed[g]) {
 				modes[g] = w.helper(fmt.Sprintf("md%d_%d", si, len(modes)))
 				ms = append(ms, modes[g])
@@ -636,7 +603,7 @@ func (w *writer) groups(si int, each func(yield func(dev int, vs []int))) {
 	}
 	for i, c := range cs {
 		ts := ones(c.vs, 1)
-		for _, g := range modesOf(groupsOf(w.p.Devices[c.dev], si)) {
+		for _, g := range model.Modes(w.p.Devices[c.dev].GroupsIn(si)) {
 			if m, ok := modes[g]; ok {
 				ts = append(ts, term{-1, m})
 			}

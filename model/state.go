@@ -105,7 +105,7 @@ func (s *State) groupsAllow(set int, g []string) bool {
 	lists := s.groups[set]
 	if s.P.Options.Compat == CompatWildcard {
 		for _, l := range lists {
-			if len(g) > 0 && len(l) > 0 && !intersects(g, l) {
+			if WildcardConflict(g, l) {
 				return false
 			}
 		}
@@ -122,9 +122,9 @@ func (s *State) groupsAllow(set int, g []string) bool {
 		}
 		return true
 	}
-	cur := modes(g)
+	cur := Modes(g)
 	for _, l := range lists {
-		cur = intersect(cur, modes(l))
+		cur = intersect(cur, Modes(l))
 		if len(cur) == 0 {
 			return false
 		}
@@ -132,15 +132,34 @@ func (s *State) groupsAllow(set int, g []string) bool {
 	return true
 }
 
-// noGroups stands for "no compatibility groups", compatible under KEP-5963
+// NoGroups stands for "no compatibility groups", compatible under KEP-5963
 // only with itself.
-const noGroups = "\x00none"
+const NoGroups = "\x00none"
 
-func modes(g []string) []string {
+// Modes are a device's KEP-5963 modes on a counter set: its groups, or
+// NoGroups when it has none. Devices may share a set when the
+// intersection of their modes is not empty.
+func Modes(g []string) []string {
 	if len(g) == 0 {
-		return []string{noGroups}
+		return []string{NoGroups}
 	}
 	return g
+}
+
+// WildcardConflict is the wildcard semantics' rule: two devices conflict
+// only when both have groups and share none (no groups go with anything).
+func WildcardConflict(a, b []string) bool {
+	return len(a) > 0 && len(b) > 0 && !intersects(a, b)
+}
+
+// GroupsIn are d's compatibility groups on counter set set (nil: none).
+func (d *Device) GroupsIn(set int) []string {
+	for _, c := range d.Consumes {
+		if c.Set == set {
+			return c.Groups
+		}
+	}
+	return nil
 }
 
 func intersect(a, b []string) []string {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -80,29 +81,28 @@ func runExport(c *cli.Context) error {
 	for _, is := range p.Issues {
 		fmt.Fprintln(os.Stderr, "warning:", is)
 	}
-	if path := c.String("aggregate-lp"); path != "" {
+	// The aggregated models: one over the whole cluster, one per node.
+	for _, agg := range []struct {
+		flag, what string
+		write      func(*bound.Relaxation, io.Writer) (bound.AggregateStats, error)
+	}{
+		{"aggregate-lp", "the aggregated model", (*bound.Relaxation).WriteAggregateLP},
+		{"node-aggregate-lp", "the aggregated model per node", (*bound.Relaxation).WriteNodeAggregateLP},
+	} {
+		path := c.String(agg.flag)
+		if path == "" {
+			continue
+		}
 		var buf bytes.Buffer
 		rel := bound.New(p, p.Claims, func(c *model.Claim) int64 { return c.Weight })
-		st, err := rel.WriteAggregateLP(&buf)
+		st, err := agg.write(rel, &buf)
 		if err != nil {
-			return fmt.Errorf("flag --aggregate-lp: %w", err)
+			return fmt.Errorf("flag --%s: %w", agg.flag, err)
 		}
 		if err := writeOutput(path, buf.Bytes()); err != nil {
 			return err
 		}
-		fmt.Fprintf(os.Stderr, "wrote the aggregated model: %d bin types, %d item shapes, %d patterns\n", st.Types, st.Shapes, st.Patterns)
-	}
-	if path := c.String("node-aggregate-lp"); path != "" {
-		var buf bytes.Buffer
-		rel := bound.New(p, p.Claims, func(c *model.Claim) int64 { return c.Weight })
-		st, err := rel.WriteNodeAggregateLP(&buf)
-		if err != nil {
-			return fmt.Errorf("flag --node-aggregate-lp: %w", err)
-		}
-		if err := writeOutput(path, buf.Bytes()); err != nil {
-			return err
-		}
-		fmt.Fprintf(os.Stderr, "wrote the aggregated model per node: %d bin types, %d item shapes, %d patterns per node copy\n", st.Types, st.Shapes, st.Patterns)
+		fmt.Fprintf(os.Stderr, "wrote %s: %d bin types, %d item shapes, %d patterns\n", agg.what, st.Types, st.Shapes, st.Patterns)
 	}
 	if path := c.String("lp"); path != "" {
 		var buf bytes.Buffer
