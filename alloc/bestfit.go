@@ -19,8 +19,9 @@ import (
 // devices in bins that have nothing better to offer go first, so whole
 // GPUs and the placements big claims need stay free.
 //
-// It gives up and returns nil when ctx ends or the deadline passes.
-func bestFit(ctx context.Context, p *model.Problem, claims []*model.Claim, r *bound.Relaxation, price []float64, deadline time.Time) []*Assignment {
+// It gives up and returns nil when ctx ends or the deadline passes. The
+// search per claim is bounded by lim.BestFitSteps and lim.BestFitMinSteps.
+func bestFit(ctx context.Context, p *model.Problem, claims []*model.Claim, r *bound.Relaxation, price []float64, deadline time.Time, lim Limits) []*Assignment {
 	s := model.NewState(p)
 	// Bins of one type in the same state are worth the same: values are
 	// memoised by type and used positions. The committed state's key of
@@ -114,7 +115,7 @@ func bestFit(ctx context.Context, p *model.Problem, claims []*model.Claim, r *bo
 		nodes := claimNodes(p, c)
 		// Every node is looked at, each with a share of the search budget:
 		// single-device claims are enumerated fully, large ones in part.
-		perNode := max(bestFitMinBudget, bestFitBudget/len(nodes))
+		perNode := max(lim.BestFitMinSteps, lim.BestFitSteps/len(nodes))
 		looked := map[string]bool{}
 		for _, n := range nodes {
 			if _, ok := nodeBins[n]; ok {
@@ -124,7 +125,7 @@ func bestFit(ctx context.Context, p *model.Problem, claims []*model.Claim, r *bo
 				}
 				looked[k] = true
 			}
-			g := &placer{s: s, c: c, node: n, budget: perNode, inClaim: map[int]bool{}}
+			g := newPlacer(s, c, n, perNode)
 			g.each = func(picks []Pick) {
 				// Loss over the bins the placement touches, each once. The
 				// "before" value is the committed state's: the placer has
@@ -183,12 +184,6 @@ func bestFit(ctx context.Context, p *model.Problem, claims []*model.Claim, r *bo
 
 // binNode is the one node all of b's devices are reachable from, or -1.
 func binNode(p *model.Problem, b *bound.Bin) int { return p.CommonNode(b.Devices) }
-
-// Search budgets of best-fit per claim, in placer steps.
-const (
-	bestFitBudget    = 20_000
-	bestFitMinBudget = 300
-)
 
 // exclusive tells whether a pick occupies its device (admin access does
 // not).

@@ -20,8 +20,8 @@ func allOptions(p *model.Problem, c *model.Claim) []option {
 	}
 	var out []option
 	for _, n := range claimNodes(p, c) {
-		g := &placer{s: model.NewState(p), c: c, node: n, budget: math.MaxInt, inClaim: map[int]bool{},
-			each: func(picks []Pick) { out = append(out, option{n, append([]Pick(nil), picks...)}) }}
+		g := newPlacer(model.NewState(p), c, n, math.MaxInt)
+		g.each = func(picks []Pick) { out = append(out, option{n, append([]Pick(nil), picks...)}) }
 		g.request(0)
 	}
 	return out

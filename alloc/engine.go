@@ -47,6 +47,9 @@ type Options struct {
 	// found (max-claims) or the ordered repack (ordered) and report the
 	// gap. 0 means 40,000; negative means no component gets the model.
 	MaxVariables int
+	// Limits are the other thresholds and work bounds of the pipeline's
+	// stages; zero fields mean the defaults (DefaultLimits).
+	Limits Limits
 	// UseCBC lets the aggregate stage solve the per-node pattern model
 	// with CBC (the coinor-cbc executable on PATH). Off by default: drasat
 	// is pure Go and its answers depend on the input only (and the budget);
@@ -149,6 +152,7 @@ func Run(ctx context.Context, p *model.Problem, opts Options) (*Result, error) {
 	if opts.MaxVariables == 0 {
 		opts.MaxVariables = defaultMaxVariables
 	}
+	opts.Limits = opts.Limits.withDefaults()
 	if opts.Workers <= 0 {
 		opts.Workers = runtime.GOMAXPROCS(0)
 	}
@@ -157,8 +161,10 @@ func Run(ctx context.Context, p *model.Problem, opts Options) (*Result, error) {
 	results := make([]*componentResult, len(comps))
 	solve := func(i, workers int) {
 		useSAT := opts.MaxVariables > 0 && estimateVariables(comps[i]) <= opts.MaxVariables
+		plan := newPlan(useSAT)
+		plan.lowerMin, plan.lowerMax, plan.hint = opts.Limits.LowerMin, opts.Limits.LowerMax, opts.Limits.LowerMin
 		cs := &componentState{p: p, claims: comps[i], opts: opts, ordered: opts.Objective == Ordered,
-			deadline: deadline, plan: newPlan(useSAT), workers: workers, noSAT: !useSAT}
+			deadline: deadline, plan: plan, workers: workers, noSAT: !useSAT}
 		results[i] = cs.solve(ctx)
 	}
 	if len(comps) == 1 {

@@ -21,38 +21,14 @@ import (
 // can use them), so gini decides it in milliseconds, where the whole
 // component's model would neither improve nor prove anything
 // (docs/encoding.md, facts 1 and 6).
-const (
-	// lnsSteps bounds the steps per component: the search is a fixed
-	// amount of work, so its answer does not depend on the machine's
-	// speed unless a step's budget or the deadline cuts it short.
-	lnsSteps = 400
-	// lnsPatience ends the search after that many steps in a row without
-	// improvement: by then most neighbourhoods of the current size are
-	// locally optimal.
-	lnsPatience = 80
-	// lnsStepBudget caps one step's solve; a step that runs out counts as
-	// no improvement and makes the neighbourhoods smaller.
-	lnsStepBudget = 200 * time.Millisecond
-	// lnsGiveUp ends the search after that many steps in a row that ran
-	// out of their budget at the smallest neighbourhood: the component's
-	// bins are too hard to repack by SAT within a step.
-	lnsGiveUp = 10
-	// lnsMinBins and lnsMaxBins bound the neighbourhood size, which grows
-	// while steps are decided quickly.
-	lnsMinBins = 2
-	lnsMaxBins = 16
-	lnsQuick   = 20 * time.Millisecond
-	// A step considers, beyond the claims it freed, at most lnsOthers
-	// non-simple claims not admitted, lnsClassCap of a class.
-	lnsClassCap = 2
-	lnsOthers   = 12
-)
+// Its step counts, neighbourhood sizes and step budget are Limits' LNS
+// fields.
 
 // neighbourhoodSearch improves best (claims admitted, of the component
 // claims) towards the bound. It returns the best allocation found and the
 // number of steps taken.
 func neighbourhoodSearch(ctx context.Context, p *model.Problem, claims []*model.Claim, best []*Assignment, rel *bound.Relaxation,
-	weight func(*model.Claim) int64, target int64, deadline time.Time) ([]*Assignment, int) {
+	weight func(*model.Claim) int64, target int64, deadline time.Time, lim Limits) ([]*Assignment, int) {
 	if len(rel.Bins) < 2 {
 		return best, 0
 	}
@@ -71,7 +47,7 @@ func neighbourhoodSearch(ctx context.Context, p *model.Problem, claims []*model.
 		}
 	}
 	rng := rand.New(rand.NewPCG(uint64(len(claims)), uint64(len(rel.Bins))))
-	k := min(4, len(rel.Bins))
+	k := min(max(4, lim.LNSMinBins), lim.LNSMaxBins, len(rel.Bins))
 	cur := best
 	inB := make([]bool, len(p.Devices))
 	picked := make([]bool, len(rel.Bins))
@@ -80,7 +56,7 @@ func neighbourhoodSearch(ctx context.Context, p *model.Problem, claims []*model.
 		a.take(state)
 	}
 	steps, idle, stuck := 0, 0, 0
-	for ; steps < lnsSteps && idle < lnsPatience && stuck < lnsGiveUp && value(cur) < target; steps++ {
+	for ; steps < lim.LNSSteps && idle < lim.LNSPatience && stuck < lim.LNSGiveUp && value(cur) < target; steps++ {
 		if ctx.Err() != nil || !time.Now().Before(deadline) {
 			break
 		}
@@ -125,7 +101,7 @@ func neighbourhoodSearch(ctx context.Context, p *model.Problem, claims []*model.
 				inB[d] = true
 			}
 		}
-		next, res, took := lnsStep(ctx, p, claims, cur, inB, weight, rng, deadline)
+		next, res, took := lnsStep(ctx, p, claims, cur, inB, weight, rng, deadline, lim)
 		for _, b := range nb {
 			picked[b] = false
 			for _, d := range rel.Bins[b].Devices {
@@ -133,7 +109,7 @@ func neighbourhoodSearch(ctx context.Context, p *model.Problem, claims []*model.
 			}
 		}
 		idle++
-		if res == solver.Unknown && k == lnsMinBins {
+		if res == solver.Unknown && k == lim.LNSMinBins {
 			stuck++
 		} else {
 			stuck = 0
@@ -148,9 +124,9 @@ func neighbourhoodSearch(ctx context.Context, p *model.Problem, claims []*model.
 				a.take(state)
 			}
 		case res == solver.Unknown:
-			k = max(lnsMinBins, k-1)
-		case took < lnsQuick:
-			k = min(lnsMaxBins, len(rel.Bins), k+1)
+			k = max(lim.LNSMinBins, k-1)
+		case took < lim.LNSQuick:
+			k = min(lim.LNSMaxBins, len(rel.Bins), k+1)
 		}
 	}
 	return cur, steps
@@ -160,7 +136,7 @@ func neighbourhoodSearch(ctx context.Context, p *model.Problem, claims []*model.
 // inB and repacks those devices with them and with the claims cur does not
 // admit. It returns the new allocation when one with more weight exists.
 func lnsStep(ctx context.Context, p *model.Problem, claims []*model.Claim, cur []*Assignment, inB []bool,
-	weight func(*model.Claim) int64, rng *rand.Rand, deadline time.Time) ([]*Assignment, solver.Result, time.Duration) {
+	weight func(*model.Claim) int64, rng *rand.Rand, deadline time.Time, lim Limits) ([]*Assignment, solver.Result, time.Duration) {
 	start := time.Now()
 	admitted := map[int]bool{}
 	var keep, freed []*Assignment
@@ -203,7 +179,7 @@ func lnsStep(ctx context.Context, p *model.Problem, claims []*model.Claim, cur [
 	}
 	// Claims not admitted: all simple ones (a class shares one unit), but
 	// non-simple ones are units of their own, and a few bins hold only a
-	// few of them: a random sample of them, at most lnsClassCap of a class.
+	// few of them: a random sample of them, at most lim.LNSClassCap of a class.
 	perClass := map[string]int{}
 	var others []*model.Claim
 	for _, c := range claims {
@@ -219,7 +195,7 @@ func lnsStep(ctx context.Context, p *model.Problem, claims []*model.Claim, cur [
 	taken := 0
 	for _, i := range rng.Perm(len(others)) {
 		c := others[i]
-		if k := c.ClassKey(); perClass[k] < lnsClassCap && taken < lnsOthers {
+		if k := c.ClassKey(); perClass[k] < lim.LNSClassCap && taken < lim.LNSOthers {
 			perClass[k]++
 			taken++
 			free = append(free, c)
@@ -236,7 +212,7 @@ func lnsStep(ctx context.Context, p *model.Problem, claims []*model.Claim, cur [
 	obj := objectiveSorter(m, weight)
 	s := solver.New(m.C, m.Clauses)
 	assume := append(m.Fixed, obj.Geq(int(freedWeight)+1))
-	end := time.Now().Add(lnsStepBudget)
+	end := time.Now().Add(lim.LNSStepTime)
 	if deadline.Before(end) {
 		end = deadline
 	}

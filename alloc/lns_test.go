@@ -140,13 +140,13 @@ func TestNeighbourhoodSearch(t *testing.T) {
 			for _, objs := range []*model.Objects{randomInstance(seed), sharesInstance(seed)} {
 				p := build(t, objs, compat)
 				want := newBruteForce(p).best()
-				start := greedy(context.Background(), p, p.Claims)
+				start := greedy(context.Background(), p, p.Claims, DefaultLimits.SearchSteps)
 				rel := bound.New(p, p.Claims, weight)
 				if len(rel.Bins) < 2 || value(start) == want {
 					continue
 				}
 				runs++
-				got, _ := neighbourhoodSearch(context.Background(), p, p.Claims, start, rel, weight, want, time.Now().Add(time.Minute))
+				got, _ := neighbourhoodSearch(context.Background(), p, p.Claims, start, rel, weight, want, time.Now().Add(time.Minute), DefaultLimits)
 				if value(got) < value(start) || value(got) > want {
 					t.Fatalf("seed %d %s: neighbourhood search went from %d to %d (optimum %d)", seed, compat, value(start), value(got), want)
 				}

@@ -21,7 +21,7 @@ import (
 //
 // The relaxation's descent, which prices the repacks, runs until
 // descentEnd.
-func orderedRepack(ctx context.Context, p *model.Problem, claims []*model.Claim, descentEnd, deadline time.Time) []*Assignment {
+func orderedRepack(ctx context.Context, p *model.Problem, claims []*model.Claim, descentEnd, deadline time.Time, lim Limits) []*Assignment {
 	unit := func(*model.Claim) int64 { return 1 }
 	rel := bound.New(p, claims, unit)
 	lr := rel.Solve(ctx, 0, descentEnd, bound.Options{})
@@ -38,7 +38,7 @@ func orderedRepack(ctx context.Context, p *model.Problem, claims []*model.Claim,
 			continue
 		}
 		// As it is: the admitted claims stay where they are.
-		if a, ok := place(s, c); ok {
+		if a, ok := FirstFit(s, c, lim.SearchSteps); ok {
 			admitted = append(admitted, a)
 			admittedClaims = append(admittedClaims, c)
 			continue
@@ -48,7 +48,7 @@ func orderedRepack(ctx context.Context, p *model.Problem, claims []*model.Claim,
 		}
 		// Packed afresh, largest first, with the new claim among them.
 		all := append(append([]*model.Claim(nil), admittedClaims...), c)
-		if packed := bestFit(ctx, p, sortBySize(p, all, true), rel, price, deadline); len(packed) == len(all) {
+		if packed := bestFit(ctx, p, sortBySize(p, all, true), rel, price, deadline, lim); len(packed) == len(all) {
 			admitted, admittedClaims = packed, all
 			s = model.NewState(p)
 			for _, a := range admitted {

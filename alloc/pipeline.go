@@ -113,6 +113,9 @@ func (cs *componentState) valueOf(as []*Assignment) (v int64) {
 	return v
 }
 
+// limits are the run's limits (defaults where the options leave them zero).
+func (cs *componentState) limits() Limits { return cs.opts.Limits.withDefaults() }
+
 // short tells whether the incumbent is below the bound.
 func (cs *componentState) short() bool { return !cs.optimal && cs.value < cs.bound }
 
@@ -303,19 +306,16 @@ type budgetPlan struct {
 	orderedCall float64
 }
 
-// The lower objective levels (firstAvailable preference and packing)
-// refine an answer that is already optimal in what counts. Once the
-// admitted weight is settled they get as long as settling it took, at least
-// secondaryMin and at most secondaryMax: proving a packing optimal can take
-// SAT far longer than finding it, and a batch should not wait for that.
-const (
-	secondaryMin = 100 * time.Millisecond
-	secondaryMax = 2 * time.Second
-)
-
-// newPlan computes the budget plan of a component up front.
+// newPlan computes the budget plan of a component up front, with the
+// default limits. The lower objective levels (firstAvailable preference
+// and packing) refine an answer that is already optimal in what counts.
+// Once the admitted weight is settled they get as long as settling it
+// took, at least Limits.LowerMin and at most Limits.LowerMax: proving a
+// packing optimal can take SAT far longer than finding it, and a batch
+// should not wait for that.
 func newPlan(useSAT bool) budgetPlan {
-	pl := budgetPlan{descent: 1.0 / 3, repackDescent: 1.0 / 4, lns: 1, lowerMin: secondaryMin, lowerMax: secondaryMax, hint: secondaryMin, orderedCall: 2}
+	d := DefaultLimits
+	pl := budgetPlan{descent: 1.0 / 3, repackDescent: 1.0 / 4, lns: 1, lowerMin: d.LowerMin, lowerMax: d.LowerMax, hint: d.LowerMin, orderedCall: 2}
 	if useSAT {
 		pl.lns = 0.5
 	}

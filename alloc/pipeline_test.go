@@ -57,8 +57,8 @@ func TestPipelineUnderBudgets(t *testing.T) {
 			p := build(t, objs, "")
 			bf := newBruteForce(p)
 			best, order := bf.best(), bf.ordered()
-			arrival := greedy(context.Background(), p, p.Claims)
-			bySize := greedy(context.Background(), p, sortBySize(p, p.Claims, false))
+			arrival := greedy(context.Background(), p, p.Claims, DefaultLimits.SearchSteps)
+			bySize := greedy(context.Background(), p, sortBySize(p, p.Claims, false), DefaultLimits.SearchSteps)
 			incumbent := max(weightOf(arrival), weightOf(bySize))
 			for _, budget := range budgets {
 				for _, maxVars := range []int{0, -1} {
@@ -122,7 +122,7 @@ func TestOrderedRepackAgainstBruteForce(t *testing.T) {
 			}
 			checkAllocations(t, p, objs, res, "")
 			got := indexes(res.Assignments)
-			if lexCompare(got, want) > 0 || lexCompare(got, indexes(greedy(context.Background(), p, p.Claims))) < 0 {
+			if lexCompare(got, want) > 0 || lexCompare(got, indexes(greedy(context.Background(), p, p.Claims, DefaultLimits.SearchSteps))) < 0 {
 				t.Fatalf("seed %d: repack admitted %v, brute force %v", seed, got, want)
 			}
 			runs++
@@ -143,7 +143,7 @@ func TestOrderedShortBudgetKeepsGreedy(t *testing.T) {
 	for seed := uint64(1); seed <= 20; seed++ {
 		objs := randomInstance(seed)
 		p := build(t, objs, "")
-		arrival := greedy(context.Background(), p, p.Claims)
+		arrival := greedy(context.Background(), p, p.Claims, DefaultLimits.SearchSteps)
 		res := run(t, p, Options{Objective: Ordered, Timeout: time.Nanosecond})
 		if got := indexes(res.Assignments); lexCompare(got, indexes(arrival)) < 0 {
 			t.Fatalf("seed %d: 1 ns budget admitted %v, greedy %v", seed, got, indexes(arrival))
@@ -179,7 +179,7 @@ func TestTinyBudgetSoundBound(t *testing.T) {
 		for _, objs := range []*model.Objects{randomInstance(seed), sharesInstance(seed)} {
 			p := build(t, objs, "")
 			best := newBruteForce(p).best()
-			ff := weightOf(greedy(context.Background(), p, p.Claims))
+			ff := weightOf(greedy(context.Background(), p, p.Claims, DefaultLimits.SearchSteps))
 			res := run(t, p, Options{Timeout: time.Nanosecond})
 			if st := res.Stats; st.Objective < ff || st.Bound < best || st.Gap() < 0 {
 				t.Fatalf("seed %d: 1 ns budget admitted %d (greedy %d), bound %d (optimum %d), gap %v", seed, st.Objective, ff, st.Bound, best, st.Gap())

@@ -27,7 +27,7 @@ func TestRelaxationBoundAndBestFit(t *testing.T) {
 				t.Fatalf("seed %d %s: relaxation bound %d (L=%.4f) below the optimum %d", seed, compat, lr.Bound, lr.Value, want)
 			}
 			for _, price := range lr.Snapshots {
-				as := bestFit(context.Background(), p, sortBySize(p, p.Claims, false), rel, price, time.Now().Add(time.Minute))
+				as := bestFit(context.Background(), p, sortBySize(p, p.Claims, false), rel, price, time.Now().Add(time.Minute), DefaultLimits)
 				var got int64
 				for _, a := range as {
 					got += a.Claim.Weight

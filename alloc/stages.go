@@ -25,12 +25,13 @@ import (
 // budget counts as fitting, so the bound stays sound.
 func aloneBound(ctx context.Context, cs *componentState, _ time.Time) outcome {
 	s := model.NewState(cs.p)
+	steps := cs.limits().SearchSteps
 	var b int64
 	for i, c := range cs.claims {
 		if i%64 == 0 && ctx.Err() != nil {
 			return outcome{}
 		}
-		a, ok, decided := search(s, c, nil)
+		a, ok, decided := search(s, c, nil, steps)
 		switch {
 		case ok:
 			a.release(s)
@@ -49,10 +50,11 @@ func aloneBound(ctx context.Context, cs *componentState, _ time.Time) outcome {
 // greedyIncumbent is the first incumbent: first-fit in arrival order and,
 // under max-claims, smallest first.
 func greedyIncumbent(ctx context.Context, cs *componentState, _ time.Time) outcome {
-	best := greedy(ctx, cs.p, cs.fitting)
+	steps := cs.limits().SearchSteps
+	best := greedy(ctx, cs.p, cs.fitting, steps)
 	cs.bySize = sortBySize(cs.p, cs.fitting, false)
 	if !cs.ordered {
-		if alt := greedy(ctx, cs.p, cs.bySize); cs.valueOf(alt) > cs.valueOf(best) {
+		if alt := greedy(ctx, cs.p, cs.bySize, steps); cs.valueOf(alt) > cs.valueOf(best) {
 			best = alt
 		}
 	}
@@ -97,9 +99,6 @@ func relaxation(ctx context.Context, cs *componentState, _ time.Time) outcome {
 	return out
 }
 
-// bestFitWork bounds the best-fit tries of a component: tries × claims.
-const bestFitWork = 16000
-
 // bestFitTries runs price-guided best-fit at the relaxation's price
 // stages, each with claims ordered by price and by size. A fixed number of
 // tries keeps the result deterministic; tries run side by side, a batch
@@ -109,14 +108,15 @@ func bestFitTries(ctx context.Context, cs *componentState, end time.Time) outcom
 	if cs.rel == nil || len(cs.prices) == 0 || !cs.short() {
 		return skipped
 	}
-	tries := min(max(2, bestFitWork/len(cs.claims)), len(cs.prices)*2)
+	lim := cs.limits()
+	tries := min(max(2, lim.BestFitWork/len(cs.claims)), len(cs.prices)*2)
 	try := func(i int) []*Assignment {
 		price := cs.prices[i/2]
 		order := cs.bySize
 		if i%2 == 0 {
 			order = byPrice(cs.rel, cs.bySize, price, cs.weight)
 		}
-		return bestFit(ctx, cs.p, order, cs.rel, price, end)
+		return bestFit(ctx, cs.p, order, cs.rel, price, end, lim)
 	}
 	best, val := cs.best, cs.value
 	for i := 0; i < tries && val < cs.bound && ctx.Err() == nil && time.Now().Before(end); i += cs.workers {
@@ -154,7 +154,7 @@ func neighbourhood(ctx context.Context, cs *componentState, end time.Time) outco
 	if cs.rel == nil || !cs.short() {
 		return skipped
 	}
-	best, steps := neighbourhoodSearch(ctx, cs.p, cs.claims, cs.best, cs.rel, cs.weight, cs.bound, end)
+	best, steps := neighbourhoodSearch(ctx, cs.p, cs.claims, cs.best, cs.rel, cs.weight, cs.bound, end, cs.limits())
 	cs.counts.lnsSteps += steps
 	return answer(best)
 }
@@ -347,7 +347,7 @@ func orderedRepackStage(ctx context.Context, cs *componentState, end time.Time) 
 	if !cs.noSAT {
 		return skipped
 	}
-	out := answer(orderedRepack(ctx, cs.p, cs.claims, cs.until(cs.plan.repackDescent), end))
+	out := answer(orderedRepack(ctx, cs.p, cs.claims, cs.until(cs.plan.repackDescent), end, cs.limits()))
 	out.stop = true
 	return out
 }

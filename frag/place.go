@@ -192,7 +192,7 @@ func (m *Measure) bestDevice(s *model.State, c *model.Claim, ri, ai int, cands [
 	best, bestScore := -1, math.Inf(1)
 	for _, d := range cands {
 		pk := alloc.Pick{Req: ri, Alt: ai, Dev: d}
-		if !alloc.FitsPick(s, c, pk) || !constraintsOK(m.p, c, ri, ai, d, picks) || taken(picks, d) {
+		if !alloc.FitsPick(s, c, pk) || !alloc.ConstraintsAllow(c, picks, ri, c.Requests[ri].Alternatives[ai], d) || taken(picks, d) {
 			continue
 		}
 		var sc float64
@@ -244,30 +244,6 @@ func taken(picks []alloc.Pick, d int) bool {
 		}
 	}
 	return false
-}
-
-// constraintsOK checks the claim's matchAttribute and distinctAttribute
-// constraints of device d against the devices picked so far, with the
-// model's rule (list-type attributes, derived values).
-func constraintsOK(p *model.Problem, c *model.Claim, ri, ai int, d int, picks []alloc.Pick) bool {
-	req := c.Requests[ri]
-	alt := req.Alternatives[ai]
-	for _, con := range c.Constraints {
-		if !con.Applies(req, alt) {
-			continue
-		}
-		var chosen [][]string
-		for _, pk := range picks {
-			preq := c.Requests[pk.Req]
-			if palt := preq.Alternatives[pk.Alt]; con.Applies(preq, palt) {
-				chosen = append(chosen, con.ValuesOf(palt, pk.Dev))
-			}
-		}
-		if !con.Allows(chosen, con.ValuesOf(alt, d)) {
-			return false
-		}
-	}
-	return true
 }
 
 // Greedy places claims one at a time in the given order by rule; claims
