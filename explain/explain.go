@@ -221,7 +221,11 @@ func (e *explainer) explain(ctx context.Context, target *model.Claim, opts Optio
 		sort.Strings(names)
 		x.Question = "why can it not use " + strings.Join(names, ", ") + "?"
 	}
-	if r, ok := e.static(target, opts.Prefer); ok {
+	// The selectors the static reasons evaluate stop at the deadline too.
+	sctx, cancel := context.WithDeadline(ctx, opts.Deadline)
+	r, ok := e.static(sctx, target, opts.Prefer)
+	cancel()
+	if ok {
 		x.Reasons = []Reason{r}
 	} else {
 		reasons, minimal, err := e.core(ctx, target, opts)
@@ -297,7 +301,7 @@ func Short(ctx context.Context, p *model.Problem, c *model.Claim, deadline time.
 
 // static finds a request that no device can serve, or a claim error,
 // without the solver.
-func (e *explainer) static(c *model.Claim, prefer map[int]int) (Reason, bool) {
+func (e *explainer) static(ctx context.Context, c *model.Claim, prefer map[int]int) (Reason, bool) {
 	if c.Err != nil {
 		return Reason{Kind: KindClaim, Message: c.Err.Error()}, true
 	}
@@ -318,14 +322,17 @@ func (e *explainer) static(c *model.Claim, prefer map[int]int) (Reason, bool) {
 		a := alts[0]
 		if len(a.Candidates) == 0 {
 			if e.noMatchMemo == nil {
-				return e.noMatch(c, ri, a), true
+				r, _ := e.noMatch(ctx, c, ri, a)
+				return r, true
 			}
 			key := fmt.Sprintf("%s|%v|%v|%t", a.Name, altSelectors(c, ri, a), altTolerations(c, ri, a), a.AdminAccess)
 			if r, ok := e.noMatchMemo.Load(key); ok {
 				return r.(Reason), true
 			}
-			r := e.noMatch(c, ri, a)
-			e.noMatchMemo.Store(key, r)
+			r, done := e.noMatch(ctx, c, ri, a)
+			if done { // an unfinished reason is not one to reuse
+				e.noMatchMemo.Store(key, r)
+			}
 			return r, true
 		}
 		return Reason{Kind: KindCount, Request: a.Name, Message: fmt.Sprintf("request %s asks for %d devices, but only %d can serve it", a.Name, a.Count, len(a.Candidates))}, true
@@ -408,7 +415,7 @@ func (e *explainer) core(ctx context.Context, target *model.Claim, opts Options)
 
 func (e *explainer) unknown(ctx context.Context) []Reason {
 	msg := "the time budget ran out before the solver decided (raise --timeout)"
-	if ctx.Err() != nil {
+	if errors.Is(ctx.Err(), context.Canceled) {
 		msg = "interrupted before the solver decided"
 	}
 	return []Reason{{Kind: KindUnknown, Message: msg}}

@@ -430,3 +430,51 @@ status:
 	x := explainFree(t, shared+claim("x", "        deviceClassName: nic\n        selectors: [{cel: {expression: \"device.allowMultipleAllocations\"}}]\n        capacity: {requests: {bandwidth: 5G}}\n", ""), false)
 	want(t, x, []string{KindCapacity}, "capacity bandwidth of shared device nic.example.com/shared/vnic is used by ns/a")
 }
+
+// The selectors the static reasons evaluate run under the caller's
+// context and the explanation's deadline: cancelled or out of time, the
+// reason says so instead of evaluating them (drasat explain honours
+// --timeout and Ctrl-C), and an unfinished reason is not memoised for
+// the next claim of the same shape.
+func TestStaticReasonHonoursContext(t *testing.T) {
+	objs, _, err := model.Load([]string{"-"}, strings.NewReader(header+claim("x", profile("3g.20gb"), "")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := model.Build(context.Background(), objs, model.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var target *model.Claim
+	for _, c := range p.Claims {
+		if c.Key == "ns/x" {
+			target = c
+		}
+	}
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, tc := range []struct {
+		name     string
+		ctx      context.Context
+		deadline time.Time
+		want     string
+	}{
+		{"cancelled", cancelled, time.Now().Add(time.Minute), "interrupted while its selectors were evaluated"},
+		{"past deadline", context.Background(), time.Now().Add(-time.Second), "the time budget ran out while its selectors were evaluated"},
+	} {
+		x, err := Explain(tc.ctx, p, target, nil, Options{Deadline: tc.deadline})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if len(x.Reasons) != 1 || x.Reasons[0].Kind != KindUnknown || !strings.Contains(x.Reasons[0].Message, tc.want) {
+			t.Errorf("%s: reasons %+v, want one %s reason saying %q", tc.name, x.Reasons, KindUnknown, tc.want)
+		}
+		if why, _ := Short(tc.ctx, p, target, tc.deadline); !strings.Contains(why, tc.want) {
+			t.Errorf("%s: short reason %q, want %q", tc.name, why, tc.want)
+		}
+	}
+	// With time, the full reason; the unfinished ones were not memoised.
+	if why, ok := Short(context.Background(), p, target, time.Now().Add(time.Minute)); !ok || !strings.Contains(why, "no device of class gpu matches") {
+		t.Errorf("with time: %q, %v; want the selector reason", why, ok)
+	}
+}

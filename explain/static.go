@@ -2,6 +2,7 @@ package explain
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -26,13 +27,14 @@ func newCEL() *celCache {
 	return &celCache{cache: dracel.NewCache(100, dracel.Features{EnableConsumableCapacity: true, EnableListTypeAttributes: true})}
 }
 
-// matches is true, false, or an error (compile or runtime).
-func (c *celCache) matches(expr string, d *model.Device) (bool, error) {
+// matches is true, false, or an error (compile or runtime). The
+// evaluation stops when ctx ends (a timeout or Ctrl-C).
+func (c *celCache) matches(ctx context.Context, expr string, d *model.Device) (bool, error) {
 	res := c.cache.GetOrCompile(expr)
 	if res.Error != nil {
 		return false, fmt.Errorf("%s", res.Error.Detail)
 	}
-	ok, _, err := res.DeviceMatches(context.Background(), dracel.Device{
+	ok, _, err := res.DeviceMatches(ctx, dracel.Device{
 		Driver: d.ID.Driver, AllowMultipleAllocations: d.Spec.AllowMultipleAllocations,
 		Attributes: d.Spec.Attributes, Capacity: d.Spec.Capacity,
 	})
@@ -85,9 +87,11 @@ func altTolerations(c *model.Claim, ri int, a *model.Alternative) []resourceapi.
 
 // noMatch explains why alternative a of request ri has no candidate device:
 // which selector the devices fail (the closest: the one most devices fail
-// alone), or, among the matching devices, what excludes them.
-func (e *explainer) noMatch(c *model.Claim, ri int, a *model.Alternative) Reason {
-	r := Reason{Kind: KindNoMatch, Request: a.Name}
+// alone), or, among the matching devices, what excludes them. done is
+// false when ctx ended before every device was looked at: the reason then
+// only says so.
+func (e *explainer) noMatch(ctx context.Context, c *model.Claim, ri int, a *model.Alternative) (r Reason, done bool) {
+	r = Reason{Kind: KindNoMatch, Request: a.Name}
 	sels := altSelectors(c, ri, a)
 	nClass := 0 // devices matching the class selectors
 	nClassSels := 0
@@ -103,9 +107,16 @@ func (e *explainer) noMatch(c *model.Claim, ri int, a *model.Alternative) Reason
 	var matching []*model.Device
 	var evalErr error
 	for _, d := range e.p.Devices {
+		if ctx.Err() != nil {
+			why := "the time budget ran out"
+			if errors.Is(ctx.Err(), context.Canceled) {
+				why = "interrupted"
+			}
+			return Reason{Kind: KindUnknown, Request: a.Name, Message: fmt.Sprintf("request %s: no device can serve it; %s while its selectors were evaluated", a.Name, why)}, false
+		}
 		var failed []int
 		for i, s := range sels {
-			ok, err := e.cel.matches(s.expr, d)
+			ok, err := e.cel.matches(ctx, s.expr, d)
 			if err != nil {
 				if evalErr == nil {
 					evalErr = fmt.Errorf("%s `%s` on device %s: %v", s.where, s.expr, d.ID, err)
@@ -172,7 +183,7 @@ func (e *explainer) noMatch(c *model.Claim, ri int, a *model.Alternative) Reason
 		if len(e.p.Issues) > 0 {
 			r.Message += fmt.Sprintf("; note: %d pools are not used (%s)", len(e.p.Issues), e.p.Issues[0])
 		}
-		return r
+		return r, true
 	}
 	// Devices match, but none can be used.
 	tols := altTolerations(c, ri, a)
@@ -220,7 +231,7 @@ func (e *explainer) noMatch(c *model.Claim, ri int, a *model.Alternative) Reason
 	if len(r.Claims) > 0 {
 		r.Message += "; used by " + e.claimsText(r.Claims)
 	}
-	return r
+	return r, true
 }
 
 func sample(xs []string) string {
