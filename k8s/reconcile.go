@@ -151,7 +151,9 @@ func (r *Reconciler) solveAndWrite(ctx context.Context, snap *Snapshot, batch []
 	}
 	objs := objects(snap, solve)
 	start := time.Now()
-	// Building (CEL selectors above all) shares the pass's time budget.
+	// Building (CEL selectors above all) shares the pass's time budget:
+	// past it, the claims whose selectors were not evaluated are
+	// unallocatable with that reason and the rest of the batch is solved.
 	bctx, cancel := ctx, context.CancelFunc(func() {})
 	if r.Opts.Timeout > 0 {
 		bctx, cancel = context.WithTimeout(ctx, r.Opts.Timeout)
@@ -177,7 +179,12 @@ func (r *Reconciler) solveAndWrite(ctx context.Context, snap *Snapshot, batch []
 	for _, is := range p.Issues {
 		log.Warn("pool not used", zap.String("pool", is.Driver+"/"+is.Pool), zap.String("reason", is.Reason))
 	}
+	// The solver gets what building left of the pass's budget (selectors
+	// not evaluated within it are errors of their claims only).
 	opts := alloc.Options{Objective: r.Opts.Objective, Policy: r.Opts.Policy, Timeout: r.Opts.Timeout}
+	if opts.Timeout > 0 {
+		opts.Timeout = max(opts.Timeout-time.Since(start), time.Millisecond)
+	}
 	if opts.Policy == alloc.Frag {
 		// The look-ahead only re-places what binpack admits: without its
 		// measure the pass still allocates.

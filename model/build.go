@@ -28,12 +28,15 @@ const MaxWeight = 1000
 
 // Build derives the allocation problem from the objects. It fails on input
 // that cannot mean anything (bad weights, unknown compat mode), and when
-// ctx ends first (the evaluation of CEL selectors stops with it): then no
-// problem is returned, never a partial one. Claims that cannot be served
-// carry their reason in Claim.Err.
+// ctx is cancelled first (Ctrl-C; the evaluation of CEL selectors stops
+// with it): then no problem is returned, never a partial one. Claims that
+// cannot be served carry their reason in Claim.Err, among them the claims
+// whose CEL selectors were not evaluated within the build's budget: the
+// CEL cost all selectors may spend together (Options.CELCost) and ctx's
+// deadline (--timeout), past which no selector is evaluated any more.
 func Build(ctx context.Context, objs *Objects, opts Options) (*Problem, error) {
 	p, err := build(ctx, objs, opts)
-	if ctx.Err() != nil {
+	if err := ctx.Err(); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		return nil, fmt.Errorf("building the problem (evaluating selectors) stopped: %w", context.Cause(ctx))
 	}
 	return p, err
@@ -46,7 +49,7 @@ func build(ctx context.Context, objs *Objects, opts Options) (*Problem, error) {
 	if opts.Compat == "" {
 		opts.Compat = CompatKEP5963
 	}
-	b := &builder{objs: objs, p: &Problem{Options: opts}, cel: newCELEnv(ctx),
+	b := &builder{objs: objs, p: &Problem{Options: opts}, cel: newCELEnv(ctx, opts.CELCost),
 		deviceByID: map[DeviceID]int{}, matchCache: map[string]matchResult{}, setByName: map[[3]string]int{}, nodeByName: map[string]int{}}
 	b.buildNodes()
 	nodeObjs := make([]*corev1.Node, len(b.p.Nodes))
@@ -66,6 +69,7 @@ func build(ctx context.Context, objs *Objects, opts Options) (*Problem, error) {
 		return nil, err
 	}
 	b.scaleCapacities()
+	b.p.CELCost = b.cel.spent
 	return b.p, nil
 }
 
@@ -789,7 +793,7 @@ func (b *builder) match(class *resourceapi.DeviceClass, sels []resourceapi.Devic
 			return nil, nil, nil, fmt.Errorf("%s: %w", e.field, err)
 		}
 	}
-	if err := b.cel.ctx.Err(); err != nil {
+	if err := b.cel.ctx.Err(); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		return nil, nil, nil, err // Build reports it
 	}
 	for _, d := range b.p.Devices {
@@ -799,6 +803,11 @@ func (b *builder) match(class *resourceapi.DeviceClass, sels []resourceapi.Devic
 		match := true
 		for _, e := range exprs {
 			ok, err := b.cel.matches(e.expr, d, len(b.p.Devices))
+			if be := (*BudgetError)(nil); errors.As(err, &be) {
+				// Not evaluated in budget: the claim fails, never
+				// allocated on the devices evaluated so far.
+				return nil, nil, nil, fmt.Errorf("%s: %w", e.field, err)
+			}
 			if err != nil {
 				// Upstream fails the claim on a node whose devices
 				// include this one; other nodes are not affected.

@@ -48,7 +48,7 @@ func TestCELPaths(t *testing.T) {
 		{"device.driver == 'x' && size(device.capacity) == 0", nil},
 		{"has(device.attributes) && device.driver == 'x'", nil},
 	}
-	env := newCELEnv(context.Background())
+	env := newCELEnv(context.Background(), 0)
 	for _, tt := range tests {
 		if err := env.compile(tt.expr); err != nil {
 			t.Fatalf("%s: %v", tt.expr, err)
@@ -200,7 +200,7 @@ func TestCELProjectionMatchesDirect(t *testing.T) {
 	}
 	rng := rand.New(rand.NewSource(1))
 	devs := celTestDevices(rng, 600)
-	direct := newCELEnv(context.Background())
+	direct := newCELEnv(context.Background(), 0)
 	for _, tt := range exprs {
 		if err := direct.compile(tt.expr); err != nil {
 			t.Fatalf("%s: %v", tt.expr, err)
@@ -212,7 +212,7 @@ func TestCELProjectionMatchesDirect(t *testing.T) {
 		}
 		// Several orders, so that different devices stand for a key.
 		for round := range 3 {
-			e := newCELEnv(context.Background())
+			e := newCELEnv(context.Background(), 0)
 			for _, i := range rng.Perm(len(devs)) {
 				ok, err := e.matches(tt.expr, devs[i], len(devs))
 				if got := fmt.Sprint(ok, err); got != want[i] {

@@ -30,12 +30,20 @@ type Problem struct {
 	// devices, ...).
 	Warnings []string
 	Options  Options
+	// CELCost is the actual CEL cost of every selector evaluation of the
+	// build together (at most Options.CELCost, but for cheap selectors).
+	CELCost uint64
 }
 
 // Options selects semantic variants.
 type Options struct {
 	// Compat is "kep5963" (default) or "wildcard".
 	Compat string
+	// CELCost bounds the CEL cost of all selector evaluations of one build
+	// together; 0 means DefaultCELCost. Past it, only cheap selectors
+	// (CheapSelectorCost) are still evaluated; the claims using the others
+	// are not allocated, with a reason naming the selector and the budget.
+	CELCost uint64
 }
 
 const (

@@ -2,6 +2,7 @@ package model
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -19,11 +20,16 @@ import (
 type celEnv struct {
 	ctx      context.Context // ends evaluation early: a timeout or Ctrl-C
 	cache    *dracel.Cache
-	compiled map[string]error // compile and cost check, per expression
+	compiled map[string]error  // compile and cost check, per expression
+	estimate map[string]uint64 // estimated worst-case cost of one evaluation
 	exprs    map[string]*celExpr
 	devices  []*celDevice // by device index, built when first needed
 	keyBuf   []byte
 	evals    int // DeviceMatches calls, for tests
+	// spent is the actual cost of every evaluation of the build so far,
+	// budget what they may cost together (Options.CELCost): the run-wide
+	// budget every selector draws from.
+	spent, budget uint64
 	// derivedMemo caches derivedAttributes results per expression and device.
 	derivedMemo map[derivedKey]derivedResult
 }
@@ -32,7 +38,7 @@ type celEnv struct {
 type celExpr struct {
 	results   []celResult // by device index
 	cost      uint64      // actual CEL cost of its evaluations so far
-	tooCostly error       // set once cost passes MaxSelectorCostPerRun
+	tooCostly error       // set once it may not be evaluated any more (budgetError)
 	celProjection
 }
 
@@ -47,12 +53,17 @@ const (
 
 var celFeatures = dracel.Features{EnableConsumableCapacity: true, EnableListTypeAttributes: true}
 
-func newCELEnv(ctx context.Context) *celEnv {
+func newCELEnv(ctx context.Context, budget uint64) *celEnv {
+	if budget == 0 {
+		budget = DefaultCELCost
+	}
 	return &celEnv{
 		ctx:      ctx,
 		cache:    dracel.NewCache(1000, celFeatures),
 		compiled: map[string]error{},
+		estimate: map[string]uint64{},
 		exprs:    map[string]*celExpr{},
+		budget:   budget,
 	}
 }
 
@@ -84,6 +95,7 @@ func (e *celEnv) check(expr string) error {
 	if res.Error != nil {
 		return fmt.Errorf("CEL expression %q: %s", expr, res.Error.Detail)
 	}
+	e.estimate[expr] = res.MaxCost
 	if res.MaxCost > resourceapi.CELSelectorExpressionMaxCost {
 		return fmt.Errorf("CEL expression %q: too complex: estimated cost %d exceeds the limit of %d (the API server refuses it)",
 			expr, res.MaxCost, resourceapi.CELSelectorExpressionMaxCost)
@@ -117,13 +129,16 @@ func (e *celEnv) matches(expr string, d *Device, nDevices int) (bool, error) {
 			return ok, nil
 		}
 	}
+	if x.tooCostly == nil {
+		x.tooCostly = e.refuse(expr, x)
+	}
 	if x.tooCostly != nil {
 		return false, x.tooCostly
 	}
 	ok, cost, err := e.evalCost(expr, d.ID.Driver, d.Spec)
 	x.cost += cost
 	if err == nil && x.cost > selectorCostPerRun {
-		x.tooCostly = fmt.Errorf("CEL expression %q: its evaluations on the devices cost more than %d in all (drasat's limit per selector and run, 20 evaluations at the scheduler's limit per evaluation); requests using it are not allocated", expr, selectorCostPerRun)
+		x.tooCostly = &BudgetError{Expr: expr, Why: fmt.Sprintf("its evaluations on the devices cost more than %d in all (drasat's limit per selector and run, 20 evaluations at the scheduler's limit per evaluation)", selectorCostPerRun)}
 		return false, x.tooCostly
 	}
 	switch {
@@ -167,6 +182,50 @@ func (e *celEnv) device(d *Device, nDevices int) *celDevice {
 	return e.devices[d.Index]
 }
 
+// refuse tells why expr may not be evaluated any more in this build, or
+// nil: the build's time is up (its context's deadline: --timeout, the
+// controller's batch budget), or the build's CEL budget is spent and expr
+// is not a cheap selector. Cheap selectors (an estimated worst-case cost
+// per evaluation of at most CheapSelectorCost) go on after the budget is
+// spent, so that the expensive selectors of a batch cannot starve the
+// ordinary ones; only the deadline stops them. The answer is sticky per
+// selector: a selector is evaluated on every device or its requests are
+// not allocated at all.
+func (e *celEnv) refuse(expr string, x *celExpr) error {
+	if errors.Is(e.ctx.Err(), context.DeadlineExceeded) {
+		return &BudgetError{Expr: expr, Why: "the run's time budget (--timeout) ran out before it was evaluated on every device"}
+	}
+	if e.spent >= e.budget && e.estimate[expr] > CheapSelectorCost {
+		return &BudgetError{Expr: expr, Why: fmt.Sprintf("the run's CEL budget (cost %d for all selectors together) was spent before it was evaluated on every device", e.budget)}
+	}
+	return nil
+}
+
+// BudgetError says that a CEL selector was not evaluated within the
+// build's budget (time or cost): the requests using it are not allocated,
+// never allocated on a partial evaluation.
+type BudgetError struct {
+	Expr, Why string
+}
+
+func (e *BudgetError) Error() string {
+	return fmt.Sprintf("CEL expression %q: not evaluated: %s; requests using it are not allocated", e.Expr, e.Why)
+}
+
+// DefaultCELCost is the CEL cost all selector evaluations of one build may
+// spend together (Options.CELCost): 20 evaluations at the scheduler's
+// limit per evaluation, about 2 s by the API's own estimate of 0.1 s per
+// limit (the same as one selector's own limit, MaxSelectorCostPerRun).
+// Ordinary selectors cost a few units per distinct device: the whole build
+// of the mig bench's 16x8:1000 or 64x8:4000 instance costs 263.
+const DefaultCELCost = 20 * resourceapi.CELSelectorExpressionMaxCost
+
+// CheapSelectorCost is the estimated worst-case cost per evaluation up to
+// which a selector is cheap: it is still evaluated when the build's CEL
+// budget is spent (a thousandth of the scheduler's limit; comparisons of
+// attributes cost a few units).
+const CheapSelectorCost = resourceapi.CELSelectorExpressionMaxCost / 1000
+
 // MaxSelectorCostPerRun bounds what one selector may cost over all the
 // devices it is evaluated on in one run: 20 evaluations at the scheduler's
 // limit per evaluation (about 2 s by the API's own estimate of 0.1 s per
@@ -191,6 +250,9 @@ func (e *celEnv) evalCost(expr, driver string, dev *resourceapi.Device) (bool, u
 		return false, 0, fmt.Errorf("CEL expression %q: %s", expr, res.Error.Detail)
 	}
 	if err := e.ctx.Err(); err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return false, 0, &BudgetError{Expr: expr, Why: "the run's time budget (--timeout) ran out before it was evaluated"}
+		}
 		return false, 0, context.Cause(e.ctx)
 	}
 	e.evals++
@@ -203,6 +265,11 @@ func (e *celEnv) evalCost(expr, driver string, dev *resourceapi.Device) (bool, u
 	var cost uint64
 	if details != nil && details.ActualCost() != nil {
 		cost = *details.ActualCost()
+	}
+	e.spent += cost
+	if err != nil && errors.Is(e.ctx.Err(), context.DeadlineExceeded) {
+		// Stopped by the deadline, not an answer about the device.
+		return false, cost, &BudgetError{Expr: expr, Why: "the run's time budget (--timeout) ran out while it was evaluated"}
 	}
 	if err != nil {
 		return false, cost, fmt.Errorf("CEL expression %q on device %s: %w", expr, dev.Name, dracel.EnhanceRuntimeError(err))
