@@ -415,6 +415,10 @@ func (b *builder) buildClaims() error {
 		b.classes[c.Name] = c
 	}
 	fixed := b.podNodes()
+	// Claims whose selectors are all cheap are built first, so that a
+	// batch's expensive selectors, which may run the build out of its
+	// deadline, cannot take the time of the ordinary claims after them.
+	var later []*Claim
 	for _, obj := range b.objs.Claims {
 		if obj.Status.Allocation != nil {
 			continue
@@ -434,12 +438,50 @@ func (b *builder) buildClaims() error {
 				c.Err = fmt.Errorf("reserved for a pod on node %s, which is not known", node)
 			}
 		}
-		if c.Err == nil {
-			c.Err = b.buildRequests(c)
-		}
 		b.p.Claims = append(b.p.Claims, c)
+		switch {
+		case c.Err != nil:
+		case b.cheapSelectors(obj):
+			c.Err = b.buildRequests(c)
+		default:
+			later = append(later, c)
+		}
+	}
+	for _, c := range later {
+		c.Err = b.buildRequests(c)
 	}
 	return nil
+}
+
+// cheapSelectors tells whether every CEL selector the claim's requests
+// use, their classes' included, is cheap (CheapSelectorCost). A selector
+// that does not compile counts as cheap: it fails at once.
+func (b *builder) cheapSelectors(obj *resourceapi.ResourceClaim) bool {
+	cheap := func(class string, sels []resourceapi.DeviceSelector) bool {
+		if c := b.classes[class]; c != nil {
+			sels = append(slices.Clone(c.Spec.Selectors), sels...)
+		}
+		for _, s := range sels {
+			if s.CEL == nil {
+				continue
+			}
+			if b.cel.compile(s.CEL.Expression) == nil && b.cel.estimate[s.CEL.Expression] > CheapSelectorCost {
+				return false
+			}
+		}
+		return true
+	}
+	for _, r := range obj.Spec.Devices.Requests {
+		if r.Exactly != nil && !cheap(r.Exactly.DeviceClassName, r.Exactly.Selectors) {
+			return false
+		}
+		for _, s := range r.FirstAvailable {
+			if !cheap(s.DeviceClassName, s.Selectors) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // podNodes maps claims to the node of a bound pod that uses them.

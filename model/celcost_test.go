@@ -76,9 +76,13 @@ func TestSelectorCostPerRunIsBounded(t *testing.T) {
 // and no problem. Past its deadline (--timeout) no selector is evaluated
 // any more: the claims using one that was not evaluated on every device
 // are not allocated, with a reason naming the selector and the time
-// budget, and the build returns the rest.
+// budget, and the build returns the rest: claims with cheap selectors are
+// built first, so a claim after the expensive one in the input is still
+// served.
 func TestBuildStopsWithItsContext(t *testing.T) {
-	objs, _, err := Load([]string{"-"}, strings.NewReader(costlyPool(200, nested(40, 3))))
+	cheap := "---\napiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata: {name: cheap}\nspec:\n  selectors:\n  - cel: {expression: \"device.attributes['gpu.example.com'].idx == 7\"}\n" +
+		claimYAML("quick", "cheap", "")
+	objs, _, err := Load([]string{"-"}, strings.NewReader(costlyPool(200, nested(40, 3))+cheap))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,6 +95,9 @@ func TestBuildStopsWithItsContext(t *testing.T) {
 	var be *BudgetError
 	if err := claimErr(t, p, "default/c"); !errors.As(err, &be) || !strings.Contains(err.Error(), "time budget") {
 		t.Fatalf("claim error %v, want the time budget", err)
+	}
+	if err := claimErr(t, p, "default/quick"); err != nil {
+		t.Fatalf("cheap claim: %v; want it built before the expensive one", err)
 	}
 	cancelled, stop := context.WithCancel(context.Background())
 	stop()
