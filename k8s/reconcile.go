@@ -187,8 +187,15 @@ func (r *Reconciler) solveAndWrite(ctx context.Context, snap *Snapshot, batch []
 	}
 	if opts.Policy == alloc.Frag {
 		// The look-ahead only re-places what binpack admits: without its
-		// measure the pass still allocates.
-		if opts.Lookahead, err = frag.For(ctx, objs, p, r.workload); err != nil {
+		// measure the pass still allocates. Its shapes' selectors are
+		// evaluated within the pass's budget too.
+		fctx, cancel := ctx, context.CancelFunc(func() {})
+		if r.Opts.Timeout > 0 {
+			fctx, cancel = context.WithDeadline(ctx, start.Add(r.Opts.Timeout))
+		}
+		opts.Lookahead, err = frag.For(fctx, objs, p, r.workload)
+		cancel()
+		if err != nil {
 			log.Warn("fragmentation measure unavailable, placing as binpack", zap.Error(err))
 			opts.Lookahead = nil
 		}

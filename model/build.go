@@ -575,6 +575,9 @@ func (b *builder) buildRequests(c *Claim) error {
 					// A derived attribute (alpha) shadows the device's
 					// own for this request, as upstream's lookupAttribute.
 					vals, err := b.cel.derived(expr, dev)
+					if be := (*BudgetError)(nil); errors.As(err, &be) {
+						return fmt.Errorf("derived attribute %s: %w", k.Attribute, err) // the claim, never a partial evaluation
+					}
 					if err != nil {
 						if alt.derivedErrs == nil {
 							alt.derivedErrs = map[int]error{}

@@ -300,12 +300,21 @@ func (e *celEnv) derived(expr string, d *Device) ([]string, error) {
 	if res.Error != nil {
 		return nil, fmt.Errorf("CEL expression %q: %s", expr, res.Error.Detail)
 	}
-	attr, _, err := res.EvaluateDerivedAttribute(e.ctx, dracel.Device{
+	if errors.Is(e.ctx.Err(), context.DeadlineExceeded) {
+		return nil, &BudgetError{Expr: expr, Why: "the run's time budget (--timeout) ran out before it was evaluated"}
+	}
+	attr, details, err := res.EvaluateDerivedAttribute(e.ctx, dracel.Device{
 		Driver:                   d.ID.Driver,
 		AllowMultipleAllocations: d.Spec.AllowMultipleAllocations,
 		Attributes:               d.Spec.Attributes,
 		Capacity:                 d.Spec.Capacity,
 	})
+	if details != nil && details.ActualCost() != nil {
+		e.spent += *details.ActualCost()
+	}
+	if err != nil && errors.Is(e.ctx.Err(), context.DeadlineExceeded) {
+		return nil, &BudgetError{Expr: expr, Why: "the run's time budget (--timeout) ran out while it was evaluated"}
+	}
 	var r derivedResult
 	if err != nil {
 		r.err = fmt.Errorf("CEL expression %q on device %s: %w", expr, d.ID, dracel.EnhanceRuntimeError(err))

@@ -96,8 +96,9 @@ func runAllocate(c *cli.Context) error {
 	deadline := start.Add(timeout) // for the reasons: what is left of --timeout
 	if opts.Policy == alloc.Frag {
 		// The workload to come is unknown to a one-shot run: the input's
-		// claims stand for it.
-		if opts.Lookahead, err = frag.For(ctx, objs, p, nil); err != nil {
+		// claims stand for it. Their selectors are evaluated within
+		// --timeout too.
+		if opts.Lookahead, err = frag.For(bctx, objs, p, nil); err != nil {
 			return err
 		}
 	}
