@@ -510,3 +510,38 @@ func validateAllocations(t *testing.T, who string, objs *model.Objects, allocate
 		}
 	}
 }
+
+// TestFirstFitMatchesUpstreamOnNetworkDevices: a request that a device
+// of node-1 and a device reachable from every node can both serve. The
+// scheduler tries node-0 first, where the network device serves it.
+// bench's first-fit is the engine's placer, which tries every node a
+// candidate reaches; its old copy tried only the nodes of node-local
+// candidates and placed the claim on node-1's device.
+func TestFirstFitMatchesUpstreamOnNetworkDevices(t *testing.T) {
+	local := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "local"},
+		Spec: resourceapi.ResourceSliceSpec{Driver: upDriver, NodeName: ptr.To("node-1"),
+			Pool: resourceapi.ResourcePool{Name: "local", Generation: 1, ResourceSliceCount: 1}, Devices: []resourceapi.Device{{Name: "loc"}}}}
+	network := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "network"},
+		Spec: resourceapi.ResourceSliceSpec{Driver: upDriver, AllNodes: ptr.To(true),
+			Pool: resourceapi.ResourcePool{Name: "network", Generation: 1, ResourceSliceCount: 1}, Devices: []resourceapi.Device{{Name: "net"}}}}
+	objs := &model.Objects{
+		Nodes:   []*corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "node-0"}}, {ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}},
+		Slices:  []*resourceapi.ResourceSlice{local, network},
+		Classes: []*resourceapi.DeviceClass{upClass()},
+		Claims:  []*resourceapi.ResourceClaim{upClaim("c", upExact("r", 1, nil))},
+	}
+	up := placement(runUpstream(t, objs, UpstreamFeatures{}).Allocated)
+	p, err := model.Build(context.Background(), objs, model.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ff := map[string][]string{}
+	for _, a := range FirstFit(p, p.Claims).Assignments {
+		for _, pk := range a.Picks {
+			ff[a.Claim.Obj.Name] = append(ff[a.Claim.Obj.Name], p.Devices[pk.Dev].ID.Device)
+		}
+	}
+	if !equalPlacement(ff, up) {
+		t.Errorf("first-fit placed %v, upstream %v", ff, up)
+	}
+}
