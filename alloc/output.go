@@ -144,6 +144,9 @@ type Report struct {
 	GreedyOnlyParts    int               `json:"componentsWithoutSAT"`
 	UnallocatedWhy     map[string]string `json:"unallocatedReasons,omitempty"`
 	PoolsNotUsed       []string          `json:"poolsNotUsed,omitempty"`
+	// CELCost is what building the problem spent on CEL selectors, out of
+	// its budget (model.DefaultCELCost).
+	CELCost uint64 `json:"celCost"`
 	// Stages is the time of each pipeline stage, summed over the
 	// components.
 	Stages []StageTime `json:"stages"`
@@ -161,7 +164,7 @@ func NewReport(p *model.Problem, res *Result, opts Options) *Report {
 			"firstAvailablePenalty": st.FirstAvailablePenalty,
 			"counterSetsTouched":    int64(st.CounterSetsTouched),
 		},
-		Optimal: st.Optimal, Bound: st.Bound, Gap: st.Gap(),
+		Optimal: st.Optimal, Bound: st.Bound, Gap: st.Gap(), CELCost: p.CELCost,
 		EncodeSeconds: st.EncodeTime.Seconds(), SolveSeconds: st.SolveTime.Seconds(),
 		BoundSeconds: st.BoundTime.Seconds(), HeuristicSecs: st.HeuristicTime.Seconds(), BoundIterations: st.BoundIterations,
 		NeighbourhoodSecs: st.NeighbourhoodTime.Seconds(), NeighbourhoodSteps: st.NeighbourhoodSteps,
