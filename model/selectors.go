@@ -130,7 +130,7 @@ func (e *celEnv) matches(expr string, d *Device, nDevices int) (bool, error) {
 		}
 	}
 	if x.tooCostly == nil {
-		x.tooCostly = e.refuse(expr, x)
+		x.tooCostly = e.refuse(expr)
 	}
 	if x.tooCostly != nil {
 		return false, x.tooCostly
@@ -191,7 +191,7 @@ func (e *celEnv) device(d *Device, nDevices int) *celDevice {
 // ordinary ones; only the deadline stops them. The answer is sticky per
 // selector: a selector is evaluated on every device or its requests are
 // not allocated at all.
-func (e *celEnv) refuse(expr string, x *celExpr) error {
+func (e *celEnv) refuse(expr string) error {
 	if errors.Is(e.ctx.Err(), context.DeadlineExceeded) {
 		return &BudgetError{Expr: expr, Why: "the run's time budget (--timeout) ran out before it was evaluated on every device"}
 	}
