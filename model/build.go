@@ -47,7 +47,7 @@ func build(ctx context.Context, objs *Objects, opts Options) (*Problem, error) {
 		opts.Compat = CompatKEP5963
 	}
 	b := &builder{objs: objs, p: &Problem{Options: opts}, cel: newCELEnv(ctx),
-		deviceByID: map[DeviceID]int{}, matchCache: map[string]matchResult{}, setByName: map[[3]string]int{}, nodeByName: map[string]int{}}
+		deviceByID: map[DeviceID][]int{}, matchCache: map[string]matchResult{}, setByName: map[[3]string]int{}, nodeByName: map[string]int{}}
 	b.buildNodes()
 	nodeObjs := make([]*corev1.Node, len(b.p.Nodes))
 	for i, n := range b.p.Nodes {
@@ -73,7 +73,7 @@ type builder struct {
 	objs       *Objects
 	p          *Problem
 	cel        *celEnv
-	deviceByID map[DeviceID]int
+	deviceByID map[DeviceID][]int // several when nodes use different generations of a pool
 	setByName  map[[3]string]int
 	nodeByName map[string]int
 	classes    map[string]*resourceapi.DeviceClass
@@ -143,8 +143,9 @@ func (b *builder) buildNodes() {
 	}
 }
 
-func (b *builder) buildPools(pools [][]*resourceapi.ResourceSlice) error {
-	for _, slices := range pools {
+func (b *builder) buildPools(copies []poolCopy) error {
+	for _, pc := range copies {
+		slices := pc.slices
 		driver, pool := slices[0].Spec.Driver, slices[0].Spec.Pool.Name
 		if err := CounterQuantitiesFit(slices); err != nil {
 			// Too large for exact integer arithmetic: this pool is left
@@ -197,6 +198,7 @@ func (b *builder) buildPools(pools [][]*resourceapi.ResourceSlice) error {
 				if err := b.reach(d); err != nil {
 					return fmt.Errorf("%s: device %s: %w", b.origin("ResourceSlice", "", s.Name), spec.Name, err)
 				}
+				restrictToNodes(d, pc.nodes)
 				if err := b.deviceCapacity(d); err != nil {
 					return fmt.Errorf("%s: device %s: %w", b.origin("ResourceSlice", "", s.Name), spec.Name, err)
 				}
@@ -206,7 +208,7 @@ func (b *builder) buildPools(pools [][]*resourceapi.ResourceSlice) error {
 						info.quant[c] = append(info.quant[c], v.Value)
 					}
 				}
-				b.deviceByID[d.ID] = d.Index
+				b.deviceByID[d.ID] = append(b.deviceByID[d.ID], d.Index)
 				b.p.Devices = append(b.p.Devices, d)
 				devs = append(devs, pending{d, spec.ConsumesCounters})
 			}
@@ -246,7 +248,58 @@ func (b *builder) buildPools(pools [][]*resourceapi.ResourceSlice) error {
 			}
 		}
 	}
+	b.linkGenerations()
 	return nil
+}
+
+// restrictToNodes limits a device of a pool generation to the nodes that
+// use that generation (nil: no limit).
+func restrictToNodes(d *Device, nodes []int) {
+	if nodes == nil {
+		return
+	}
+	if d.All {
+		d.All, d.Reach = false, slices.Clone(nodes)
+	} else {
+		d.Reach = slices.DeleteFunc(d.Reach, func(n int) bool { return !slices.Contains(nodes, n) })
+	}
+	if d.Sees != nil {
+		d.Sees = slices.DeleteFunc(d.Sees, func(n int) bool { return !slices.Contains(nodes, n) })
+	}
+}
+
+// linkGenerations ties together the copies of one device that different
+// generations of its pool give (nodes using different generations). The
+// scheduler's allocated state knows devices by driver, pool and name only,
+// so whatever generation a claim used, every generation's view counts the
+// device as allocated: the copies exclude each other, and allocating one
+// consumes, in every generation that has the device, that generation's
+// counters (each copy also consumes its siblings' counter sets).
+func (b *builder) linkGenerations() {
+	for _, first := range b.p.Devices {
+		idxs := b.deviceByID[first.ID]
+		if len(idxs) < 2 || idxs[0] != first.Index {
+			continue // once per device name, in device order (determinism)
+		}
+		own := make([][]Consumption, len(idxs))
+		for i, d := range idxs {
+			own[i] = slices.Clone(b.p.Devices[d].Consumes)
+		}
+		for i, d := range idxs {
+			dev := b.p.Devices[d]
+			for j, o := range idxs {
+				if i == j {
+					continue
+				}
+				dev.Incompatible = append(dev.Incompatible, o)
+				for _, cons := range own[j] {
+					dev.Consumes = append(dev.Consumes, cons)
+					set := b.p.CounterSets[cons.Set]
+					set.Devices = append(set.Devices, d)
+				}
+			}
+		}
+	}
 }
 
 func metaName(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: name} }
@@ -318,7 +371,7 @@ func (b *builder) optionalNodeOperations(d *Device) {
 // consumedCapacity counts, and counters are consumed once per allocated
 // device. Admin-access results neither occupy devices nor consume counters.
 func (b *builder) applyExisting() {
-	charged := map[int]bool{}
+	charged := map[DeviceID]bool{}
 	for _, c := range b.objs.Claims {
 		if c.Status.Allocation == nil {
 			continue
@@ -328,26 +381,33 @@ func (b *builder) applyExisting() {
 			if r.AdminAccess != nil && *r.AdminAccess {
 				continue
 			}
-			idx, ok := b.deviceByID[DeviceID{r.Driver, r.Pool, r.Device}]
+			id := DeviceID{r.Driver, r.Pool, r.Device}
+			idxs, ok := b.deviceByID[id]
 			if !ok {
 				b.p.Warnings = append(b.p.Warnings, fmt.Sprintf("%s: allocated device %s/%s/%s is not in any usable pool; its counters are unknown",
 					b.origin("ResourceClaim", c.Namespace, c.Name), r.Driver, r.Pool, r.Device))
 				continue
 			}
-			d := b.p.Devices[idx]
-			if r.ShareID != nil {
-				d.ExistingShared = true
-				b.addExistingShare(idx, r.ConsumedCapacity)
-			} else {
-				if d.InUse {
-					b.p.Warnings = append(b.p.Warnings, fmt.Sprintf("%s: device %s is allocated more than once", b.origin("ResourceClaim", c.Namespace, c.Name), d.ID))
+			// Every generation's copy of the device is allocated.
+			for _, idx := range idxs {
+				d := b.p.Devices[idx]
+				if r.ShareID != nil {
+					d.ExistingShared = true
+					b.addExistingShare(idx, r.ConsumedCapacity)
+				} else {
+					if d.InUse && idx == idxs[0] {
+						b.p.Warnings = append(b.p.Warnings, fmt.Sprintf("%s: device %s is allocated more than once", b.origin("ResourceClaim", c.Namespace, c.Name), d.ID))
+					}
+					d.InUse = true
 				}
-				d.InUse = true
 			}
-			if charged[idx] {
+			if charged[id] {
 				continue
 			}
-			charged[idx] = true
+			charged[id] = true
+			// The first copy consumes, through linkGenerations, the
+			// counters of every generation that has the device.
+			d := b.p.Devices[idxs[0]]
 			for _, cons := range d.Consumes {
 				set := b.p.CounterSets[cons.Set]
 				for j, a := range cons.Amounts {
@@ -401,6 +461,7 @@ func (b *builder) buildCompatibleOnlyWith() error {
 	}
 	for _, d := range b.p.Devices {
 		sort.Ints(d.Incompatible)
+		d.Incompatible = slices.Compact(d.Incompatible)
 	}
 	return nil
 }
@@ -586,8 +647,26 @@ func (b *builder) alternative(c *Claim, reqName, subName, className string, sels
 	case resourceapi.DeviceAllocationModeAll:
 		alt.All = true
 		for _, is := range b.p.Issues {
-			if is.TooLarge == nil || b.anyMatches(class, sels, is.TooLarge) {
-				return nil, fmt.Errorf("allocationMode All needs every pool usable, but %s", is)
+			err := fmt.Errorf("allocationMode All needs every pool usable, but %s", is)
+			switch {
+			case is.TooLarge != nil:
+				if b.anyMatches(class, sels, is.TooLarge) {
+					return nil, err
+				}
+			case is.Nodes == nil || len(b.p.Nodes) == 0:
+				return nil, err
+			default:
+				// Upstream fails "All" only on the nodes that see the
+				// pool incomplete or invalid: excludeCELErrorNodes
+				// rules them out for the claim.
+				if alt.allBlocked == nil {
+					alt.allBlocked = map[int]error{}
+				}
+				for _, n := range is.Nodes {
+					if alt.allBlocked[n] == nil {
+						alt.allBlocked[n] = err
+					}
+				}
 			}
 		}
 	default:
@@ -661,14 +740,26 @@ func limitResults(c *Claim) error {
 // excludeCELErrorNodes: a selector that fails at run time on a device makes
 // the claim unallocatable on every node that reaches the device (upstream
 // evaluates the selectors on the devices of the node it tries, and the
-// error ends that try). When that leaves no node, the claim fails with the
-// first error.
+// error ends that try); so does an allocationMode All request on a node
+// that sees an incomplete or invalid pool. When that leaves no node, the
+// claim fails with the first error (a selector's before a pool's).
 func (b *builder) excludeCELErrorNodes(c *Claim) error {
-	var first error
+	var first, firstBlocked error
 	firstDev := -1
 	excluded := map[int]bool{}
 	for _, r := range c.Requests {
 		for _, a := range r.Alternatives {
+			// Upstream validates every request (and subrequest) first: an
+			// All-mode one fails the claim on a node seeing a pool
+			// incomplete or invalid.
+			for n := range b.p.Nodes {
+				if err := a.allBlocked[n]; err != nil {
+					excluded[n] = true
+					if firstBlocked == nil {
+						firstBlocked = err
+					}
+				}
+			}
 			errs := a.celErrs
 			if len(a.derivedErrs) > 0 {
 				errs = maps.Clone(a.celErrs)
@@ -690,6 +781,9 @@ func (b *builder) excludeCELErrorNodes(c *Claim) error {
 				}
 			}
 		}
+	}
+	if first == nil {
+		first = firstBlocked
 	}
 	if first == nil {
 		return nil

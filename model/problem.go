@@ -51,6 +51,10 @@ type PoolIssue struct {
 	// does not fit drasat's integers; the scheduler would use it, so
 	// allocationMode All is blocked only where one of its devices matches.
 	TooLarge []*resourceapi.ResourceSlice `json:"-"`
+	// Nodes lists the nodes on which the pool is incomplete or invalid, so
+	// that allocationMode All fails there (upstream looks at pools per
+	// node); nil means on every node.
+	Nodes []int `json:"-"`
 }
 
 func (p PoolIssue) String() string { return "pool " + p.Driver + "/" + p.Pool + ": " + p.Reason }
@@ -265,6 +269,7 @@ type Alternative struct {
 	onNode      map[int][]int
 	celErrs     map[int]error // device index to a selector's run-time error
 	derivedErrs map[int]error // device index to a derived attribute's error
+	allBlocked  map[int]error // All mode: node to the pool issue that fails it there
 	caps        *altCapacity
 }
 
