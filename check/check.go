@@ -9,6 +9,7 @@ package check
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -94,6 +95,9 @@ type newClaim struct {
 	alloc      *resourceapi.AllocationResult
 	placements []*placement
 	alts       []*alt // results grouped by request, see checkRequests
+	// seenBy lists the nodes the claim may have been allocated for as far
+	// as pool generations go (see pickGeneration); nil: not restricted.
+	seenBy []*corev1.Node
 }
 
 // placement is one allocation result.
@@ -125,6 +129,7 @@ func (c *checker) errorf(format string, args ...any) {
 func (c *checker) run(allocated []*resourceapi.ResourceClaim) {
 	c.collect(allocated)
 	for _, nc := range c.newClaims {
+		c.pickGeneration(nc)
 		c.checkRequests(nc)
 		c.checkConstraints(nc)
 		c.checkNode(nc)
@@ -194,7 +199,7 @@ func (c *checker) collect(allocated []*resourceapi.ResourceClaim) {
 			case d == nil && c.w.pools[poolKey{k.Driver, k.Pool}] == nil:
 				c.errorf("claim %s: device %s: pool %s does not exist (not in a usable pool)", nc.key, k, poolKey{k.Driver, k.Pool})
 			case d == nil:
-				c.errorf("claim %s: device %s: no such device in the highest generation of its pool (not in a usable pool)", nc.key, k)
+				c.errorf("claim %s: device %s: no such device in the generations of its pool that nodes use (not in a usable pool)", nc.key, k)
 			case d.pool.issue != "":
 				c.errorf("claim %s: device %s: pool %s is not usable: %s", nc.key, k, d.pool.key, d.pool.issue)
 			default:
@@ -203,6 +208,73 @@ func (c *checker) collect(allocated []*resourceapi.ResourceClaim) {
 			nc.placements = append(nc.placements, p)
 			c.placements = append(c.placements, p)
 		}
+	}
+}
+
+// pickGeneration: each node uses its own generation of a pool (see
+// nodeGeneration), so a claim's devices must all be in the generations of
+// one node the claim may have been allocated for (its bound pod's node, or
+// one its nodeSelector admits), usable and allocatable there. The first
+// such node decides which generation's device each result is checked
+// against; the nodes using the same generations are the claim's witnesses.
+// Where every node uses the same generation this changes nothing.
+func (c *checker) pickGeneration(nc *newClaim) {
+	multi := false
+	for _, p := range nc.placements {
+		if p.dev != nil && c.w.multi[p.dev.key.pool()] {
+			multi = true
+		}
+	}
+	if !multi || len(c.w.nodes) == 0 {
+		return
+	}
+	candidates := c.w.nodes
+	if b, ok := c.fixed[nc.key]; ok {
+		candidates = nil
+		if n := c.w.nodeByName[b.node]; n != nil {
+			candidates = []*corev1.Node{n}
+		}
+	}
+	var first []*device
+	for _, n := range candidates {
+		if sel := nc.alloc.NodeSelector; sel != nil {
+			if ok, _ := c.w.matchNode(sel, n); !ok {
+				continue
+			}
+		}
+		var devs []*device
+		for _, p := range nc.placements {
+			v := c.w.view(n, keyOf(p.res).pool())
+			if v == nil || v.issue != "" || v.byName[p.res.Device] == nil {
+				break
+			}
+			d := v.byName[p.res.Device]
+			if ok, _ := c.w.allocatable(d, n); !ok {
+				break
+			}
+			devs = append(devs, d)
+		}
+		if len(devs) < len(nc.placements) {
+			continue
+		}
+		if first == nil {
+			first = devs
+		} else if !slices.Equal(first, devs) {
+			continue
+		}
+		nc.seenBy = append(nc.seenBy, n)
+	}
+	if first == nil {
+		var names []string
+		for _, p := range nc.placements {
+			names = append(names, keyOf(p.res).String())
+		}
+		c.errorf("claim %s: no node the allocation may be for uses a generation of the pools that has all its devices (%s) usable and available there",
+			nc.key, strings.Join(names, ", "))
+		return
+	}
+	for i, p := range nc.placements {
+		p.dev = first[i]
 	}
 }
 

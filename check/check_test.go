@@ -318,7 +318,7 @@ func TestCheck(t *testing.T) {
 			fx.objs.Slices = append(fx.objs.Slices, &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "node-1-new"}, Spec: resourceapi.ResourceSliceSpec{
 				Driver: gpuDriver, NodeName: ptr.To("node-1"), Pool: resourceapi.ResourcePool{Name: "node-1", Generation: 2, ResourceSliceCount: 1},
 				Devices: []resourceapi.Device{{Name: "other"}}}})
-		}, want: []string{"claim default/a: device gpu.example.com/node-1/half-0: no such device in the highest generation"}},
+		}, want: []string{"claim default/a: device gpu.example.com/node-1/half-0: no such device in the generations of its pool that nodes use"}},
 		{name: "duplicate device name", mutate: func(fx *fixture) {
 			s := fx.slice("node-1-devices")
 			s.Spec.Devices = append(s.Spec.Devices, *fx.device("node-1-devices", "half-0"))

@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -99,6 +100,9 @@ func (c *checker) checkNode(nc *newClaim) {
 	if len(c.w.nodes) == 0 && local == nil {
 		witnesses = []*corev1.Node{nil}
 	}
+	if nc.seenBy != nil {
+		witnesses = slices.DeleteFunc(slices.Clone(witnesses), func(n *corev1.Node) bool { return !slices.Contains(nc.seenBy, n) })
+	}
 	if b, ok := c.fixed[nc.key]; ok {
 		n := c.w.nodeByName[b.node]
 		if n == nil {
@@ -116,7 +120,9 @@ func (c *checker) checkNode(nc *newClaim) {
 				c.errorf("%s: used by pod %s, which is bound to node %s, but device %s is not available there", prefix, b.pod, b.node, keyOf(p.res))
 			}
 		}
-		witnesses = []*corev1.Node{n}
+		if nc.seenBy == nil || slices.Contains(nc.seenBy, n) {
+			witnesses = []*corev1.Node{n}
+		}
 	}
 	c.checkSelectorErrors(nc, witnesses)
 	c.checkDerivedErrors(nc, witnesses)
@@ -166,7 +172,7 @@ func (c *checker) checkSelectorErrors(nc *newClaim, witnesses []*corev1.Node) {
 	for _, n := range witnesses {
 		clean := true
 		for _, f := range failing {
-			if ok, _ := c.w.reach(f.d, n); ok {
+			if c.w.seesDevice(n, f.d) {
 				clean = false
 				break
 			}
@@ -243,7 +249,7 @@ func (c *checker) checkDerivedErrors(nc *newClaim, witnesses []*corev1.Node) {
 	for _, n := range witnesses {
 		clean := true
 		for _, f := range failing {
-			if ok, _ := c.w.reach(f.d, n); ok {
+			if c.w.seesDevice(n, f.d) {
 				clean = false
 				break
 			}
@@ -280,7 +286,7 @@ func (c *checker) checkAll(nc *newClaim, witnesses []*corev1.Node) {
 				got[keyOf(p.res)] = true
 			}
 			class := c.classes[a.class]
-			for _, pl := range c.w.poolOrder {
+			for _, pl := range c.w.viewsOf(n) {
 				relevant := n == nil
 				for _, s := range pl.slices {
 					if !relevant && c.w.sliceRelevant(s, n) {
