@@ -311,3 +311,22 @@ spec: {nodeName: ` + node + `, containers: [{name: c, image: x}]}
 		}
 	}
 }
+
+// allocationMode All takes what the chosen node sees. A matching device on
+// node-1 that cannot be taken (tainted) rules node-1 out, not the claim:
+// on node-2 only the all-nodes device matches, and upstream allocates it
+// there. The claim's candidates are all on all nodes, yet the node matters.
+func TestAllModeNodeMattersWithAllNodesCandidates(t *testing.T) {
+	local := plainPool("node-1", "local", 1, map[string]string{"dev-0": "    taints: [{key: k, effect: NoSchedule}]\n"}, "")
+	everywhere := strings.Replace(plainPool("node-1", "everywhere", 1, nil, ""), "nodeName: node-1", "allNodes: true", 1)
+	c := pendingClaim("c", `    requests: [{name: r, exactly: {deviceClassName: gpu, allocationMode: All}}]
+`)
+	got, res := solve(t, load(t, node1, local, everywhere, c), Options{}, "")
+	a := got["default/c"]
+	if a == nil {
+		t.Fatalf("claim not allocated (%v); upstream allocates it on node-2", res.Rejected)
+	}
+	if len(a.Devices.Results) != 1 || a.Devices.Results[0].Pool != "everywhere" || a.NodeSelector != nil {
+		t.Fatalf("want the all-nodes device alone, no node selector; got %v", a)
+	}
+}

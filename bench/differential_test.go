@@ -234,6 +234,24 @@ func diffInstance(seed uint64) (*model.Objects, []*resourceapi.ResourceClaim) {
 	return objs, claims
 }
 
+// upstreamErrorsSomewhere runs the upstream allocator for the instance's
+// pending claim on each node alone and returns the first error that would
+// abort the scheduling attempt ("" if none): the sequential baseline stops
+// at the first node that fits and never sees errors on later nodes.
+func upstreamErrorsSomewhere(t *testing.T, objs *model.Objects) string {
+	for _, n := range objs.Nodes {
+		one := *objs
+		one.Nodes = []*corev1.Node{n}
+		res := runUpstream(t, &one, UpstreamFeatures{Allocator: &allFeatures})
+		for _, r := range res.Rejected {
+			if !strings.HasPrefix(r.Reason, "cannot allocate all claims on any of") {
+				return "node " + n.Name + ": " + r.Reason
+			}
+		}
+	}
+	return ""
+}
+
 // TestSingleClaimFeasibilityMatchesUpstream: on random small instances,
 // for every claim on its own (with the instance's existing allocation),
 // drasat allocates it exactly when the upstream allocator (all features
@@ -256,6 +274,14 @@ func TestSingleClaimFeasibilityMatchesUpstream(t *testing.T) {
 			dr := runDrasat(t, &objs, model.CompatKEP5963)
 			total++
 			upOK, drOK := len(up.Allocated) == 1, len(dr) == 1
+			if upOK {
+				// The scheduler filters every node at once, and an
+				// error on any of them aborts the attempt.
+				if why := upstreamErrorsSomewhere(t, &objs); why != "" {
+					upOK = false
+					up.Rejected = append(up.Rejected, UpstreamRejection{Reason: why})
+				}
+			}
 			if upOK {
 				feasible++
 			}

@@ -646,27 +646,12 @@ func (b *builder) alternative(c *Claim, reqName, subName, className string, sels
 		alt.Count = int(min(count, resourceapi.AllocationResultsMaxSize+1))
 	case resourceapi.DeviceAllocationModeAll:
 		alt.All = true
+		// A node that sees a pool incomplete or invalid makes the
+		// allocator fail "All" with an error there, and an error on any
+		// node aborts the pod's scheduling attempt: the claim fails.
 		for _, is := range b.p.Issues {
-			err := fmt.Errorf("allocationMode All needs every pool usable, but %s", is)
-			switch {
-			case is.TooLarge != nil:
-				if b.anyMatches(class, sels, is.TooLarge) {
-					return nil, err
-				}
-			case is.Nodes == nil || len(b.p.Nodes) == 0:
-				return nil, err
-			default:
-				// Upstream fails "All" only on the nodes that see the
-				// pool incomplete or invalid: excludeCELErrorNodes
-				// rules them out for the claim.
-				if alt.allBlocked == nil {
-					alt.allBlocked = map[int]error{}
-				}
-				for _, n := range is.Nodes {
-					if alt.allBlocked[n] == nil {
-						alt.allBlocked[n] = err
-					}
-				}
+			if is.TooLarge == nil || b.anyMatches(class, sels, is.TooLarge) {
+				return nil, fmt.Errorf("allocationMode All needs every pool usable, but %s", is)
 			}
 		}
 	default:
@@ -740,26 +725,15 @@ func limitResults(c *Claim) error {
 // excludeCELErrorNodes: a selector that fails at run time on a device makes
 // the claim unallocatable on every node that reaches the device (upstream
 // evaluates the selectors on the devices of the node it tries, and the
-// error ends that try); so does an allocationMode All request on a node
-// that sees an incomplete or invalid pool. When that leaves no node, the
-// claim fails with the first error (a selector's before a pool's).
+// error ends that try). When that leaves no node, the claim fails with the
+// first error.
 func (b *builder) excludeCELErrorNodes(c *Claim) error {
-	var first, firstBlocked error
+	var first error
 	firstDev := -1
 	excluded := map[int]bool{}
 	for _, r := range c.Requests {
 		for _, a := range r.Alternatives {
-			// Upstream validates every request (and subrequest) first: an
-			// All-mode one fails the claim on a node seeing a pool
-			// incomplete or invalid.
-			for n := range b.p.Nodes {
-				if err := a.allBlocked[n]; err != nil {
-					excluded[n] = true
-					if firstBlocked == nil {
-						firstBlocked = err
-					}
-				}
-			}
+
 			errs := a.celErrs
 			if len(a.derivedErrs) > 0 {
 				errs = maps.Clone(a.celErrs)
@@ -781,9 +755,6 @@ func (b *builder) excludeCELErrorNodes(c *Claim) error {
 				}
 			}
 		}
-	}
-	if first == nil {
-		first = firstBlocked
 	}
 	if first == nil {
 		return nil

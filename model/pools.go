@@ -96,8 +96,8 @@ func viewOn(all []*resourceapi.ResourceSlice, n *corev1.Node) poolView {
 // Nodes that use the same slices share one poolCopy; a pool moving between
 // nodes may thus give two copies, each restricted to its nodes. Without
 // known nodes, the highest generation counts. Incomplete or invalid
-// generations are not used; each gives an issue naming the nodes where
-// allocationMode All fails because of it. Copies are in pool order
+// generations are not used; each gives an issue (naming the nodes that see
+// it when other nodes use another generation). Copies are in pool order
 // (driver, then pool name), then generation.
 func usablePools(input []*resourceapi.ResourceSlice, nodes []*corev1.Node) ([]poolCopy, []PoolIssue) {
 	byPool := map[poolKey][]*resourceapi.ResourceSlice{}
@@ -167,17 +167,13 @@ func usablePools(input []*resourceapi.ResourceSlice, nodes []*corev1.Node) ([]po
 				}
 				where = "on node " + strings.Join(names, ", ") + ": "
 			}
-			blocked := on
-			if blocked == nil {
-				blocked = viewNodes[key] // nil without known nodes: everywhere
-			}
 			if v.kind == viewIncomplete {
-				issues = append(issues, PoolIssue{Driver: k.Driver, Pool: k.Pool, Nodes: blocked,
+				issues = append(issues, PoolIssue{Driver: k.Driver, Pool: k.Pool,
 					Reason: fmt.Sprintf("%sincomplete: generation %d has %d of %d slices", where, v.gen, len(cur), v.want)})
 				continue
 			}
 			if reason := poolInvalid(cur); reason != "" {
-				issues = append(issues, PoolIssue{Driver: k.Driver, Pool: k.Pool, Nodes: blocked, Reason: where + "invalid: " + reason})
+				issues = append(issues, PoolIssue{Driver: k.Driver, Pool: k.Pool, Reason: where + "invalid: " + reason})
 				continue
 			}
 			copies = append(copies, poolCopy{slices: cur, gen: v.gen, nodes: on})

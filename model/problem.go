@@ -51,10 +51,6 @@ type PoolIssue struct {
 	// does not fit drasat's integers; the scheduler would use it, so
 	// allocationMode All is blocked only where one of its devices matches.
 	TooLarge []*resourceapi.ResourceSlice `json:"-"`
-	// Nodes lists the nodes on which the pool is incomplete or invalid, so
-	// that allocationMode All fails there (upstream looks at pools per
-	// node); nil means on every node.
-	Nodes []int `json:"-"`
 }
 
 func (p PoolIssue) String() string { return "pool " + p.Driver + "/" + p.Pool + ": " + p.Reason }
@@ -217,6 +213,14 @@ func (c *Claim) CandidateNodes(p *Problem) []int {
 			if len(a.onNode[-1]) < len(a.Candidates) {
 				needNode = true
 			}
+			// allocationMode All takes what the node sees: a matching
+			// device on some nodes only (usable or not) makes the node
+			// matter even when every candidate is on all nodes.
+			for _, d := range a.AllMatch {
+				if !p.Devices[d].All && len(p.Nodes) > 0 {
+					needNode = true
+				}
+			}
 		}
 	}
 	if !needNode && len(c.ExcludedNodes) == 0 {
@@ -269,7 +273,6 @@ type Alternative struct {
 	onNode      map[int][]int
 	celErrs     map[int]error // device index to a selector's run-time error
 	derivedErrs map[int]error // device index to a derived attribute's error
-	allBlocked  map[int]error // All mode: node to the pool issue that fails it there
 	caps        *altCapacity
 }
 
