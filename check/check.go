@@ -96,7 +96,7 @@ type newClaim struct {
 	placements []*placement
 	alts       []*alt // results grouped by request, see checkRequests
 	// seenBy lists the nodes the claim may have been allocated for as far
-	// as pool generations go (see pickGeneration); nil: not restricted.
+	// as pool generations go (see checkClaim); nil: not restricted.
 	seenBy []*corev1.Node
 }
 
@@ -129,11 +129,7 @@ func (c *checker) errorf(format string, args ...any) {
 func (c *checker) run(allocated []*resourceapi.ResourceClaim) {
 	c.collect(allocated)
 	for _, nc := range c.newClaims {
-		c.pickGeneration(nc)
-		c.checkRequests(nc)
-		c.checkConstraints(nc)
-		c.checkNode(nc)
-		c.checkResultFields(nc)
+		c.checkClaim(nc)
 	}
 	c.checkOccupancy()
 	c.checkCapacity()
@@ -211,14 +207,14 @@ func (c *checker) collect(allocated []*resourceapi.ResourceClaim) {
 	}
 }
 
-// pickGeneration: each node uses its own generation of a pool (see
+// generationOptions: each node uses its own generation of a pool (see
 // nodeGeneration), so a claim's devices must all be in the generations of
 // one node the claim may have been allocated for (its bound pod's node, or
-// one its nodeSelector admits), usable and allocatable there. The first
-// such node decides which generation's device each result is checked
-// against; the nodes using the same generations are the claim's witnesses.
-// Where every node uses the same generation this changes nothing.
-func (c *checker) pickGeneration(nc *newClaim) {
+// one its nodeSelector admits), usable and allocatable there. It returns
+// the distinct ways to read the claim's devices so, each with the nodes
+// that read them so, in node order; nil where every node uses the same
+// generations (nothing to choose). An empty, non-nil list: no node can.
+func (c *checker) generationOptions(nc *newClaim) []generationOption {
 	multi := false
 	for _, p := range nc.placements {
 		if p.dev != nil && c.w.multi[p.dev.key.pool()] {
@@ -226,7 +222,7 @@ func (c *checker) pickGeneration(nc *newClaim) {
 		}
 	}
 	if !multi || len(c.w.nodes) == 0 {
-		return
+		return nil
 	}
 	candidates := c.w.nodes
 	if b, ok := c.fixed[nc.key]; ok {
@@ -235,7 +231,7 @@ func (c *checker) pickGeneration(nc *newClaim) {
 			candidates = []*corev1.Node{n}
 		}
 	}
-	var first []*device
+	out := []generationOption{}
 	for _, n := range candidates {
 		if sel := nc.alloc.NodeSelector; sel != nil {
 			if ok, _ := c.w.matchNode(sel, n); !ok {
@@ -257,25 +253,74 @@ func (c *checker) pickGeneration(nc *newClaim) {
 		if len(devs) < len(nc.placements) {
 			continue
 		}
-		if first == nil {
-			first = devs
-		} else if !slices.Equal(first, devs) {
-			continue
+		found := false
+		for i := range out {
+			if slices.Equal(out[i].devs, devs) {
+				out[i].nodes = append(out[i].nodes, n)
+				found = true
+			}
 		}
-		nc.seenBy = append(nc.seenBy, n)
+		if !found {
+			out = append(out, generationOption{devs, []*corev1.Node{n}})
+		}
 	}
-	if first == nil {
+	return out
+}
+
+// generationOption is one reading of a claim's devices: the generation's
+// device per result, and the nodes that use those generations.
+type generationOption struct {
+	devs  []*device
+	nodes []*corev1.Node
+}
+
+// checkClaim runs the per-claim rules. Where nodes use different
+// generations of the claim's pools, the claim is valid when the rules hold
+// for some node it may have been allocated for, read with that node's
+// generations; otherwise the first reading's violations are reported.
+func (c *checker) checkClaim(nc *newClaim) {
+	run := func() {
+		c.checkRequests(nc)
+		c.checkConstraints(nc)
+		c.checkNode(nc)
+		c.checkResultFields(nc)
+	}
+	opts := c.generationOptions(nc)
+	if opts == nil {
+		run()
+		return
+	}
+	if len(opts) == 0 {
 		var names []string
 		for _, p := range nc.placements {
 			names = append(names, keyOf(p.res).String())
 		}
 		c.errorf("claim %s: no node the allocation may be for uses a generation of the pools that has all its devices (%s) usable and available there",
 			nc.key, strings.Join(names, ", "))
+		run()
 		return
 	}
-	for i, p := range nc.placements {
-		p.dev = first[i]
+	var first []error
+	for i, o := range opts {
+		for j, p := range nc.placements {
+			p.dev = o.devs[j]
+		}
+		nc.seenBy = o.nodes
+		before := len(c.errs)
+		run()
+		if len(c.errs) == before {
+			return
+		}
+		if i == 0 {
+			first = append(first, c.errs[before:]...)
+		}
+		c.errs = c.errs[:before]
 	}
+	for j, p := range nc.placements {
+		p.dev = opts[0].devs[j]
+	}
+	nc.seenBy = opts[0].nodes
+	c.errs = append(c.errs, first...)
 }
 
 // checkUnchanged: apart from status.allocation (and apiVersion/kind), the
