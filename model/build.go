@@ -59,6 +59,7 @@ func build(ctx context.Context, objs *Objects, opts Options) (*Problem, error) {
 		return nil, err
 	}
 	b.applyExisting()
+	b.separateGenerations()
 	if err := b.buildCompatibleOnlyWith(); err != nil {
 		return nil, err
 	}
@@ -66,7 +67,79 @@ func build(ctx context.Context, objs *Objects, opts Options) (*Problem, error) {
 		return nil, err
 	}
 	b.scaleCapacities()
+	for _, c := range b.p.Claims {
+		if c.Err == nil {
+			c.Err = b.allConstraintError(c)
+		}
+	}
 	return b.p, nil
+}
+
+// allConstraintError: for allocationMode All the allocator adds every
+// matching device the node sees, in publication order, and a device that
+// breaks a constraint of the claim is an error ("cannot add device ...
+// because a claim constraint would not be satisfied"), not a miss; an
+// error on any node aborts the pod's scheduling attempt. Walking the
+// devices stops without an error at the first that cannot be taken (in
+// use, not allowed on the node, counters, groups or capacity left), as
+// upstream's does. Only the claim's first request is decided here: there
+// the walk starts from no devices at all, so the outcome does not depend on
+// the allocator's search; an All request after others is left to the
+// search (the node then simply does not fit).
+func (b *builder) allConstraintError(c *Claim) error {
+	if len(c.Requests) == 0 || len(c.Constraints) == 0 {
+		return nil
+	}
+	req := c.Requests[0]
+	a := req.Alternatives[0]
+	if !a.All || a.OverLimit {
+		return nil
+	}
+	var cons []*Constraint
+	for _, k := range c.Constraints {
+		if k.Applies(req, a) {
+			cons = append(cons, k)
+		}
+	}
+	if len(cons) == 0 {
+		return nil
+	}
+	candidate := map[int]bool{}
+	for _, d := range a.Candidates {
+		candidate[d] = true
+	}
+	nodes := make([]int, len(b.p.Nodes))
+	for i := range nodes {
+		nodes[i] = i
+	}
+	if len(nodes) == 0 {
+		nodes = []int{-1}
+	}
+	for _, n := range nodes {
+		if c.FixedNode >= 0 && n != c.FixedNode || c.ExcludedNodes[n] {
+			continue
+		}
+		s := NewState(b.p)
+		chosen := make([][][]string, len(cons))
+		for _, d := range a.AllMatch {
+			dev := b.p.Devices[d]
+			if n >= 0 && !dev.SeenFrom(n) {
+				continue
+			}
+			if !candidate[d] || n >= 0 && !dev.Reaches(n) || !s.FitsFor(d, a, !a.AdminAccess) {
+				break // cannot be taken: this node just does not fit
+			}
+			for i, k := range cons {
+				v := k.ValuesOf(a, d)
+				if !k.Allows(chosen[i], v) {
+					return fmt.Errorf("request %s: cannot add device %s because a claim constraint would not be satisfied", a.Name, dev.ID)
+				}
+				chosen[i] = append(chosen[i], v)
+			}
+			s.TakeFor(d, a, !a.AdminAccess)
+		}
+	}
+	return nil
 }
 
 type builder struct {
@@ -74,6 +147,8 @@ type builder struct {
 	p          *Problem
 	cel        *celEnv
 	deviceByID map[DeviceID][]int // several when nodes use different generations of a pool
+	copies     []poolCopy
+	copyOf     map[int]int // device -> its pool copy (generation)
 	setByName  map[[3]string]int
 	nodeByName map[string]int
 	classes    map[string]*resourceapi.DeviceClass
@@ -144,7 +219,8 @@ func (b *builder) buildNodes() {
 }
 
 func (b *builder) buildPools(copies []poolCopy) error {
-	for _, pc := range copies {
+	b.copies, b.copyOf = copies, map[int]int{}
+	for ci, pc := range copies {
 		slices := pc.slices
 		driver, pool := slices[0].Spec.Driver, slices[0].Spec.Pool.Name
 		if err := CounterQuantitiesFit(slices); err != nil {
@@ -209,6 +285,7 @@ func (b *builder) buildPools(copies []poolCopy) error {
 					}
 				}
 				b.deviceByID[d.ID] = append(b.deviceByID[d.ID], d.Index)
+				b.copyOf[d.Index] = ci
 				b.p.Devices = append(b.p.Devices, d)
 				devs = append(devs, pending{d, spec.ConsumesCounters})
 			}
@@ -271,34 +348,65 @@ func restrictToNodes(d *Device, nodes []int) {
 // linkGenerations ties together the copies of one device that different
 // generations of its pool give (nodes using different generations). The
 // scheduler's allocated state knows devices by driver, pool and name only,
-// so whatever generation a claim used, every generation's view counts the
-// device as allocated: the copies exclude each other, and allocating one
-// consumes, in every generation that has the device, that generation's
-// counters (each copy also consumes its siblings' counter sets).
+// so whatever generation a claim took a device from, every generation
+// counts it as allocated: the copies exclude each other.
 func (b *builder) linkGenerations() {
 	for _, first := range b.p.Devices {
 		idxs := b.deviceByID[first.ID]
 		if len(idxs) < 2 || idxs[0] != first.Index {
 			continue // once per device name, in device order (determinism)
 		}
-		own := make([][]Consumption, len(idxs))
-		for i, d := range idxs {
-			own[i] = slices.Clone(b.p.Devices[d].Consumes)
-		}
-		for i, d := range idxs {
-			dev := b.p.Devices[d]
-			for j, o := range idxs {
-				if i == j {
-					continue
-				}
-				dev.Incompatible = append(dev.Incompatible, o)
-				for _, cons := range own[j] {
-					dev.Consumes = append(dev.Consumes, cons)
-					set := b.p.CounterSets[cons.Set]
-					set.Devices = append(set.Devices, d)
+		for _, d := range idxs {
+			for _, o := range idxs {
+				if o != d {
+					b.p.Devices[d].Incompatible = append(b.p.Devices[d].Incompatible, o)
 				}
 			}
 		}
+	}
+}
+
+// separateGenerations: a node checks the counters of the generation it
+// uses, counting every allocated device name the generation has, with
+// what it says that device consumes. So a device newly allocated from one
+// generation that consumes counters in another generation must not meet a
+// new counter consumer of that other generation: otherwise the claims
+// would be valid only if the scheduler took them in one particular order.
+// Such pairs exclude each other (devices already in use are left out:
+// they are charged to every generation that has them).
+func (b *builder) separateGenerations() {
+	gens := map[poolKey][]int{} // pool -> copies
+	for c, cp := range b.copies {
+		k := poolKey{cp.slices[0].Spec.Driver, cp.slices[0].Spec.Pool.Name}
+		gens[k] = append(gens[k], c)
+	}
+	byCopy := map[int][]int{}
+	for d, c := range b.copyOf {
+		byCopy[c] = append(byCopy[c], d)
+	}
+	for _, d := range b.p.Devices {
+		if d.InUse {
+			continue
+		}
+		for _, o := range b.deviceByID[d.ID] {
+			if o == d.Index || len(b.p.Devices[o].Consumes) == 0 {
+				continue
+			}
+			// d's name consumes counters in o's generation: d excludes
+			// that generation's new counter consumers.
+			for _, e := range byCopy[b.copyOf[o]] {
+				dev := b.p.Devices[e]
+				if e == o || dev.InUse || len(dev.Consumes) == 0 {
+					continue
+				}
+				d.Incompatible = append(d.Incompatible, e)
+				dev.Incompatible = append(dev.Incompatible, d.Index)
+			}
+		}
+	}
+	for _, d := range b.p.Devices {
+		sort.Ints(d.Incompatible)
+		d.Incompatible = slices.Compact(d.Incompatible)
 	}
 }
 
@@ -405,15 +513,16 @@ func (b *builder) applyExisting() {
 				continue
 			}
 			charged[id] = true
-			// The first copy consumes, through linkGenerations, the
-			// counters of every generation that has the device.
-			d := b.p.Devices[idxs[0]]
-			for _, cons := range d.Consumes {
-				set := b.p.CounterSets[cons.Set]
-				for j, a := range cons.Amounts {
-					set.Free[j] = SubUnits(set.Free[j], a)
+			// Each generation that has the device counts what it says
+			// the device consumes.
+			for _, idx := range idxs {
+				for _, cons := range b.p.Devices[idx].Consumes {
+					set := b.p.CounterSets[cons.Set]
+					for j, a := range cons.Amounts {
+						set.Free[j] = SubUnits(set.Free[j], a)
+					}
+					set.ExistingGroups = append(set.ExistingGroups, cons.Groups)
 				}
-				set.ExistingGroups = append(set.ExistingGroups, cons.Groups)
 			}
 		}
 	}

@@ -170,11 +170,22 @@ status:
 			t.Errorf("counter set of generation %d: %d free, want %d (g0 consumed once)", i+1, got, want)
 		}
 	}
-	// A new g1 (generation 1 only) consumes generation 1's counters only.
-	if g1 := p.Devices[1]; len(g1.Consumes) != 1 {
-		t.Errorf("g1 consumes from %d sets, want 1", len(g1.Consumes))
+	// Each copy consumes its own generation's counters. g1 (generation 1
+	// only) and g2 (generation 2 only) are counter consumers of their
+	// generations; g0 consumes in both, so a new g0 of one generation
+	// excludes the other generation's new consumers (but not g0's copies
+	// in use: both are held by the existing allocation).
+	if len(g0a.Consumes) != 1 {
+		t.Errorf("g0 of generation 1 consumes from %d sets, want its own", len(g0a.Consumes))
 	}
-	if len(g0a.Consumes) != 2 {
-		t.Errorf("g0 of generation 1 consumes from %d sets, want 2 (its own and generation 2's)", len(g0a.Consumes))
+	if g1, g2 := p.Devices[1], p.Devices[3]; !slices.Equal(g1.Incompatible, nil) || !slices.Equal(g2.Incompatible, nil) {
+		t.Errorf("with g0 in use nothing else is excluded: g1 %v, g2 %v", g1.Incompatible, g2.Incompatible)
+	}
+	free := buildYAML(t, genNodes+genSlice("p-a", "node-a", 1, 1, "4", "g0", "g1")+genSlice("p-b", "node-b", 2, 1, "3", "g0", "g2"))
+	if g0a, g2 := free.Devices[0], free.Devices[3]; !slices.Contains(g0a.Incompatible, 3) || !slices.Contains(g2.Incompatible, 0) {
+		t.Errorf("g0 of generation 1 and g2 of generation 2 do not exclude each other: %v %v", g0a.Incompatible, g2.Incompatible)
+	}
+	if g1 := free.Devices[1]; slices.Contains(g1.Incompatible, 3) {
+		t.Errorf("g1 (generation 1 only) excludes g2: %v", g1.Incompatible)
 	}
 }
