@@ -81,11 +81,11 @@ func reachOf(p *Problem) string {
 // allocationMode All where none does.
 func TestPoolGenerationPerNode(t *testing.T) {
 	tests := []struct {
-		name      string
-		slices    string
-		reach     string // devices and the nodes they serve
-		issues    string // pool issues, ";"-joined
-		allFails  bool   // an allocationMode All claim fails (some node sees an incomplete pool)
+		name     string
+		slices   string
+		reach    string // devices and the nodes they serve
+		issues   string // pool issues, ";"-joined
+		allFails bool   // an allocationMode All claim fails (some node sees an incomplete pool)
 	}{
 		{name: "one generation",
 			slices: genSlice("p-a", "node-a", 1, 1, "", "g0", "g1"),
