@@ -53,6 +53,11 @@ func build(ctx context.Context, objs *Objects, opts Options) (*Problem, error) {
 	for i, n := range b.p.Nodes {
 		nodeObjs[i] = n.Obj
 	}
+	// A node selector that does not parse is an error for the allocator
+	// (it cannot tell which nodes see the slice): the run fails, naming it.
+	if err := b.checkNodeSelectors(); err != nil {
+		return nil, err
+	}
 	pools, issues := usablePools(ApplyTaintRules(objs.Slices, objs.TaintRules), nodeObjs)
 	b.p.Issues = issues
 	if err := b.buildPools(pools); err != nil {
@@ -326,6 +331,25 @@ func (b *builder) buildPools(copies []poolCopy) error {
 		}
 	}
 	b.linkGenerations()
+	return nil
+}
+
+// checkNodeSelectors parses every slice's and device's node selector.
+func (b *builder) checkNodeSelectors() error {
+	for _, s := range b.objs.Slices {
+		if sel := s.Spec.NodeSelector; sel != nil {
+			if _, err := nodeaffinity.NewNodeSelector(sel); err != nil {
+				return fmt.Errorf("%s: field spec.nodeSelector: %w", b.origin("ResourceSlice", "", s.Name), err)
+			}
+		}
+		for i := range s.Spec.Devices {
+			if sel := s.Spec.Devices[i].NodeSelector; sel != nil {
+				if _, err := nodeaffinity.NewNodeSelector(sel); err != nil {
+					return fmt.Errorf("%s: device %s: field nodeSelector: %w", b.origin("ResourceSlice", "", s.Name), s.Spec.Devices[i].Name, err)
+				}
+			}
+		}
+	}
 	return nil
 }
 
