@@ -285,10 +285,48 @@ func TestPoolGenerationSeenPerNode(t *testing.T) {
 	if a == nil || a.NodeSelector.NodeSelectorTerms[0].MatchFields[0].Values[0] != "node-1" {
 		t.Fatalf("want the generation-1 device on node-1, got %v (%v)", a, res.Rejected)
 	}
-	// Both nodes known: they see different generations; the highest counts.
-	objs = load(t, node1, gen(1, "node-1"), gen(2, "node-2"), c)
+	// Both nodes known: each uses the generation published for it, but
+	// dev-0 is one device for the allocated state whatever the generation:
+	// of two claims, one gets it (on either node), never both.
+	d := pendingClaim("d", `    requests: [{name: r, exactly: {deviceClassName: gpu}}]
+`)
+	objs = load(t, node1, gen(1, "node-1"), gen(2, "node-2"), c, d)
 	got, _ = solve(t, objs, Options{}, "")
-	if a := got["default/c"]; a == nil || a.NodeSelector.NodeSelectorTerms[0].MatchFields[0].Values[0] != "node-2" {
-		t.Fatalf("want the generation-2 device on node-2, got %v", a)
+	if (got["default/c"] == nil) == (got["default/d"] == nil) {
+		t.Fatalf("want exactly one of c and d allocated, got %v and %v", got["default/c"], got["default/d"])
+	}
+	// Each generation alone serves the claim on its node.
+	for _, node := range []string{"node-1", "node-2"} {
+		pinned := pendingClaim("c", `    requests: [{name: r, exactly: {deviceClassName: gpu}}]
+`) + "status: {reservedFor: [{resource: pods, name: pod, uid: u}]}\n" + `---
+apiVersion: v1
+kind: Pod
+metadata: {name: pod, namespace: default}
+spec: {nodeName: ` + node + `, containers: [{name: c, image: x}]}
+`
+		objs = load(t, node1, gen(1, "node-1"), gen(2, "node-2"), pinned)
+		got, res := solve(t, objs, Options{}, "")
+		if a := got["default/c"]; a == nil || a.NodeSelector.NodeSelectorTerms[0].MatchFields[0].Values[0] != node {
+			t.Fatalf("claim bound to %s: got %v (%v)", node, a, res.Rejected)
+		}
+	}
+}
+
+// allocationMode All takes what the chosen node sees. A matching device on
+// node-1 that cannot be taken (tainted) rules node-1 out, not the claim:
+// on node-2 only the all-nodes device matches, and upstream allocates it
+// there. The claim's candidates are all on all nodes, yet the node matters.
+func TestAllModeNodeMattersWithAllNodesCandidates(t *testing.T) {
+	local := plainPool("node-1", "local", 1, map[string]string{"dev-0": "    taints: [{key: k, effect: NoSchedule}]\n"}, "")
+	everywhere := strings.Replace(plainPool("node-1", "everywhere", 1, nil, ""), "nodeName: node-1", "allNodes: true", 1)
+	c := pendingClaim("c", `    requests: [{name: r, exactly: {deviceClassName: gpu, allocationMode: All}}]
+`)
+	got, res := solve(t, load(t, node1, local, everywhere, c), Options{}, "")
+	a := got["default/c"]
+	if a == nil {
+		t.Fatalf("claim not allocated (%v); upstream allocates it on node-2", res.Rejected)
+	}
+	if len(a.Devices.Results) != 1 || a.Devices.Results[0].Pool != "everywhere" || a.NodeSelector != nil {
+		t.Fatalf("want the all-nodes device alone, no node selector; got %v", a)
 	}
 }

@@ -3,6 +3,8 @@ package bench
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -26,10 +28,13 @@ var allFeatures = structured.Features{
 
 // diffInstance builds a small random cluster: one or two nodes, each with a
 // pool of devices drawing on one counter set (some devices tainted, some
-// numa values lists), sometimes a pool on all nodes, a
-// DeviceTaintRule, an existing allocation; and a few claims with
-// selectors, counts, allocationMode All, firstAvailable, tolerations and
-// matchAttribute / distinctAttribute on scalar and list attributes.
+// numa values lists), with two nodes sometimes other generations of a
+// pool (older or newer, complete or not, for the other node or all
+// nodes), sometimes a pool on all nodes, shared devices with consumable
+// capacity, a DeviceTaintRule, an existing allocation; and a few claims
+// with selectors, counts, capacity requests, allocationMode All,
+// firstAvailable, tolerations and matchAttribute / distinctAttribute on
+// scalar and list attributes.
 // Selectors only read attributes every device has: upstream's reaction to
 // a selector error depends on its search order.
 func diffInstance(seed uint64) (*model.Objects, []*resourceapi.ResourceClaim) {
@@ -90,6 +95,62 @@ func diffInstance(seed uint64) (*model.Objects, []*resourceapi.ResourceClaim) {
 		if partitioned {
 			objs.Slices = append(objs.Slices, counters)
 		}
+	}
+	// Several generations of a pool, as while a driver moves a pool
+	// between nodes: each node uses the generation published for it.
+	if nodes == 2 {
+		for n := 0; n < nodes; n++ {
+			pool, other := fmt.Sprintf("node-%d", n), fmt.Sprintf("node-%d", 1-n)
+			generation := func(gen, count int64, node string) {
+				s := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-gen%d", pool, gen)}, Spec: resourceapi.ResourceSliceSpec{
+					Driver: upDriver, Pool: resourceapi.ResourcePool{Name: pool, Generation: gen, ResourceSliceCount: count}, NodeName: ptr.To(node)}}
+				if rng.IntN(3) == 0 {
+					s.Spec.NodeName, s.Spec.AllNodes = nil, ptr.To(true)
+				}
+				for i, k := 0, 1+rng.IntN(2); i < k; i++ {
+					d := device(fmt.Sprintf("dev-%d", i+rng.IntN(2)*5)) // dev-0/1 also in the other generation
+					if len(s.Spec.Devices) > 0 && s.Spec.Devices[0].Name == d.Name {
+						continue
+					}
+					s.Spec.Devices = append(s.Spec.Devices, d)
+					all = append(all, resourceapi.DeviceRequestAllocationResult{Driver: upDriver, Pool: pool, Device: d.Name})
+				}
+				objs.Slices = append(objs.Slices, s)
+			}
+			for _, s := range objs.Slices {
+				if s.Spec.Pool.Name == pool {
+					s.Spec.Pool.Generation = 2
+				}
+			}
+			switch rng.IntN(6) {
+			case 0: // the older generation, complete, still published for the other node
+				generation(1, 1, other)
+			case 1: // a newer generation, incomplete, on the other node: All fails there
+				generation(3, 2, other)
+			case 2: // an older incomplete generation: ignored where it is seen
+				generation(1, 2, other)
+			case 3: // a newer complete generation on the other node
+				generation(3, 1, other)
+			}
+		}
+	}
+	// Shared devices with consumable capacity, on all nodes.
+	shared := rng.IntN(3) == 0
+	if shared {
+		s := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "nics"}, Spec: resourceapi.ResourceSliceSpec{
+			Driver: upDriver, Pool: resourceapi.ResourcePool{Name: "nics", Generation: 1, ResourceSliceCount: 1}, AllNodes: ptr.To(true)}}
+		for i, k := 0, 1+rng.IntN(2); i < k; i++ {
+			d := device(fmt.Sprintf("nic-%d", i))
+			d.AllowMultipleAllocations = ptr.To(true)
+			bw := resourceapi.DeviceCapacity{Value: *resource.NewQuantity(int64(4+rng.IntN(6)), resource.DecimalSI)}
+			if rng.IntN(2) == 0 {
+				bw.RequestPolicy = &resourceapi.CapacityRequestPolicy{Default: resource.NewQuantity(2, resource.DecimalSI),
+					ValidRange: &resourceapi.CapacityRequestPolicyRange{Min: resource.NewQuantity(1, resource.DecimalSI), Step: resource.NewQuantity(int64(1+rng.IntN(2)), resource.DecimalSI)}}
+			}
+			d.Capacity = map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{"bw": bw}
+			s.Spec.Devices = append(s.Spec.Devices, d)
+		}
+		objs.Slices = append(objs.Slices, s)
 	}
 	if rng.IntN(3) == 0 {
 		s := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "shared"}, Spec: resourceapi.ResourceSliceSpec{
@@ -152,6 +213,10 @@ func diffInstance(seed uint64) (*model.Objects, []*resourceapi.ResourceClaim) {
 			default:
 				r := upExact(name, int64(1+rng.IntN(3)), selector())
 				r.Exactly.Tolerations = tolerations()
+				if shared && rng.IntN(2) == 0 {
+					r.Exactly.Capacity = &resourceapi.CapacityRequirements{Requests: map[resourceapi.QualifiedName]resource.Quantity{
+						"bw": *resource.NewQuantity(int64(1+rng.IntN(6)), resource.DecimalSI)}}
+				}
 				reqs = append(reqs, r)
 			}
 		}
@@ -169,6 +234,24 @@ func diffInstance(seed uint64) (*model.Objects, []*resourceapi.ResourceClaim) {
 	return objs, claims
 }
 
+// upstreamErrorsSomewhere runs the upstream allocator for the instance's
+// pending claim on each node alone and returns the first error that would
+// abort the scheduling attempt ("" if none): the sequential baseline stops
+// at the first node that fits and never sees errors on later nodes.
+func upstreamErrorsSomewhere(t *testing.T, objs *model.Objects) string {
+	for _, n := range objs.Nodes {
+		one := *objs
+		one.Nodes = []*corev1.Node{n}
+		res := runUpstream(t, &one, UpstreamFeatures{Allocator: &allFeatures})
+		for _, r := range res.Rejected {
+			if !strings.HasPrefix(r.Reason, "cannot allocate all claims on any of") {
+				return "node " + n.Name + ": " + r.Reason
+			}
+		}
+	}
+	return ""
+}
+
 // TestSingleClaimFeasibilityMatchesUpstream: on random small instances,
 // for every claim on its own (with the instance's existing allocation),
 // drasat allocates it exactly when the upstream allocator (all features
@@ -177,6 +260,9 @@ func TestSingleClaimFeasibilityMatchesUpstream(t *testing.T) {
 	seeds := 120
 	if testing.Short() {
 		seeds = 30
+	}
+	if n, err := strconv.Atoi(os.Getenv("DRASAT_DIFF_SEEDS")); err == nil && n > 0 {
+		seeds = n // a longer run by hand: DRASAT_DIFF_SEEDS=5000
 	}
 	var total, feasible int
 	for seed := uint64(1); seed <= uint64(seeds); seed++ {
@@ -188,6 +274,14 @@ func TestSingleClaimFeasibilityMatchesUpstream(t *testing.T) {
 			dr := runDrasat(t, &objs, model.CompatKEP5963)
 			total++
 			upOK, drOK := len(up.Allocated) == 1, len(dr) == 1
+			if upOK {
+				// The scheduler filters every node at once, and an
+				// error on any of them aborts the attempt.
+				if why := upstreamErrorsSomewhere(t, &objs); why != "" {
+					upOK = false
+					up.Rejected = append(up.Rejected, UpstreamRejection{Reason: why})
+				}
+			}
 			if upOK {
 				feasible++
 			}

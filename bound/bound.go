@@ -31,8 +31,11 @@ import (
 // Solve is for one goroutine at a time; ValueAt, Value (with a state of the
 // caller's), ClaimCost and BinOf may be called concurrently.
 type Relaxation struct {
-	p       *model.Problem
+	p *model.Problem
+	// Kinds is the number of device kinds; prices are indexed by kind,
+	// then come the prices of the shared devices' capacities (Dims).
 	Kinds   int
+	Dims    int
 	kindOf  map[int]int // candidate device -> kind
 	classes []*class
 	Bins    []*Bin
@@ -61,6 +64,16 @@ type altCost struct {
 	cnt   float64
 	kinds []int
 	free  bool
+	// shares are the shared (allowMultipleAllocations) candidates: a share
+	// of one costs the prices of the capacities it consumes.
+	shares []shareCost
+}
+
+// shareCost is what one share of a shared device consumes: a fraction of
+// each of its capacities (amount / capacity left), at price index dim.
+type shareCost struct {
+	dim  []int
+	frac []float64
 }
 
 // Bin is a group of counter sets and the candidate devices that consume
@@ -101,8 +114,12 @@ func New(p *model.Problem, claims []*model.Claim, weight func(*model.Claim) int6
 		cls        *class
 		ri, ai     int
 		candidates []int
+		shared     []int
 		alt        *model.Alternative
 	}
+	// dimOf is the first capacity price (after the kinds) of each shared
+	// candidate device.
+	dimOf := map[int]int{}
 	var alts []altRef
 	for _, c := range claims {
 		if c.Err != nil {
@@ -119,12 +136,21 @@ func New(p *model.Problem, claims []*model.Claim, weight func(*model.Claim) int6
 			k.reqs = append(k.reqs, make([]altCost, len(req.Alternatives)))
 			k.cands = append(k.cands, nil)
 			for ai, a := range req.Alternatives {
-				var cands []int
+				var cands, shared []int
 				for _, d := range a.Candidates {
 					dev := p.Devices[d]
-					// A shared device serves any number of claims: it is no
-					// bin item, and its alternatives cost nothing (below).
-					if dev.MultiAlloc || !dev.Reachable() || c.FixedNode >= 0 && !dev.Reaches(c.FixedNode) {
+					if !dev.Reachable() || c.FixedNode >= 0 && !dev.Reaches(c.FixedNode) {
+						continue
+					}
+					// A shared device serves any number of claims within
+					// its capacities: it is no bin item, its capacities
+					// are priced instead (below).
+					if dev.MultiAlloc {
+						shared = append(shared, d)
+						if _, ok := dimOf[d]; !ok {
+							dimOf[d] = r.Dims
+							r.Dims += len(dev.Capacity)
+						}
 						continue
 					}
 					cands = append(cands, d)
@@ -132,7 +158,7 @@ func New(p *model.Problem, claims []*model.Claim, weight func(*model.Claim) int6
 					id := fmt.Sprintf("%d/%d/%d", len(r.classes)-1, ri, ai)
 					candidacy[d] = append(candidacy[d], id)
 				}
-				alts = append(alts, altRef{k, ri, ai, cands, a})
+				alts = append(alts, altRef{k, ri, ai, cands, shared, a})
 			}
 		}
 	}
@@ -154,13 +180,14 @@ func New(p *model.Problem, claims []*model.Claim, weight func(*model.Claim) int6
 	}
 	r.Kinds = len(kindByKey)
 	for _, ar := range alts {
-		// Admin access occupies no device. An alternative that a shared
-		// device could serve is priced as free too: relaxing it keeps the
-		// bound sound (shares are limited by capacity, which the relaxation
-		// does not model).
-		ac := altCost{cnt: float64(ar.alt.Count), free: ar.alt.AdminAccess || ar.alt.Shared}
+		// Admin access occupies no device (on a shared device it takes
+		// capacity: free is a relaxation, still sound).
+		ac := altCost{cnt: float64(ar.alt.Count), free: ar.alt.AdminAccess}
 		if ar.alt.All {
 			ac.cnt = 1 // at least one device: a relaxation of "all on the node"
+		}
+		if !ac.free {
+			ac.shares, ac.free = r.shareCosts(ar.alt, ar.shared, dimOf)
 		}
 		seen := map[int]bool{}
 		for _, d := range ar.candidates {
@@ -170,13 +197,52 @@ func New(p *model.Problem, claims []*model.Claim, weight func(*model.Claim) int6
 			}
 		}
 		sort.Ints(ac.kinds)
-		if len(ar.candidates) < int(ac.cnt) || len(ar.candidates) == 0 {
-			ac.kinds = nil // cannot be served
+		if n := len(ar.candidates) + len(ar.shared); n < int(ac.cnt) || n == 0 {
+			ac.kinds, ac.shares = nil, nil // cannot be served
 		}
 		ar.cls.reqs[ar.ri][ar.ai] = ac
 	}
 	r.buildBins(devs)
 	return r
+}
+
+// shareCosts prices the shares alternative a may take of its shared
+// candidates. The relaxation keeps, per capacity of a shared device, that
+// the shares of all claims fit in what is left (a knapsack row priced in
+// the dual); it drops that one request takes a device once and the
+// counters a first share consumes, which only relaxes. A share that
+// consumes nothing makes the alternative free.
+func (r *Relaxation) shareCosts(a *model.Alternative, shared []int, dimOf map[int]int) ([]shareCost, bool) {
+	var out []shareCost
+	for _, d := range shared {
+		dev := r.p.Devices[d]
+		amounts := a.CapacityAmounts(d)
+		sc := shareCost{}
+		fits := true
+		for j, dim := range dev.Capacity {
+			var amt int64
+			if amounts != nil {
+				amt = amounts[j]
+			}
+			if amt <= 0 {
+				continue
+			}
+			if dim.Free < amt {
+				fits = false // never fits (not a candidate then, normally)
+				break
+			}
+			sc.dim = append(sc.dim, dimOf[d]+j)
+			sc.frac = append(sc.frac, float64(amt)/float64(dim.Free))
+		}
+		if !fits {
+			continue
+		}
+		if len(sc.dim) == 0 {
+			return nil, true
+		}
+		out = append(out, sc)
+	}
+	return out, false
 }
 
 // buildBins groups candidate devices that share a counter set or are tied by
@@ -275,18 +341,33 @@ func (b *Bin) Position(d int) int { return b.pos[d] }
 
 // cost is the cheapest way to serve one claim of k at prices π, and for the
 // subgradient the kinds (with counts) that way uses.
-func (k *class) cost(price []float64, use func(kind int, n float64)) float64 {
+//
+// Kinds are priced at price[kind], a share of a shared device at the prices
+// of its capacities (price[r.Kinds+dim], per whole capacity left) times
+// the fractions it consumes; use gets price indices with the amounts used.
+func (k *class) cost(price []float64, kinds int, use func(index int, n float64)) float64 {
 	total := 0.0
 	for _, alts := range k.reqs {
 		best, bestKind, bestCnt := math.Inf(1), -1, 0.0
+		var bestShare *shareCost
 		for _, a := range alts {
 			if a.free {
-				best, bestKind = 0, -1
+				best, bestKind, bestShare = 0, -1, nil
 				break
 			}
 			for _, kd := range a.kinds {
 				if v := a.cnt * price[kd]; v < best {
-					best, bestKind, bestCnt = v, kd, a.cnt
+					best, bestKind, bestCnt, bestShare = v, kd, a.cnt, nil
+				}
+			}
+			for i := range a.shares {
+				sh := &a.shares[i]
+				v := 0.0
+				for j, dim := range sh.dim {
+					v += price[kinds+dim] * sh.frac[j]
+				}
+				if v *= a.cnt; v < best {
+					best, bestKind, bestCnt, bestShare = v, -1, a.cnt, sh
 				}
 			}
 		}
@@ -294,8 +375,14 @@ func (k *class) cost(price []float64, use func(kind int, n float64)) float64 {
 			return math.Inf(1) // some request can never be served
 		}
 		total += best
-		if use != nil && bestKind >= 0 {
+		switch {
+		case use == nil:
+		case bestKind >= 0:
 			use(bestKind, bestCnt)
+		case bestShare != nil:
+			for j, dim := range bestShare.dim {
+				use(kinds+dim, bestCnt*bestShare.frac[j])
+			}
 		}
 	}
 	return total
@@ -315,7 +402,7 @@ func (r *Relaxation) BinOf(d int) *Bin {
 func (r *Relaxation) ClaimCost(c *model.Claim, price []float64) float64 {
 	for _, k := range r.classes {
 		if k.key == c.ClassKey() {
-			return k.cost(price, nil)
+			return k.cost(price, r.Kinds, nil)
 		}
 	}
 	return math.Inf(1)

@@ -112,7 +112,9 @@ func (r *Relaxation) patternItems() *patterns {
 			cnt, free := math.Inf(1), false
 			kinds := map[int]bool{}
 			for _, a := range alts {
-				if a.free {
+				// Shares of shared devices are not items of this
+				// relaxation: relaxing them to free keeps it sound.
+				if a.free || len(a.shares) > 0 {
 					free = true
 					break
 				}

@@ -13,7 +13,8 @@ type Result struct {
 	Bound int64
 	// Value is the smallest L(π) seen; Bound is its floor.
 	Value float64
-	// Price is the π of Value, one per device kind.
+	// Price is the π of Value, one per device kind, then one per capacity
+	// of a shared device.
 	Price []float64
 	// Iterations of the subgradient method.
 	Iterations int
@@ -25,14 +26,20 @@ type Result struct {
 
 // eval computes L(π) and a subgradient.
 func (r *Relaxation) eval(price []float64) (float64, []float64) {
-	g := make([]float64, r.Kinds)
+	g := make([]float64, r.Kinds+r.Dims)
 	total := 0.0
+	// Each shared device's capacity, normalised to 1 (what is left), at
+	// its price: the dual term of "the shares fit".
+	for i := r.Kinds; i < len(price); i++ {
+		total += price[i]
+		g[i] = 1
+	}
 	for _, k := range r.classes {
 		var used []struct {
 			kind int
 			n    float64
 		}
-		c := k.cost(price, func(kind int, n float64) {
+		c := k.cost(price, r.Kinds, func(kind int, n float64) {
 			used = append(used, struct {
 				kind int
 				n    float64
@@ -79,9 +86,9 @@ type Options struct {
 // steps vanish, or the deadline passes.
 func (r *Relaxation) Solve(ctx context.Context, lower int64, deadline time.Time, opts Options) Result {
 	res := Result{Value: math.Inf(1)}
-	if r.Kinds == 0 {
+	if r.Kinds+r.Dims == 0 {
 		// Nothing to price: L is the weight of the claims that need no
-		// bin (admin access, alternatives a shared device could serve).
+		// bin (admin access, shares that consume no capacity).
 		v, _ := r.eval(nil)
 		res.Value, res.Bound = v, int64(math.Floor(v+1e-6))
 		return res
@@ -149,7 +156,7 @@ func equalPrices(a, b []float64) bool {
 // InitialPrice prices each kind so that serving a claim costs about its
 // weight: the smallest weight per device of the claims that use the kind.
 func (r *Relaxation) InitialPrice() []float64 {
-	price := make([]float64, r.Kinds)
+	price := make([]float64, r.Kinds+r.Dims)
 	for i := range price {
 		price[i] = math.Inf(1)
 	}
@@ -164,6 +171,13 @@ func (r *Relaxation) InitialPrice() []float64 {
 			for _, a := range alts {
 				for _, kd := range a.kinds {
 					price[kd] = math.Min(price[kd], k.weight/math.Max(devices, 1))
+				}
+				// A capacity: so that a share costs about the weight.
+				for _, sh := range a.shares {
+					for j, dim := range sh.dim {
+						per := k.weight / math.Max(devices, 1) / (sh.frac[j] * float64(len(sh.dim)))
+						price[r.Kinds+dim] = math.Min(price[r.Kinds+dim], per)
+					}
 				}
 			}
 		}

@@ -9,6 +9,7 @@ package check
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -94,6 +95,9 @@ type newClaim struct {
 	alloc      *resourceapi.AllocationResult
 	placements []*placement
 	alts       []*alt // results grouped by request, see checkRequests
+	// seenBy lists the nodes the claim may have been allocated for as far
+	// as pool generations go (see checkClaim); nil: not restricted.
+	seenBy []*corev1.Node
 }
 
 // placement is one allocation result.
@@ -125,10 +129,7 @@ func (c *checker) errorf(format string, args ...any) {
 func (c *checker) run(allocated []*resourceapi.ResourceClaim) {
 	c.collect(allocated)
 	for _, nc := range c.newClaims {
-		c.checkRequests(nc)
-		c.checkConstraints(nc)
-		c.checkNode(nc)
-		c.checkResultFields(nc)
+		c.checkClaim(nc)
 	}
 	c.checkOccupancy()
 	c.checkCapacity()
@@ -194,7 +195,7 @@ func (c *checker) collect(allocated []*resourceapi.ResourceClaim) {
 			case d == nil && c.w.pools[poolKey{k.Driver, k.Pool}] == nil:
 				c.errorf("claim %s: device %s: pool %s does not exist (not in a usable pool)", nc.key, k, poolKey{k.Driver, k.Pool})
 			case d == nil:
-				c.errorf("claim %s: device %s: no such device in the highest generation of its pool (not in a usable pool)", nc.key, k)
+				c.errorf("claim %s: device %s: no such device in the generations of its pool that nodes use (not in a usable pool)", nc.key, k)
 			case d.pool.issue != "":
 				c.errorf("claim %s: device %s: pool %s is not usable: %s", nc.key, k, d.pool.key, d.pool.issue)
 			default:
@@ -204,6 +205,122 @@ func (c *checker) collect(allocated []*resourceapi.ResourceClaim) {
 			c.placements = append(c.placements, p)
 		}
 	}
+}
+
+// generationOptions: each node uses its own generation of a pool (see
+// nodeGeneration), so a claim's devices must all be in the generations of
+// one node the claim may have been allocated for (its bound pod's node, or
+// one its nodeSelector admits), usable and allocatable there. It returns
+// the distinct ways to read the claim's devices so, each with the nodes
+// that read them so, in node order; nil where every node uses the same
+// generations (nothing to choose). An empty, non-nil list: no node can.
+func (c *checker) generationOptions(nc *newClaim) []generationOption {
+	multi := false
+	for _, p := range nc.placements {
+		if p.dev != nil && c.w.multi[p.dev.key.pool()] {
+			multi = true
+		}
+	}
+	if !multi || len(c.w.nodes) == 0 {
+		return nil
+	}
+	candidates := c.w.nodes
+	if b, ok := c.fixed[nc.key]; ok {
+		candidates = nil
+		if n := c.w.nodeByName[b.node]; n != nil {
+			candidates = []*corev1.Node{n}
+		}
+	}
+	out := []generationOption{}
+	for _, n := range candidates {
+		if sel := nc.alloc.NodeSelector; sel != nil {
+			if ok, _ := c.w.matchNode(sel, n); !ok {
+				continue
+			}
+		}
+		var devs []*device
+		for _, p := range nc.placements {
+			v := c.w.view(n, keyOf(p.res).pool())
+			if v == nil || v.issue != "" || v.byName[p.res.Device] == nil {
+				break
+			}
+			d := v.byName[p.res.Device]
+			if ok, _ := c.w.allocatable(d, n); !ok {
+				break
+			}
+			devs = append(devs, d)
+		}
+		if len(devs) < len(nc.placements) {
+			continue
+		}
+		found := false
+		for i := range out {
+			if slices.Equal(out[i].devs, devs) {
+				out[i].nodes = append(out[i].nodes, n)
+				found = true
+			}
+		}
+		if !found {
+			out = append(out, generationOption{devs, []*corev1.Node{n}})
+		}
+	}
+	return out
+}
+
+// generationOption is one reading of a claim's devices: the generation's
+// device per result, and the nodes that use those generations.
+type generationOption struct {
+	devs  []*device
+	nodes []*corev1.Node
+}
+
+// checkClaim runs the per-claim rules. Where nodes use different
+// generations of the claim's pools, the claim is valid when the rules hold
+// for some node it may have been allocated for, read with that node's
+// generations; otherwise the first reading's violations are reported.
+func (c *checker) checkClaim(nc *newClaim) {
+	run := func() {
+		c.checkRequests(nc)
+		c.checkConstraints(nc)
+		c.checkNode(nc)
+		c.checkResultFields(nc)
+	}
+	opts := c.generationOptions(nc)
+	if opts == nil {
+		run()
+		return
+	}
+	if len(opts) == 0 {
+		var names []string
+		for _, p := range nc.placements {
+			names = append(names, keyOf(p.res).String())
+		}
+		c.errorf("claim %s: no node the allocation may be for uses a generation of the pools that has all its devices (%s) usable and available there",
+			nc.key, strings.Join(names, ", "))
+		run()
+		return
+	}
+	var first []error
+	for i, o := range opts {
+		for j, p := range nc.placements {
+			p.dev = o.devs[j]
+		}
+		nc.seenBy = o.nodes
+		before := len(c.errs)
+		run()
+		if len(c.errs) == before {
+			return
+		}
+		if i == 0 {
+			first = append(first, c.errs[before:]...)
+		}
+		c.errs = c.errs[:before]
+	}
+	for j, p := range nc.placements {
+		p.dev = opts[0].devs[j]
+	}
+	nc.seenBy = opts[0].nodes
+	c.errs = append(c.errs, first...)
 }
 
 // checkUnchanged: apart from status.allocation (and apiVersion/kind), the

@@ -318,7 +318,7 @@ func TestCheck(t *testing.T) {
 			fx.objs.Slices = append(fx.objs.Slices, &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "node-1-new"}, Spec: resourceapi.ResourceSliceSpec{
 				Driver: gpuDriver, NodeName: ptr.To("node-1"), Pool: resourceapi.ResourcePool{Name: "node-1", Generation: 2, ResourceSliceCount: 1},
 				Devices: []resourceapi.Device{{Name: "other"}}}})
-		}, want: []string{"claim default/a: device gpu.example.com/node-1/half-0: no such device in the highest generation"}},
+		}, want: []string{"claim default/a: device gpu.example.com/node-1/half-0: no such device in the generations of its pool that nodes use"}},
 		{name: "duplicate device name", mutate: func(fx *fixture) {
 			s := fx.slice("node-1-devices")
 			s.Spec.Devices = append(s.Spec.Devices, *fx.device("node-1-devices", "half-0"))
@@ -531,6 +531,15 @@ func TestCheck(t *testing.T) {
 				s.Devices.Requests[0].Exactly.Selectors = sel(`device.attributes["gpu.example.com"].size != 2 || device.attributes["gpu.example.com"].extra == 1`)
 			})
 		}, want: []string{"claim default/a: a selector fails at run time on device gpu.example.com/node-1/half-1"}},
+		{name: "derived attribute error on a device the node reaches", mutate: func(fx *fixture) {
+			fx.device("node-1-devices", "half-0").Attributes["extra"] = resourceapi.DeviceAttribute{IntValue: ptr.To(int64(1))}
+			fx.spec("a", derivedOnExtra)
+		}, want: []string{"claim default/a: a derived attribute fails on device gpu.example.com/node-1/half-1"}},
+		{name: "derived attribute error only on another node", mutate: func(fx *fixture) {
+			fx.device("node-1-devices", "half-0").Attributes["extra"] = resourceapi.DeviceAttribute{IntValue: ptr.To(int64(1))}
+			fx.device("node-1-devices", "half-1").Attributes["extra"] = resourceapi.DeviceAttribute{IntValue: ptr.To(int64(2))}
+			fx.spec("a", derivedOnExtra)
+		}},
 		{name: "DeviceTaintRule not tolerated", mutate: func(fx *fixture) {
 			fx.objs.TaintRules = []*resourceapi.DeviceTaintRule{{Spec: resourceapi.DeviceTaintRuleSpec{
 				DeviceSelector: &resourceapi.DeviceTaintSelector{Device: ptr.To("half-0")},
@@ -595,6 +604,15 @@ func TestCheck(t *testing.T) {
 			}
 		})
 	}
+}
+
+// derivedOnExtra gives request r a derived attribute read from the
+// device's "extra" attribute (a run-time error where it is missing) and a
+// constraint that uses it.
+func derivedOnExtra(s *resourceapi.ResourceClaimSpec) {
+	s.Devices.Requests[0].Exactly.DerivedAttributes = []resourceapi.DeviceDerivedAttribute{
+		{Name: "derived/extra", Expression: `device.attributes["gpu.example.com"].extra`}}
+	s.Devices.Constraints = []resourceapi.DeviceConstraint{{MatchAttribute: ptr.To(resourceapi.FullyQualifiedName("derived/extra"))}}
 }
 
 func TestCompatOption(t *testing.T) {

@@ -54,14 +54,25 @@ func (c *checker) consumers() []*placement {
 // as upstream, only those are checked (a pool whose existing allocations
 // already overflow blocks new consumers, but is not itself new). A further
 // share of a shared device consumes none.
-func (c *checker) touchedPools() map[poolKey]bool {
-	out := map[poolKey]bool{}
+func (c *checker) touchedPools() map[*pool]bool {
+	out := map[*pool]bool{}
 	for _, p := range c.consumers() {
 		if p.isNew && len(p.dev.spec.ConsumesCounters) > 0 {
-			out[p.dev.pool.key] = true
+			out[p.dev.pool] = true
 		}
 	}
 	return out
+}
+
+// in is the device a placement names in pool generation pl, nil if pl
+// does not have it. The allocated state knows devices by name only, so a
+// device allocated from one generation counts, with what this generation
+// says it consumes, in every generation that has it.
+func (p *placement) in(pl *pool) *device {
+	if k := keyOf(p.res); k.pool() == pl.key && pl.issue == "" {
+		return pl.byName[k.Device]
+	}
+	return nil
 }
 
 // checkCounters: rule 5. In every pool where new results consume counters,
@@ -72,20 +83,21 @@ func (c *checker) checkCounters() {
 	touched := c.touchedPools()
 	cons := c.consumers()
 	for _, pl := range c.w.poolOrder {
-		if !touched[pl.key] {
+		if !touched[pl] {
 			continue
 		}
 		totals := map[string]map[string]resource.Quantity{}
 		newBy := map[string]map[string][]*placement{}
 		var newInPool []*placement
 		for _, p := range cons {
-			if p.dev.pool != pl {
+			d := p.in(pl)
+			if d == nil {
 				continue
 			}
-			if p.isNew && len(p.dev.spec.ConsumesCounters) > 0 {
+			if p.isNew && len(d.spec.ConsumesCounters) > 0 {
 				newInPool = append(newInPool, p)
 			}
-			for _, cc := range p.dev.spec.ConsumesCounters {
+			for _, cc := range d.spec.ConsumesCounters {
 				if totals[cc.CounterSet] == nil {
 					totals[cc.CounterSet] = map[string]resource.Quantity{}
 					newBy[cc.CounterSet] = map[string][]*placement{}
@@ -146,7 +158,7 @@ func (c *checker) checkGroups() {
 		groups []string
 	}
 	type setKey struct {
-		pool poolKey
+		pool *pool
 		set  string
 	}
 	touched := map[setKey]bool{}
@@ -156,20 +168,21 @@ func (c *checker) checkGroups() {
 			continue
 		}
 		for _, cc := range p.dev.spec.ConsumesCounters {
-			touched[setKey{p.dev.pool.key, cc.CounterSet}] = true
+			touched[setKey{p.dev.pool, cc.CounterSet}] = true
 		}
 	}
 	for _, pl := range c.w.poolOrder {
 		for _, setName := range pl.setNames {
-			if !touched[setKey{pl.key, setName}] {
+			if !touched[setKey{pl, setName}] {
 				continue
 			}
 			var es []entry
 			for _, p := range cons {
-				if p.dev.pool != pl {
+				d := p.in(pl)
+				if d == nil {
 					continue
 				}
-				for _, cc := range p.dev.spec.ConsumesCounters {
+				for _, cc := range d.spec.ConsumesCounters {
 					if cc.CounterSet == setName {
 						es = append(es, entry{p, cc.CompatibilityGroups})
 					}

@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -99,6 +100,9 @@ func (c *checker) checkNode(nc *newClaim) {
 	if len(c.w.nodes) == 0 && local == nil {
 		witnesses = []*corev1.Node{nil}
 	}
+	if nc.seenBy != nil {
+		witnesses = slices.DeleteFunc(slices.Clone(witnesses), func(n *corev1.Node) bool { return !slices.Contains(nc.seenBy, n) })
+	}
 	if b, ok := c.fixed[nc.key]; ok {
 		n := c.w.nodeByName[b.node]
 		if n == nil {
@@ -116,9 +120,12 @@ func (c *checker) checkNode(nc *newClaim) {
 				c.errorf("%s: used by pod %s, which is bound to node %s, but device %s is not available there", prefix, b.pod, b.node, keyOf(p.res))
 			}
 		}
-		witnesses = []*corev1.Node{n}
+		if nc.seenBy == nil || slices.Contains(nc.seenBy, n) {
+			witnesses = []*corev1.Node{n}
+		}
 	}
 	c.checkSelectorErrors(nc, witnesses)
+	c.checkDerivedErrors(nc, witnesses)
 	c.checkAll(nc, witnesses)
 }
 
@@ -165,7 +172,7 @@ func (c *checker) checkSelectorErrors(nc *newClaim, witnesses []*corev1.Node) {
 	for _, n := range witnesses {
 		clean := true
 		for _, f := range failing {
-			if ok, _ := c.w.reach(f.d, n); ok {
+			if c.w.seesDevice(n, f.d) {
 				clean = false
 				break
 			}
@@ -175,6 +182,83 @@ func (c *checker) checkSelectorErrors(nc *newClaim, witnesses []*corev1.Node) {
 		}
 	}
 	c.errorf("claim %s: a selector fails at run time on device %s, and every node the allocation admits reaches such a device (the upstream allocator fails there): %v",
+		nc.key, failing[0].d.key, failing[0].err)
+}
+
+// checkDerivedErrors: a constraint naming a derivedAttributes entry
+// (alpha) makes the upstream allocator evaluate its expression on every
+// device it tries for the request, and an evaluation error ends the try on
+// that node. The devices it may try are those of usable pools that match
+// the class and request selectors, whose taints the request tolerates,
+// that no existing allocation holds (admin access aside) and whose
+// capacities can serve the request. So some node the claim may have been
+// allocated for must reach none of them on which the expression fails.
+func (c *checker) checkDerivedErrors(nc *newClaim, witnesses []*corev1.Node) {
+	held := map[devKey]bool{}
+	for _, p := range c.placements {
+		if !p.isNew && !p.admin && !p.isShare() {
+			held[keyOf(p.res)] = true
+		}
+	}
+	type failure struct {
+		d   *device
+		err error
+	}
+	var failing []failure
+	for _, a := range nc.alts {
+		class := c.classes[a.class]
+		var exprs []string
+		for _, con := range nc.in.Spec.Devices.Constraints {
+			attr := con.MatchAttribute
+			if attr == nil {
+				attr = con.DistinctAttribute
+			}
+			if attr == nil || !constraintApplies(con.Requests, a.name) {
+				continue
+			}
+			if expr, ok := derivedExpression(nc.in, a.name, *attr); ok {
+				exprs = append(exprs, expr)
+			}
+		}
+		if len(exprs) == 0 || class == nil {
+			continue
+		}
+		for _, p := range c.w.poolOrder {
+			if p.issue != "" {
+				continue
+			}
+			for _, d := range p.devices {
+				if !c.matchesAll(class, a.selectors, d) || untoleratedTaint(d.spec, a.tolerations) != nil || held[d.key] && !a.admin {
+					continue
+				}
+				if _, fits, _ := consumption(a.capacity, d.spec.Capacity); !fits {
+					continue
+				}
+				for _, expr := range exprs {
+					if _, err := c.derivedAttribute(expr, d); err != nil {
+						failing = append(failing, failure{d, err})
+						break
+					}
+				}
+			}
+		}
+	}
+	if len(failing) == 0 {
+		return
+	}
+	for _, n := range witnesses {
+		clean := true
+		for _, f := range failing {
+			if c.w.seesDevice(n, f.d) {
+				clean = false
+				break
+			}
+		}
+		if clean {
+			return
+		}
+	}
+	c.errorf("claim %s: a derived attribute fails on device %s, and every node the allocation admits reaches such a device (the upstream allocator fails there): %v",
 		nc.key, failing[0].d.key, failing[0].err)
 }
 
@@ -202,7 +286,7 @@ func (c *checker) checkAll(nc *newClaim, witnesses []*corev1.Node) {
 				got[keyOf(p.res)] = true
 			}
 			class := c.classes[a.class]
-			for _, pl := range c.w.poolOrder {
+			for _, pl := range c.w.viewsOf(n) {
 				relevant := n == nil
 				for _, s := range pl.slices {
 					if !relevant && c.w.sliceRelevant(s, n) {

@@ -20,6 +20,8 @@ type devKey struct{ Driver, Pool, Device string }
 
 func (k devKey) String() string { return k.Driver + "/" + k.Pool + "/" + k.Device }
 
+func (k devKey) pool() poolKey { return poolKey{k.Driver, k.Pool} }
+
 func keyOf(r *resourceapi.DeviceRequestAllocationResult) devKey {
 	return devKey{r.Driver, r.Pool, r.Device}
 }
@@ -28,17 +30,21 @@ type poolKey struct{ Driver, Pool string }
 
 func (k poolKey) String() string { return k.Driver + "/" + k.Pool }
 
-// pool is the highest generation of one resource pool.
+// pool is one generation of a resource pool, as some node (or, without
+// nodes, everybody) uses it. Nodes may use different generations of one
+// pool (see nodeGeneration); each gets its own pool value.
 type pool struct {
 	key         poolKey
-	slices      []*resourceapi.ResourceSlice // highest generation, by name
+	gen         int64
+	slices      []*resourceapi.ResourceSlice // the generation's slices, by name
 	issue       string                       // why the pool is not usable; "" if usable
 	counterSets map[string]*resourceapi.CounterSet
 	setNames    []string // sorted
 	devices     []*device
+	byName      map[string]*device
 }
 
-// device is one device of a pool's highest generation.
+// device is one device of a pool generation.
 type device struct {
 	key   devKey
 	pool  *pool
@@ -48,9 +54,13 @@ type device struct {
 
 // world is what the checker derives from the slices and nodes.
 type world struct {
-	pools      map[poolKey]*pool
-	poolOrder  []*pool
-	devices    map[devKey]*device // first device of each name in each pool
+	pools     map[poolKey]*pool // the highest generation, for lookups without a node
+	poolOrder []*pool           // every generation some node uses, by pool then generation
+	// perNode is, per node name, the generation of each pool the node
+	// uses (usable or not); pools it does not see or ignores are absent.
+	perNode    map[string]map[poolKey]*pool
+	multi      map[poolKey]bool   // nodes use different generations of the pool
+	devices    map[devKey]*device // one device of each name: usable generations first, highest first
 	nodes      []*corev1.Node     // the node universe, by name
 	nodeByName map[string]*corev1.Node
 	selectors  map[*corev1.NodeSelector]*nodeaffinity.NodeSelector
@@ -60,7 +70,7 @@ type world struct {
 
 type celKey struct {
 	expr string
-	dev  devKey
+	dev  *device // generations may give one device name different attributes
 }
 
 type celOut struct {
@@ -71,6 +81,8 @@ type celOut struct {
 func newWorld(slices []*resourceapi.ResourceSlice, nodes []*corev1.Node) *world {
 	w := &world{
 		pools:      map[poolKey]*pool{},
+		perNode:    map[string]map[poolKey]*pool{},
+		multi:      map[poolKey]bool{},
 		devices:    map[devKey]*device{},
 		nodeByName: map[string]*corev1.Node{},
 		selectors:  map[*corev1.NodeSelector]*nodeaffinity.NodeSelector{},
@@ -117,130 +129,238 @@ func taintedSlices(slices []*resourceapi.ResourceSlice, rules []*resourceapi.Dev
 	return out
 }
 
-// buildPools keeps each pool's highest generation and records whether the
-// pool is usable: complete (all resourceSliceCount slices present) and valid
-// (unique device and counter set names, consumed counter sets and counters
-// exist), as the scheduler's GatherPools/buildPool require.
+// buildPools groups slices into pools and gives every node the generation
+// of each pool it uses (nodeGeneration); without nodes the highest
+// generation counts. Each generation used is checked for being usable:
+// complete (all resourceSliceCount slices present) and valid (unique device
+// and counter set names, consumed counter sets and counters exist), as the
+// scheduler's GatherPools/buildPool require.
 func (w *world) buildPools(slices []*resourceapi.ResourceSlice) {
 	byPool := map[poolKey][]*resourceapi.ResourceSlice{}
+	var keys []poolKey
 	for _, s := range slices {
 		k := poolKey{s.Spec.Driver, s.Spec.Pool.Name}
+		if byPool[k] == nil {
+			keys = append(keys, k)
+		}
 		byPool[k] = append(byPool[k], s)
 	}
-	for k, all := range byPool {
-		gen := all[0].Spec.Pool.Generation
-		for _, s := range all {
-			gen = max(gen, s.Spec.Pool.Generation)
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].Driver != keys[j].Driver {
+			return keys[i].Driver < keys[j].Driver
 		}
-		gen = w.generationSeenByNodes(all, gen)
-		p := &pool{key: k, counterSets: map[string]*resourceapi.CounterSet{}}
-		for _, s := range all {
-			if s.Spec.Pool.Generation == gen {
-				p.slices = append(p.slices, s)
-			}
-		}
-		sort.SliceStable(p.slices, func(i, j int) bool { return p.slices[i].Name < p.slices[j].Name })
-		var issues []string
-		for _, s := range p.slices {
-			if s.Spec.Pool.ResourceSliceCount != int64(len(p.slices)) {
-				issues = append(issues, fmt.Sprintf("incomplete: generation %d has %d slices, slice %s says resourceSliceCount %d",
-					gen, len(p.slices), s.Name, s.Spec.Pool.ResourceSliceCount))
-				break
-			}
-		}
-		for _, s := range p.slices {
-			for i := range s.Spec.SharedCounters {
-				cs := &s.Spec.SharedCounters[i]
-				if _, dup := p.counterSets[cs.Name]; dup {
-					issues = append(issues, fmt.Sprintf("invalid: duplicate counter set name %s", cs.Name))
-					continue
-				}
-				p.counterSets[cs.Name] = cs
-				p.setNames = append(p.setNames, cs.Name)
-			}
-		}
-		sort.Strings(p.setNames)
-		seen := map[string]bool{}
-		for _, s := range p.slices {
-			for i := range s.Spec.Devices {
-				spec := &s.Spec.Devices[i]
-				if seen[spec.Name] {
-					issues = append(issues, fmt.Sprintf("invalid: duplicate device name %s", spec.Name))
-					continue
-				}
-				seen[spec.Name] = true
-				d := &device{key: devKey{k.Driver, k.Pool, spec.Name}, pool: p, slice: s, spec: spec}
-				p.devices = append(p.devices, d)
-				w.devices[d.key] = d
-				for _, cc := range spec.ConsumesCounters {
-					cs := p.counterSets[cc.CounterSet]
-					if cs == nil {
-						issues = append(issues, fmt.Sprintf("invalid: device %s consumes from counter set %s, which does not exist", spec.Name, cc.CounterSet))
-						continue
-					}
-					for name := range cc.Counters {
-						if _, ok := cs.Counters[name]; !ok {
-							issues = append(issues, fmt.Sprintf("invalid: device %s consumes counter %s, which counter set %s does not have", spec.Name, name, cc.CounterSet))
-						}
-					}
-				}
-			}
-		}
-		sort.Strings(issues)
-		if len(issues) > 3 {
-			issues = append(issues[:3], fmt.Sprintf("and %d more", len(issues)-3))
-		}
-		p.issue = strings.Join(issues, "; ")
-		w.pools[k] = p
-		w.poolOrder = append(w.poolOrder, p)
-	}
-	sort.Slice(w.poolOrder, func(i, j int) bool {
-		a, b := w.poolOrder[i].key, w.poolOrder[j].key
-		if a.Driver != b.Driver {
-			return a.Driver < b.Driver
-		}
-		return a.Pool < b.Pool
+		return keys[i].Pool < keys[j].Pool
 	})
+	for _, k := range keys {
+		all := byPool[k]
+		built := map[string]*pool{}
+		get := func(gen int64, of []*resourceapi.ResourceSlice) *pool {
+			of = append([]*resourceapi.ResourceSlice(nil), of...)
+			sort.SliceStable(of, func(i, j int) bool { return of[i].Name < of[j].Name })
+			id := fmt.Sprint(gen)
+			for _, s := range of {
+				id += "/" + s.Name
+			}
+			if built[id] == nil {
+				built[id] = newPool(k, gen, of)
+			}
+			return built[id]
+		}
+		highest := all[0].Spec.Pool.Generation
+		for _, s := range all {
+			highest = max(highest, s.Spec.Pool.Generation)
+		}
+		w.pools[k] = get(highest, generation(all, highest))
+		for _, n := range w.nodes {
+			gen, of, ok := w.nodeGeneration(all, n)
+			if !ok {
+				continue
+			}
+			if w.perNode[n.Name] == nil {
+				w.perNode[n.Name] = map[poolKey]*pool{}
+			}
+			w.perNode[n.Name][k] = get(gen, of)
+		}
+		var gens []*pool
+		for _, pl := range built {
+			gens = append(gens, pl)
+		}
+		sort.Slice(gens, func(i, j int) bool {
+			if gens[i].gen != gens[j].gen {
+				return gens[i].gen > gens[j].gen
+			}
+			return gens[i].slices[0].Name < gens[j].slices[0].Name
+		})
+		if len(gens) > 1 {
+			w.multi[k] = true
+		}
+		// Lookups by name alone (existing allocations) prefer a usable
+		// generation, the highest first.
+		for _, usable := range []bool{true, false} {
+			for _, pl := range gens {
+				for _, d := range pl.devices {
+					if w.devices[d.key] == nil && (pl.issue == "") == usable {
+						w.devices[d.key] = d
+					}
+				}
+			}
+		}
+		for i := len(gens) - 1; i >= 0; i-- {
+			if len(w.nodes) == 0 && gens[i] != w.pools[k] {
+				continue
+			}
+			w.poolOrder = append(w.poolOrder, gens[i])
+		}
+	}
+	// poolOrder holds the generations in use: the highest without nodes,
+	// else those some node uses.
+	kept := w.poolOrder[:0]
+	used := map[*pool]bool{}
+	for _, m := range w.perNode {
+		for _, pl := range m {
+			used[pl] = true
+		}
+	}
+	for _, pl := range w.poolOrder {
+		if len(w.nodes) == 0 || used[pl] {
+			kept = append(kept, pl)
+		}
+	}
+	w.poolOrder = kept
 }
 
-// generationSeenByNodes: upstream's GatherPools looks at a pool per node,
-// through the slices published for that node, at their highest generation.
-// If those form a complete generation (all resourceSliceCount slices) it is
-// used even when another node sees a newer one; if not and a newer one
-// exists, the node ignores the pool. The checker takes the older generation
-// only when every node that sees the pool uses that same one.
-func (w *world) generationSeenByNodes(all []*resourceapi.ResourceSlice, highest int64) int64 {
-	used := map[int64]bool{}
-	for _, n := range w.nodes {
-		perGen := map[int64]int64{}
-		top := int64(-1)
-		for _, s := range all {
-			if w.sliceRelevant(s, n) {
-				perGen[s.Spec.Pool.Generation]++
-				top = max(top, s.Spec.Pool.Generation)
-			}
-		}
-		if top < 0 {
-			continue
-		}
-		var want int64
-		for _, s := range all {
-			if s.Spec.Pool.Generation == top {
-				want = s.Spec.Pool.ResourceSliceCount
-				break
-			}
-		}
-		if top < highest && perGen[top] != want {
-			continue // ignored on this node
-		}
-		used[top] = true
-	}
-	if len(used) == 1 {
-		for g := range used {
-			return g
+// generation returns the slices of generation gen.
+func generation(all []*resourceapi.ResourceSlice, gen int64) []*resourceapi.ResourceSlice {
+	var out []*resourceapi.ResourceSlice
+	for _, s := range all {
+		if s.Spec.Pool.Generation == gen {
+			out = append(out, s)
 		}
 	}
-	return highest
+	return out
+}
+
+// newPool builds one generation of a pool and records why it is not
+// usable, if it is not.
+func newPool(k poolKey, gen int64, slices []*resourceapi.ResourceSlice) *pool {
+	p := &pool{key: k, gen: gen, slices: slices, counterSets: map[string]*resourceapi.CounterSet{}, byName: map[string]*device{}}
+	var issues []string
+	for _, s := range p.slices {
+		if s.Spec.Pool.ResourceSliceCount != int64(len(p.slices)) {
+			issues = append(issues, fmt.Sprintf("incomplete: generation %d has %d slices, slice %s says resourceSliceCount %d",
+				gen, len(p.slices), s.Name, s.Spec.Pool.ResourceSliceCount))
+			break
+		}
+	}
+	for _, s := range p.slices {
+		for i := range s.Spec.SharedCounters {
+			cs := &s.Spec.SharedCounters[i]
+			if _, dup := p.counterSets[cs.Name]; dup {
+				issues = append(issues, fmt.Sprintf("invalid: duplicate counter set name %s", cs.Name))
+				continue
+			}
+			p.counterSets[cs.Name] = cs
+			p.setNames = append(p.setNames, cs.Name)
+		}
+	}
+	sort.Strings(p.setNames)
+	for _, s := range p.slices {
+		for i := range s.Spec.Devices {
+			spec := &s.Spec.Devices[i]
+			if p.byName[spec.Name] != nil {
+				issues = append(issues, fmt.Sprintf("invalid: duplicate device name %s", spec.Name))
+				continue
+			}
+			d := &device{key: devKey{k.Driver, k.Pool, spec.Name}, pool: p, slice: s, spec: spec}
+			p.devices = append(p.devices, d)
+			p.byName[spec.Name] = d
+			for _, cc := range spec.ConsumesCounters {
+				cs := p.counterSets[cc.CounterSet]
+				if cs == nil {
+					issues = append(issues, fmt.Sprintf("invalid: device %s consumes from counter set %s, which does not exist", spec.Name, cc.CounterSet))
+					continue
+				}
+				for name := range cc.Counters {
+					if _, ok := cs.Counters[name]; !ok {
+						issues = append(issues, fmt.Sprintf("invalid: device %s consumes counter %s, which counter set %s does not have", spec.Name, name, cc.CounterSet))
+					}
+				}
+			}
+		}
+	}
+	sort.Strings(issues)
+	if len(issues) > 3 {
+		issues = append(issues[:3], fmt.Sprintf("and %d more", len(issues)-3))
+	}
+	p.issue = strings.Join(issues, "; ")
+	return p
+}
+
+// nodeGeneration is the generation of a pool that node n uses, with its
+// slices, as upstream's GatherPools decides it per node: among the slices
+// published for n (its own node-local ones first), the highest generation;
+// if those slices alone are a complete set, that is it. If not, a newer
+// generation anywhere means the driver is replacing this one: n ignores the
+// pool (not ok). Otherwise all slices of that generation form the pool,
+// complete or not. Not ok, too, when n sees no slice of the pool.
+func (w *world) nodeGeneration(all []*resourceapi.ResourceSlice, n *corev1.Node) (int64, []*resourceapi.ResourceSlice, bool) {
+	var mine []*resourceapi.ResourceSlice
+	for _, local := range []bool{true, false} {
+		for _, s := range all {
+			if (deref(s.Spec.NodeName) != "") == local && w.sliceRelevant(s, n) {
+				mine = append(mine, s)
+			}
+		}
+	}
+	if len(mine) == 0 {
+		return 0, nil, false
+	}
+	top := mine[0].Spec.Pool.Generation
+	for _, s := range mine {
+		top = max(top, s.Spec.Pool.Generation)
+	}
+	seen := generation(mine, top)
+	if int64(len(seen)) == seen[0].Spec.Pool.ResourceSliceCount {
+		return top, seen, true
+	}
+	for _, s := range all {
+		if s.Spec.Pool.Generation > top {
+			return 0, nil, false
+		}
+	}
+	return top, generation(all, top), true
+}
+
+// view is the generation of pool k that node n uses (nil when it uses
+// none); without known nodes, or for a node not among them, the highest.
+func (w *world) view(n *corev1.Node, k poolKey) *pool {
+	if n != nil && len(w.nodes) > 0 {
+		if _, known := w.nodeByName[n.Name]; known {
+			return w.perNode[n.Name][k]
+		}
+	}
+	return w.pools[k]
+}
+
+// seesDevice tells whether node n uses d's generation of its pool and
+// reaches d.
+func (w *world) seesDevice(n *corev1.Node, d *device) bool {
+	if w.view(n, d.key.pool()) != d.pool {
+		return false
+	}
+	ok, _ := w.reach(d, n)
+	return ok
+}
+
+// viewsOf lists the pool generations node n uses, in pool order.
+func (w *world) viewsOf(n *corev1.Node) []*pool {
+	var out []*pool
+	for _, pl := range w.poolOrder {
+		if v := w.view(n, pl.key); v == pl {
+			out = append(out, pl)
+		}
+	}
+	return out
 }
 
 // buildNodes fixes the node universe: the Node objects, or when there are
@@ -363,7 +483,7 @@ func (w *world) matchNode(sel *corev1.NodeSelector, n *corev1.Node) (bool, error
 // eval evaluates a CEL selector-style expression with the device as
 // `device`, using the scheduler's CEL package.
 func (w *world) eval(expr string, d *device) (bool, error) {
-	k := celKey{expr, d.key}
+	k := celKey{expr, d}
 	if out, ok := w.celMemo[k]; ok {
 		return out.ok, out.err
 	}

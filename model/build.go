@@ -50,11 +50,16 @@ func build(ctx context.Context, objs *Objects, opts Options) (*Problem, error) {
 		opts.Compat = CompatKEP5963
 	}
 	b := &builder{objs: objs, p: &Problem{Options: opts}, cel: newCELEnv(ctx, opts.CELCost),
-		deviceByID: map[DeviceID]int{}, matchCache: map[string]matchResult{}, setByName: map[[3]string]int{}, nodeByName: map[string]int{}}
+		deviceByID: map[DeviceID][]int{}, matchCache: map[string]matchResult{}, setByName: map[[3]string]int{}, nodeByName: map[string]int{}}
 	b.buildNodes()
 	nodeObjs := make([]*corev1.Node, len(b.p.Nodes))
 	for i, n := range b.p.Nodes {
 		nodeObjs[i] = n.Obj
+	}
+	// A node selector that does not parse is an error for the allocator
+	// (it cannot tell which nodes see the slice): the run fails, naming it.
+	if err := b.checkNodeSelectors(); err != nil {
+		return nil, err
 	}
 	pools, issues := usablePools(ApplyTaintRules(objs.Slices, objs.TaintRules), nodeObjs)
 	b.p.Issues = issues
@@ -62,6 +67,7 @@ func build(ctx context.Context, objs *Objects, opts Options) (*Problem, error) {
 		return nil, err
 	}
 	b.applyExisting()
+	b.separateGenerations()
 	if err := b.buildCompatibleOnlyWith(); err != nil {
 		return nil, err
 	}
@@ -69,15 +75,89 @@ func build(ctx context.Context, objs *Objects, opts Options) (*Problem, error) {
 		return nil, err
 	}
 	b.scaleCapacities()
+	for _, c := range b.p.Claims {
+		if c.Err == nil {
+			c.Err = b.allConstraintError(c)
+		}
+	}
 	b.p.CELCost = b.cel.spent
 	return b.p, nil
+}
+
+// allConstraintError: for allocationMode All the allocator adds every
+// matching device the node sees, in publication order, and a device that
+// breaks a constraint of the claim is an error ("cannot add device ...
+// because a claim constraint would not be satisfied"), not a miss; an
+// error on any node aborts the pod's scheduling attempt. Walking the
+// devices stops without an error at the first that cannot be taken (in
+// use, not allowed on the node, counters, groups or capacity left), as
+// upstream's does. Only the claim's first request is decided here: there
+// the walk starts from no devices at all, so the outcome does not depend on
+// the allocator's search; an All request after others is left to the
+// search (the node then simply does not fit).
+func (b *builder) allConstraintError(c *Claim) error {
+	if len(c.Requests) == 0 || len(c.Constraints) == 0 {
+		return nil
+	}
+	req := c.Requests[0]
+	a := req.Alternatives[0]
+	if !a.All || a.OverLimit {
+		return nil
+	}
+	var cons []*Constraint
+	for _, k := range c.Constraints {
+		if k.Applies(req, a) {
+			cons = append(cons, k)
+		}
+	}
+	if len(cons) == 0 {
+		return nil
+	}
+	candidate := map[int]bool{}
+	for _, d := range a.Candidates {
+		candidate[d] = true
+	}
+	nodes := make([]int, len(b.p.Nodes))
+	for i := range nodes {
+		nodes[i] = i
+	}
+	if len(nodes) == 0 {
+		nodes = []int{-1}
+	}
+	for _, n := range nodes {
+		if c.FixedNode >= 0 && n != c.FixedNode || c.ExcludedNodes[n] {
+			continue
+		}
+		s := NewState(b.p)
+		chosen := make([][][]string, len(cons))
+		for _, d := range a.AllMatch {
+			dev := b.p.Devices[d]
+			if n >= 0 && !dev.SeenFrom(n) {
+				continue
+			}
+			if !candidate[d] || n >= 0 && !dev.Reaches(n) || !s.FitsFor(d, a, !a.AdminAccess) {
+				break // cannot be taken: this node just does not fit
+			}
+			for i, k := range cons {
+				v := k.ValuesOf(a, d)
+				if !k.Allows(chosen[i], v) {
+					return fmt.Errorf("request %s: cannot add device %s because a claim constraint would not be satisfied", a.Name, dev.ID)
+				}
+				chosen[i] = append(chosen[i], v)
+			}
+			s.TakeFor(d, a, !a.AdminAccess)
+		}
+	}
+	return nil
 }
 
 type builder struct {
 	objs       *Objects
 	p          *Problem
 	cel        *celEnv
-	deviceByID map[DeviceID]int
+	deviceByID map[DeviceID][]int // several when nodes use different generations of a pool
+	copies     []poolCopy
+	copyOf     map[int]int // device -> its pool copy (generation)
 	setByName  map[[3]string]int
 	nodeByName map[string]int
 	classes    map[string]*resourceapi.DeviceClass
@@ -147,8 +227,10 @@ func (b *builder) buildNodes() {
 	}
 }
 
-func (b *builder) buildPools(pools [][]*resourceapi.ResourceSlice) error {
-	for _, slices := range pools {
+func (b *builder) buildPools(copies []poolCopy) error {
+	b.copies, b.copyOf = copies, map[int]int{}
+	for ci, pc := range copies {
+		slices := pc.slices
 		driver, pool := slices[0].Spec.Driver, slices[0].Spec.Pool.Name
 		if err := CounterQuantitiesFit(slices); err != nil {
 			// Too large for exact integer arithmetic: this pool is left
@@ -201,6 +283,7 @@ func (b *builder) buildPools(pools [][]*resourceapi.ResourceSlice) error {
 				if err := b.reach(d); err != nil {
 					return fmt.Errorf("%s: device %s: %w", b.origin("ResourceSlice", "", s.Name), spec.Name, err)
 				}
+				restrictToNodes(d, pc.nodes)
 				if err := b.deviceCapacity(d); err != nil {
 					return fmt.Errorf("%s: device %s: %w", b.origin("ResourceSlice", "", s.Name), spec.Name, err)
 				}
@@ -210,7 +293,8 @@ func (b *builder) buildPools(pools [][]*resourceapi.ResourceSlice) error {
 						info.quant[c] = append(info.quant[c], v.Value)
 					}
 				}
-				b.deviceByID[d.ID] = d.Index
+				b.deviceByID[d.ID] = append(b.deviceByID[d.ID], d.Index)
+				b.copyOf[d.Index] = ci
 				b.p.Devices = append(b.p.Devices, d)
 				devs = append(devs, pending{d, spec.ConsumesCounters})
 			}
@@ -250,7 +334,108 @@ func (b *builder) buildPools(pools [][]*resourceapi.ResourceSlice) error {
 			}
 		}
 	}
+	b.linkGenerations()
 	return nil
+}
+
+// checkNodeSelectors parses every slice's and device's node selector.
+func (b *builder) checkNodeSelectors() error {
+	for _, s := range b.objs.Slices {
+		if sel := s.Spec.NodeSelector; sel != nil {
+			if _, err := nodeaffinity.NewNodeSelector(sel); err != nil {
+				return fmt.Errorf("%s: field spec.nodeSelector: %w", b.origin("ResourceSlice", "", s.Name), err)
+			}
+		}
+		for i := range s.Spec.Devices {
+			if sel := s.Spec.Devices[i].NodeSelector; sel != nil {
+				if _, err := nodeaffinity.NewNodeSelector(sel); err != nil {
+					return fmt.Errorf("%s: device %s: field nodeSelector: %w", b.origin("ResourceSlice", "", s.Name), s.Spec.Devices[i].Name, err)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// restrictToNodes limits a device of a pool generation to the nodes that
+// use that generation (nil: no limit).
+func restrictToNodes(d *Device, nodes []int) {
+	if nodes == nil {
+		return
+	}
+	if d.All {
+		d.All, d.Reach = false, slices.Clone(nodes)
+	} else {
+		d.Reach = slices.DeleteFunc(d.Reach, func(n int) bool { return !slices.Contains(nodes, n) })
+	}
+	if d.Sees != nil {
+		d.Sees = slices.DeleteFunc(d.Sees, func(n int) bool { return !slices.Contains(nodes, n) })
+	}
+}
+
+// linkGenerations ties together the copies of one device that different
+// generations of its pool give (nodes using different generations). The
+// scheduler's allocated state knows devices by driver, pool and name only,
+// so whatever generation a claim took a device from, every generation
+// counts it as allocated: the copies exclude each other.
+func (b *builder) linkGenerations() {
+	for _, first := range b.p.Devices {
+		idxs := b.deviceByID[first.ID]
+		if len(idxs) < 2 || idxs[0] != first.Index {
+			continue // once per device name, in device order (determinism)
+		}
+		for _, d := range idxs {
+			for _, o := range idxs {
+				if o != d {
+					b.p.Devices[d].Incompatible = append(b.p.Devices[d].Incompatible, o)
+				}
+			}
+		}
+	}
+}
+
+// separateGenerations: a node checks the counters of the generation it
+// uses, counting every allocated device name the generation has, with
+// what it says that device consumes. So a device newly allocated from one
+// generation that consumes counters in another generation must not meet a
+// new counter consumer of that other generation: otherwise the claims
+// would be valid only if the scheduler took them in one particular order.
+// Such pairs exclude each other (devices already in use are left out:
+// they are charged to every generation that has them).
+func (b *builder) separateGenerations() {
+	gens := map[poolKey][]int{} // pool -> copies
+	for c, cp := range b.copies {
+		k := poolKey{cp.slices[0].Spec.Driver, cp.slices[0].Spec.Pool.Name}
+		gens[k] = append(gens[k], c)
+	}
+	byCopy := map[int][]int{}
+	for d, c := range b.copyOf {
+		byCopy[c] = append(byCopy[c], d)
+	}
+	for _, d := range b.p.Devices {
+		if d.InUse {
+			continue
+		}
+		for _, o := range b.deviceByID[d.ID] {
+			if o == d.Index || len(b.p.Devices[o].Consumes) == 0 {
+				continue
+			}
+			// d's name consumes counters in o's generation: d excludes
+			// that generation's new counter consumers.
+			for _, e := range byCopy[b.copyOf[o]] {
+				dev := b.p.Devices[e]
+				if e == o || dev.InUse || len(dev.Consumes) == 0 {
+					continue
+				}
+				d.Incompatible = append(d.Incompatible, e)
+				dev.Incompatible = append(dev.Incompatible, d.Index)
+			}
+		}
+	}
+	for _, d := range b.p.Devices {
+		sort.Ints(d.Incompatible)
+		d.Incompatible = slices.Compact(d.Incompatible)
+	}
 }
 
 func metaName(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: name} }
@@ -322,7 +507,7 @@ func (b *builder) optionalNodeOperations(d *Device) {
 // consumedCapacity counts, and counters are consumed once per allocated
 // device. Admin-access results neither occupy devices nor consume counters.
 func (b *builder) applyExisting() {
-	charged := map[int]bool{}
+	charged := map[DeviceID]bool{}
 	for _, c := range b.objs.Claims {
 		if c.Status.Allocation == nil {
 			continue
@@ -332,32 +517,40 @@ func (b *builder) applyExisting() {
 			if r.AdminAccess != nil && *r.AdminAccess {
 				continue
 			}
-			idx, ok := b.deviceByID[DeviceID{r.Driver, r.Pool, r.Device}]
+			id := DeviceID{r.Driver, r.Pool, r.Device}
+			idxs, ok := b.deviceByID[id]
 			if !ok {
 				b.p.Warnings = append(b.p.Warnings, fmt.Sprintf("%s: allocated device %s/%s/%s is not in any usable pool; its counters are unknown",
 					b.origin("ResourceClaim", c.Namespace, c.Name), r.Driver, r.Pool, r.Device))
 				continue
 			}
-			d := b.p.Devices[idx]
-			if r.ShareID != nil {
-				d.ExistingShared = true
-				b.addExistingShare(idx, r.ConsumedCapacity)
-			} else {
-				if d.InUse {
-					b.p.Warnings = append(b.p.Warnings, fmt.Sprintf("%s: device %s is allocated more than once", b.origin("ResourceClaim", c.Namespace, c.Name), d.ID))
+			// Every generation's copy of the device is allocated.
+			for _, idx := range idxs {
+				d := b.p.Devices[idx]
+				if r.ShareID != nil {
+					d.ExistingShared = true
+					b.addExistingShare(idx, r.ConsumedCapacity)
+				} else {
+					if d.InUse && idx == idxs[0] {
+						b.p.Warnings = append(b.p.Warnings, fmt.Sprintf("%s: device %s is allocated more than once", b.origin("ResourceClaim", c.Namespace, c.Name), d.ID))
+					}
+					d.InUse = true
 				}
-				d.InUse = true
 			}
-			if charged[idx] {
+			if charged[id] {
 				continue
 			}
-			charged[idx] = true
-			for _, cons := range d.Consumes {
-				set := b.p.CounterSets[cons.Set]
-				for j, a := range cons.Amounts {
-					set.Free[j] = SubUnits(set.Free[j], a)
+			charged[id] = true
+			// Each generation that has the device counts what it says
+			// the device consumes.
+			for _, idx := range idxs {
+				for _, cons := range b.p.Devices[idx].Consumes {
+					set := b.p.CounterSets[cons.Set]
+					for j, a := range cons.Amounts {
+						set.Free[j] = SubUnits(set.Free[j], a)
+					}
+					set.ExistingGroups = append(set.ExistingGroups, cons.Groups)
 				}
-				set.ExistingGroups = append(set.ExistingGroups, cons.Groups)
 			}
 		}
 	}
@@ -405,6 +598,7 @@ func (b *builder) buildCompatibleOnlyWith() error {
 	}
 	for _, d := range b.p.Devices {
 		sort.Ints(d.Incompatible)
+		d.Incompatible = slices.Compact(d.Incompatible)
 	}
 	return nil
 }
@@ -634,6 +828,9 @@ func (b *builder) alternative(c *Claim, reqName, subName, className string, sels
 		alt.Count = int(min(count, resourceapi.AllocationResultsMaxSize+1))
 	case resourceapi.DeviceAllocationModeAll:
 		alt.All = true
+		// A node that sees a pool incomplete or invalid makes the
+		// allocator fail "All" with an error there, and an error on any
+		// node aborts the pod's scheduling attempt: the claim fails.
 		for _, is := range b.p.Issues {
 			if is.TooLarge == nil || b.anyMatches(class, sels, is.TooLarge) {
 				return nil, fmt.Errorf("allocationMode All needs every pool usable, but %s", is)
@@ -718,6 +915,7 @@ func (b *builder) excludeCELErrorNodes(c *Claim) error {
 	excluded := map[int]bool{}
 	for _, r := range c.Requests {
 		for _, a := range r.Alternatives {
+
 			errs := a.celErrs
 			if len(a.derivedErrs) > 0 {
 				errs = maps.Clone(a.celErrs)

@@ -280,3 +280,46 @@ spec: {devices: {requests: [{name: r, exactly: {deviceClassName: ` + name + `, a
 		t.Fatalf("no validate finding for the too large quantity:\n%s", findingsText(fs))
 	}
 }
+
+// allocationMode All as a claim's first request: the allocator adds the
+// matching devices in publication order, a broken constraint is an error
+// (the claim fails), and a device that cannot be taken stops the walk
+// first without one (only the node does not fit).
+func TestAllModeConstraintError(t *testing.T) {
+	slice := func(firstTaken bool) string {
+		taint := ""
+		if firstTaken {
+			taint = ", taints: [{key: k, effect: NoSchedule}]"
+		}
+		return `
+apiVersion: v1
+kind: Node
+metadata: {name: node-1}
+---
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: gpu}
+spec: {selectors: [{cel: {expression: 'device.driver == "gpu.example.com"'}}]}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: s}
+spec:
+  driver: gpu.example.com
+  nodeName: node-1
+  pool: {name: p, generation: 1, resourceSliceCount: 1}
+  devices:
+  - {name: a, attributes: {numa: {int: 0}}` + taint + `}
+  - {name: b, attributes: {numa: {int: 1}}}
+  - {name: c, attributes: {numa: {int: 1}}}
+`
+	}
+	claim := claimYAML("all", "gpu", "        allocationMode: All\n") + "    constraints: [{distinctAttribute: gpu.example.com/numa}]\n"
+	p := buildYAML(t, slice(false)+claim)
+	if err := p.Claims[0].Err; err == nil || !strings.Contains(err.Error(), "cannot add device gpu.example.com/p/c because a claim constraint would not be satisfied") {
+		t.Fatalf("claim error %v, want the constraint error on device c", err)
+	}
+	if err := buildYAML(t, slice(true)+claim).Claims[0].Err; err != nil {
+		t.Fatalf("a tainted first device stops the walk before the constraint: got error %v", err)
+	}
+}

@@ -2,7 +2,9 @@ package model
 
 import (
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -11,14 +13,95 @@ import (
 
 type poolKey struct{ Driver, Pool string }
 
-// usablePools groups slices into pools as the scheduler does: only the
-// highest generation counts (but see nodeGeneration), and incomplete or
-// invalid pools are not used. It returns the usable pools' slices (pool
-// order: driver, then pool name; slices by name) and one issue per pool
-// left out.
-func usablePools(slices []*resourceapi.ResourceSlice, nodes []*corev1.Node) ([][]*resourceapi.ResourceSlice, []PoolIssue) {
+// poolCopy is one generation of a pool, as a set of nodes uses it.
+type poolCopy struct {
+	slices []*resourceapi.ResourceSlice // by name
+	gen    int64
+	// nodes lists, sorted, the node indices that use this generation of the
+	// pool; nil means every node (the common case, and the case without
+	// known nodes).
+	nodes []int
+}
+
+// viewKind is what one node makes of a pool (upstream's GatherPools).
+type viewKind int
+
+const (
+	viewUnseen     viewKind = iota // no slice of the pool is published for the node
+	viewObsolete                   // a newer generation exists that the node sees nothing of: ignored there
+	viewIncomplete                 // its generation lacks slices: allocationMode All fails there
+	viewUsable
+)
+
+// poolView is one node's view of a pool.
+type poolView struct {
+	kind   viewKind
+	gen    int64
+	slices []*resourceapi.ResourceSlice // usable: the generation's slices; incomplete: those present
+	want   int64                        // resourceSliceCount of the generation
+}
+
+// viewOn applies upstream's per-node pool rule (GatherPools in
+// k8s.io/dynamic-resource-allocation's structured allocator) to the slices
+// of one pool, in input order:
+//
+//  1. the slices published for node n count (its node-local ones first, then
+//     the others, as the allocator concatenates them), and of those only the
+//     highest generation g;
+//  2. if they are as many as resourceSliceCount (of the first of them), the
+//     pool is usable on n with them, whatever other nodes see;
+//  3. otherwise, if any slice of the pool has a generation above g, the pool
+//     is obsolete on n and ignored there;
+//  4. otherwise the pool is the generation g of every node: usable when
+//     complete, else incomplete.
+func viewOn(all []*resourceapi.ResourceSlice, n *corev1.Node) poolView {
+	var local, shared []*resourceapi.ResourceSlice
+	for _, s := range all {
+		if !sliceSeenFrom(s, n) {
+			continue
+		}
+		if s.Spec.NodeName != nil && *s.Spec.NodeName != "" {
+			local = append(local, s)
+		} else {
+			shared = append(shared, s)
+		}
+	}
+	seen := append(local, shared...)
+	if len(seen) == 0 {
+		return poolView{kind: viewUnseen}
+	}
+	g := seen[0].Spec.Pool.Generation
+	for _, s := range seen {
+		g = max(g, s.Spec.Pool.Generation)
+	}
+	atG := ofGeneration(seen, g)
+	want := atG[0].Spec.Pool.ResourceSliceCount
+	if int64(len(atG)) == want {
+		return poolView{kind: viewUsable, gen: g, slices: atG, want: want}
+	}
+	for _, s := range all {
+		if s.Spec.Pool.Generation > g {
+			return poolView{kind: viewObsolete, gen: g}
+		}
+	}
+	everywhere := ofGeneration(all, g)
+	if int64(len(everywhere)) == want {
+		return poolView{kind: viewUsable, gen: g, slices: everywhere, want: want}
+	}
+	return poolView{kind: viewIncomplete, gen: g, slices: everywhere, want: want}
+}
+
+// usablePools groups slices into pools and decides, per node, which
+// generation of each pool the node uses, as the scheduler does (viewOn).
+// Nodes that use the same slices share one poolCopy; a pool moving between
+// nodes may thus give two copies, each restricted to its nodes. Without
+// known nodes, the highest generation counts. Incomplete or invalid
+// generations are not used; each gives an issue (naming the nodes that see
+// it when other nodes use another generation). Copies are in pool order
+// (driver, then pool name), then generation.
+func usablePools(input []*resourceapi.ResourceSlice, nodes []*corev1.Node) ([]poolCopy, []PoolIssue) {
 	byPool := map[poolKey][]*resourceapi.ResourceSlice{}
-	for _, s := range slices {
+	for _, s := range input {
 		k := poolKey{s.Spec.Driver, s.Spec.Pool.Name}
 		byPool[k] = append(byPool[k], s)
 	}
@@ -32,30 +115,75 @@ func usablePools(slices []*resourceapi.ResourceSlice, nodes []*corev1.Node) ([][
 		}
 		return keys[i].Pool < keys[j].Pool
 	})
-	var pools [][]*resourceapi.ResourceSlice
+	var copies []poolCopy
 	var issues []PoolIssue
 	for _, k := range keys {
 		all := byPool[k]
-		cur, gen := newestGeneration(all)
-		if g, ok := nodeGeneration(all, gen, nodes); ok {
-			cur, gen = ofGeneration(all, g), g
+		views := map[string]*poolView{}
+		viewNodes := map[string][]int{}
+		var order []string
+		if len(nodes) == 0 {
+			cur, gen := newestGeneration(all)
+			v := poolView{kind: viewUsable, gen: gen, slices: cur, want: cur[0].Spec.Pool.ResourceSliceCount}
+			if int64(len(cur)) != v.want {
+				v.kind = viewIncomplete
+			}
+			views[""], order = &v, []string{""}
 		}
-		sort.Slice(cur, func(i, j int) bool { return cur[i].Name < cur[j].Name })
-		if want := cur[0].Spec.Pool.ResourceSliceCount; int64(len(cur)) != want {
-			issues = append(issues, PoolIssue{Driver: k.Driver, Pool: k.Pool, Reason: fmt.Sprintf("incomplete: generation %d has %d of %d slices", gen, len(cur), want)})
-			continue
+		seeing := 0
+		for i, n := range nodes {
+			v := viewOn(all, n)
+			if v.kind == viewUnseen {
+				continue
+			}
+			seeing++
+			if v.kind == viewObsolete {
+				continue
+			}
+			key := fmt.Sprintf("%d/%d", v.kind, v.gen)
+			for _, s := range v.slices {
+				key += "/" + s.Name
+			}
+			if views[key] == nil {
+				views[key] = &v
+				order = append(order, key)
+			}
+			viewNodes[key] = append(viewNodes[key], i)
 		}
-		if reason := poolInvalid(cur); reason != "" {
-			issues = append(issues, PoolIssue{Driver: k.Driver, Pool: k.Pool, Reason: "invalid: " + reason})
-			continue
+		sort.SliceStable(order, func(i, j int) bool { return views[order[i]].gen < views[order[j]].gen })
+		for _, key := range order {
+			v := views[key]
+			cur := slices.Clone(v.slices)
+			sort.Slice(cur, func(i, j int) bool { return cur[i].Name < cur[j].Name })
+			// Restrict to the nodes using this view unless every node
+			// that sees the pool does (then devices keep their own reach).
+			var on []int
+			where := ""
+			if len(nodes) > 0 && len(viewNodes[key]) < seeing {
+				on = viewNodes[key]
+				names := make([]string, len(on))
+				for i, n := range on {
+					names[i] = nodes[n].Name
+				}
+				where = "on node " + strings.Join(names, ", ") + ": "
+			}
+			if v.kind == viewIncomplete {
+				issues = append(issues, PoolIssue{Driver: k.Driver, Pool: k.Pool,
+					Reason: fmt.Sprintf("%sincomplete: generation %d has %d of %d slices", where, v.gen, len(cur), v.want)})
+				continue
+			}
+			if reason := poolInvalid(cur); reason != "" {
+				issues = append(issues, PoolIssue{Driver: k.Driver, Pool: k.Pool, Reason: where + "invalid: " + reason})
+				continue
+			}
+			copies = append(copies, poolCopy{slices: cur, gen: v.gen, nodes: on})
 		}
-		pools = append(pools, cur)
 	}
-	return pools, issues
+	return copies, issues
 }
 
 // newestGeneration returns the slices of a pool's newest generation, in
-// input order, and that generation: the allocator ignores the others.
+// input order, and that generation.
 func newestGeneration(all []*resourceapi.ResourceSlice) ([]*resourceapi.ResourceSlice, int64) {
 	gen := all[0].Spec.Pool.Generation
 	for _, s := range all {
@@ -73,45 +201,6 @@ func ofGeneration(all []*resourceapi.ResourceSlice, gen int64) []*resourceapi.Re
 		}
 	}
 	return cur
-}
-
-// nodeGeneration: the upstream allocator builds a pool per node from the
-// slices that node can see, and keeps their highest generation; when those
-// slices are a complete set it uses them even if another node sees a newer
-// generation (a driver moving the pool between nodes), and when they are
-// not but a newer generation exists, it ignores the pool on that node. When
-// every node that sees the pool sees one and the same older generation
-// complete, that generation is the pool's (ok). Otherwise the highest
-// generation stands, as for every node when nodes see different ones.
-func nodeGeneration(all []*resourceapi.ResourceSlice, highest int64, nodes []*corev1.Node) (int64, bool) {
-	var chosen int64 = -1
-	for _, n := range nodes {
-		var seen []*resourceapi.ResourceSlice
-		var g int64 = -1
-		for _, s := range all {
-			if !sliceSeenFrom(s, n) {
-				continue
-			}
-			switch {
-			case s.Spec.Pool.Generation > g:
-				g, seen = s.Spec.Pool.Generation, []*resourceapi.ResourceSlice{s}
-			case s.Spec.Pool.Generation == g:
-				seen = append(seen, s)
-			}
-		}
-		switch {
-		case g < 0:
-			continue // this node does not see the pool
-		case g == highest:
-			return 0, false
-		case int64(len(seen)) != seen[0].Spec.Pool.ResourceSliceCount:
-			continue // obsolete on this node: ignored there
-		case chosen >= 0 && chosen != g:
-			return 0, false
-		}
-		chosen = g
-	}
-	return chosen, chosen >= 0
 }
 
 // sliceSeenFrom: the slice, or with perDeviceNodeSelection one of its

@@ -221,6 +221,14 @@ func (c *Claim) CandidateNodes(p *Problem) []int {
 			if len(a.onNode[-1]) < len(a.Candidates) {
 				needNode = true
 			}
+			// allocationMode All takes what the node sees: a matching
+			// device on some nodes only (usable or not) makes the node
+			// matter even when every candidate is on all nodes.
+			for _, d := range a.AllMatch {
+				if !p.Devices[d].All && len(p.Nodes) > 0 {
+					needNode = true
+				}
+			}
 		}
 	}
 	if !needNode && len(c.ExcludedNodes) == 0 {
