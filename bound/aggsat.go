@@ -508,4 +508,3 @@ func minTime(a, b time.Time) time.Time {
 	}
 	return b
 }
-
