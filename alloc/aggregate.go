@@ -57,7 +57,7 @@ func aggregateRealise(ctx context.Context, cs *componentState, end time.Time) ou
 	switch {
 	case cs.opts.UseCBC && mip.CBCPath() != "":
 		return aggregateStage(ctx, cs, end, solveCBC)
-	case !cs.opts.UseCBC && cs.opts.AggregateSAT && plainDevices(cs) && cs.bound != math.MaxInt64:
+	case !cs.opts.UseCBC && cs.opts.AggregateSAT && plainDevices(cs):
 		return aggregateStage(ctx, cs, end, searchNodes)
 	}
 	return skipped

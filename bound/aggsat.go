@@ -442,7 +442,7 @@ func (na *NodeAggregate) Search(ctx context.Context, deadline time.Time, start m
 	// deterministic unless a step's cap or the deadline cuts in.
 	rng := rand.New(rand.NewPCG(1, uint64(len(na.Nodes))))
 	size, fails := 2, 0
-	for step := 0; res.Objective < upper && time.Now().Before(deadline) && ctx.Err() == nil; step++ {
+	for step := 0; len(na.Nodes) > 0 && res.Objective < upper && time.Now().Before(deadline) && ctx.Err() == nil; step++ {
 		if fails > 4*len(na.Nodes)*len(na.Nodes) {
 			break
 		}
