@@ -49,10 +49,11 @@ type aggregateAnswer struct {
 // aggregateSolver solves the per-node model within end.
 type aggregateSolver func(ctx context.Context, cs *componentState, na *bound.NodeAggregate, end time.Time) (aggregateAnswer, error)
 
-// aggregateRealise is the aggregate stage: CBC with Options.UseCBC (skipped
-// when cbc is not on PATH), else the in-house search, which starts from
-// the incumbent and so runs only where the model is a relaxation
-// (plainDevices: the incumbent is then one of its solutions).
+// aggregateRealise is the aggregate stage: CBC with Options.UseCBC
+// (skipped when cbc is not on PATH), the in-house search with
+// Options.AggregateSAT; skipped otherwise. The search starts from the
+// incumbent, which is a solution of the model only where the model is a
+// relaxation (plainDevices).
 func aggregateRealise(ctx context.Context, cs *componentState, end time.Time) outcome {
 	switch {
 	case cs.opts.UseCBC && mip.CBCPath() != "":

@@ -325,37 +325,34 @@ func (e *aggEncoding) decode(s *solver.S) (map[string]float64, int64) {
 	return values, obj
 }
 
-// Search improves a solution of the model by node neighbourhoods, the way
-// the engine's neighbourhood search repacks bins (docs/encoding.md §6),
-// but over patterns: the GPU-level packing is already in the patterns, so
-// a step's SAT call only chooses patterns and claim counts for a few
-// nodes, with every other node held as it is. start gives the node of
-// each claim of a known allocation (claim index to node); its claims
-// become the first solution (an allocation is a solution of the model
-// when the model is a relaxation; Search fails when it is not). The
-// search stops at upper, at deadline, or when steps stop improving. It
-// proves no bound of its own (Bound stays math.MaxInt64 unless a call
-// over the whole model was unsatisfiable); reaching a bound the caller
-// proved is what makes its answer optimal.
+// Search improves a solution of the model by neighbourhoods, the way the
+// engine's neighbourhood search repacks bins (docs/encoding.md §6), but
+// over patterns: the GPU-level packing is already in the patterns, so a
+// step chooses patterns for a few bins of one node and the claim counts
+// of that node, with everything else held as it is. A step is a small
+// model of its own (one node, its other bins fixed to their patterns, each
+// class's count limited to what the other nodes leave), encoded for gini
+// and asked for more weight on the node. start gives the node of each
+// claim of a known allocation (claim index to node); its claims are the
+// first solution (an allocation is a solution of the model when the model
+// is a relaxation; Search fails when it is not). The search stops at
+// upper, at deadline, or when steps stop improving. It proves no bound
+// (Bound stays math.MaxInt64): reaching a bound the caller proved is what
+// makes its answer optimal.
 func (na *NodeAggregate) Search(ctx context.Context, deadline time.Time, start map[int]int, claims []*model.Claim, upper int64) (AggregateSolution, error) {
 	res := AggregateSolution{Bound: math.MaxInt64}
-	// No symmetry breaking: a step frees some bins of a group and pins
-	// others, which an order between them would hold in place.
-	e, err := na.encodeSAT(false)
-	if err != nil {
-		return res, err
-	}
-	s := solver.New(e.c, e.clauses)
-	res.Vars, res.Clauses = s.Vars, s.Clauses
-	defer func() { res.Calls = s.Calls }()
-	// The start's counts y(k,n), pinned by their unary bits.
 	pos := map[string]int{}
 	for ki, k := range na.Classes {
 		pos[na.r.classes[k.Class].key] = ki
 	}
-	y := make([]map[int]int, len(na.Classes))
+	nodeAt := map[int]int{}
+	for i, n := range na.Nodes {
+		nodeAt[n] = i
+	}
+	// y[class][node index], pat[group][bin] (-1: not chosen yet).
+	y := make([][]int, len(na.Classes))
 	for ki := range y {
-		y[ki] = map[int]int{}
+		y[ki] = make([]int, len(na.Nodes))
 	}
 	for _, c := range claims {
 		n, ok := start[c.Index]
@@ -366,125 +363,105 @@ func (na *NodeAggregate) Search(ctx context.Context, deadline time.Time, start m
 		if !ok {
 			return res, fmt.Errorf("claim %s: its class is not in the model", c.Key)
 		}
-		y[ki][n]++
-	}
-	pinY := func(as []z.Lit, ki, ni int, v int) ([]z.Lit, bool) {
-		ys := e.y[ki][ni]
-		if v > len(ys) {
-			return as, false
+		ni, ok := nodeAt[n]
+		if !ok {
+			return res, fmt.Errorf("claim %s: node %d has no bins in the model", c.Key, n)
 		}
-		for j := 0; j < v; j++ {
-			as = append(as, ys[j])
-		}
-		if v < len(ys) {
-			as = append(as, ys[v].Not())
-		}
-		return as, true
+		y[ki][ni]++
 	}
-	var as []z.Lit
-	for ki, k := range na.Classes {
-		for ni, n := range k.Nodes {
-			var ok bool
-			if as, ok = pinY(as, ki, ni, y[ki][n]); !ok {
-				return res, fmt.Errorf("class %d: %d claims on node %d, more than the model allows", k.Class, y[ki][n], n)
-			}
+	pat := make([][]int, len(na.Groups))
+	for gi, g := range na.Groups {
+		pat[gi] = make([]int, g.Bins)
+	}
+	weightOn := func(ni int) int64 {
+		var w int64
+		for ki, k := range na.Classes {
+			w += int64(y[ki][ni]) * int64(math.Round(k.Weight))
+		}
+		return w
+	}
+	// The start's patterns, node by node: every bin free, every class
+	// count held to the start's.
+	for ni := range na.Nodes {
+		avail := make([]int, len(na.Classes))
+		for ki := range avail {
+			avail[ki] = y[ki][ni]
+		}
+		r, err := na.stepNode(ctx, deadline, &res, ni, func(int, int) bool { return true }, pat, y, avail, weightOn(ni))
+		if err != nil {
+			return res, err
+		}
+		switch r {
+		case solver.Sat:
+		case solver.Unsat:
+			return res, fmt.Errorf("the start allocation is no solution of the model (node %d)", na.Nodes[ni])
+		default:
+			return res, fmt.Errorf("no patterns found for the start allocation in time")
 		}
 	}
-	total := deadline.Sub(time.Now())
-	switch s.Solve(ctx, time.Now().Add(total/4), as...) {
-	case solver.Sat:
-	case solver.Unsat:
-		return res, fmt.Errorf("the start allocation is no solution of the model")
-	default:
-		return res, fmt.Errorf("no patterns found for the start allocation in time")
+	var total int64
+	for ni := range na.Nodes {
+		total += weightOn(ni)
 	}
-	// cur: the pattern of every bin and the counts, of the best solution.
-	type state struct {
-		pat [][]int
-		y   [][]int // per class, per node index
-	}
-	read := func() state {
-		var st state
-		for gi := range na.Groups {
-			var ps []int
-			for _, x := range e.x[gi] {
-				p := -1
-				for pi, l := range x {
-					if s.Value(l) {
-						p = pi
-						break
-					}
-				}
-				ps = append(ps, p)
-			}
-			st.pat = append(st.pat, ps)
-		}
-		for ki := range na.Classes {
-			var ys []int
-			for _, bits := range e.y[ki] {
-				v := 0
-				for _, l := range bits {
-					if s.Value(l) {
-						v++
-					}
-				}
-				ys = append(ys, v)
-			}
-			st.y = append(st.y, ys)
-		}
-		return st
-	}
-	cur := read()
-	res.Values, res.Objective = e.decode(s)
-	// Steps: a few nodes free, the rest pinned, and more weight asked for.
-	// The neighbourhood grows after quick steps and shrinks after slow ones
-	// (as the engine's neighbourhood search does); a fixed seed keeps it
-	// deterministic unless a step's cap or the deadline cuts in.
+	// Steps: size bins of a random node free and more weight asked of it.
+	// The size grows after quick refutations and shrinks after steps that
+	// ran out of their cap; a fixed seed keeps the search deterministic
+	// unless a cap or the deadline cuts in.
 	rng := rand.New(rand.NewPCG(1, uint64(len(na.Nodes))))
-	size, fails := 2, 0
-	for step := 0; len(na.Nodes) > 0 && res.Objective < upper && time.Now().Before(deadline) && ctx.Err() == nil; step++ {
-		if fails > 4*len(na.Nodes)*len(na.Nodes) {
-			break
-		}
-		// A node's claims and size of its bins are free (the whole node
-		// when size reaches its bins).
-		node := na.Nodes[rng.IntN(len(na.Nodes))]
-		free := map[int]bool{node: true}
+	size, fails, step := 2, 0, 0
+	for len(na.Nodes) > 0 && total < upper && time.Now().Before(deadline) && ctx.Err() == nil && fails < 400*len(na.Nodes) {
+		ni := rng.IntN(len(na.Nodes))
 		var bins [][2]int
 		for gi, g := range na.Groups {
-			if g.Node == node {
-				for b := range e.x[gi] {
+			if g.Node == na.Nodes[ni] {
+				for b := 0; b < g.Bins; b++ {
 					bins = append(bins, [2]int{gi, b})
 				}
 			}
+		}
+		avail := make([]int, len(na.Classes))
+		for ki, k := range na.Classes {
+			avail[ki] = k.Max
+			for nj := range na.Nodes {
+				if nj != ni {
+					avail[ki] -= y[ki][nj]
+				}
+			}
+		}
+		before := weightOn(ni)
+		step++
+		if step%64 != 0 && len(bins) > 0 {
+			// The exact step over two bins (enumStep).
+			perm := rng.Perm(len(bins))
+			free := [][2]int{bins[perm[0]]}
+			if len(bins) > 1 {
+				free = append(free, bins[perm[1]])
+			}
+			// Every other exact step is a sideways one.
+			target := before + 1
+			if step%2 == 1 {
+				target = before
+			}
+			if na.enumStep(ni, free, pat, y, avail, target, rng) && weightOn(ni) > before {
+				total += weightOn(ni) - before
+				fails = 0
+			} else {
+				fails++
+			}
+			continue
 		}
 		freeBin := map[[2]int]bool{}
 		for _, i := range rng.Perm(len(bins))[:min(size, len(bins))] {
 			freeBin[bins[i]] = true
 		}
-		as = as[:0]
-		for gi := range na.Groups {
-			for b, x := range e.x[gi] {
-				if !freeBin[[2]int{gi, b}] {
-					as = append(as, x[cur.pat[gi][b]])
-				}
-			}
-		}
-		for ki, k := range na.Classes {
-			for ni, n := range k.Nodes {
-				if !free[n] {
-					as, _ = pinY(as, ki, ni, cur.y[ki][ni])
-				}
-			}
-		}
-		as = append(as, e.obj.Geq(int(res.Objective+1)))
 		t0 := time.Now()
-		r := s.Solve(ctx, minTime(deadline, t0.Add(aggStepCap)), as...)
+		r, err := na.stepNode(ctx, minTime(deadline, t0.Add(aggStepCap)), &res, ni, func(gi, b int) bool { return freeBin[[2]int{gi, b}] }, pat, y, avail, before+1)
+		if err != nil {
+			return res, err
+		}
 		took := time.Since(t0)
-		switch {
-		case r == solver.Sat:
-			cur = read()
-			res.Values, res.Objective = e.decode(s)
+		if r == solver.Sat {
+			total += weightOn(ni) - before
 			fails = 0
 			continue
 		}
@@ -496,7 +473,120 @@ func (na *NodeAggregate) Search(ctx context.Context, deadline time.Time, start m
 			size--
 		}
 	}
+	res.Values = map[string]float64{}
+	for gi := range na.Groups {
+		g := &na.Groups[gi]
+		for _, p := range pat[gi] {
+			res.Values[g.Var(p)]++
+		}
+	}
+	for ki := range na.Classes {
+		k := &na.Classes[ki]
+		for ni, n := range na.Nodes {
+			if y[ki][ni] > 0 {
+				res.Values[k.Var(n)] = float64(y[ki][ni])
+			}
+		}
+	}
+	res.Objective = total
 	return res, nil
+}
+
+// stepNode solves the model of one node (index ni) with the bins free
+// says free and the others at their patterns, class k's count on the node
+// at most avail[k], for a weight of at least target; on success it
+// writes the node's new patterns and counts into pat and y.
+func (na *NodeAggregate) stepNode(ctx context.Context, deadline time.Time, res *AggregateSolution, ni int, free func(gi, b int) bool, pat, y [][]int, avail []int, target int64) (solver.Result, error) {
+	node := na.Nodes[ni]
+	sub := &NodeAggregate{Shapes: na.Shapes, Nodes: []int{node}, r: na.r}
+	// Where each sub-group's bins and patterns come from.
+	type origin struct {
+		gi   int
+		bins []int
+		pats []int // sub pattern -> pattern of the group
+	}
+	var from []origin
+	for gi, g := range na.Groups {
+		if g.Node != node {
+			continue
+		}
+		var freeBins []int
+		pinned := map[int][]int{} // pattern -> bins
+		var pinnedOrder []int
+		for b := 0; b < g.Bins; b++ {
+			if free(gi, b) {
+				freeBins = append(freeBins, b)
+				continue
+			}
+			p := pat[gi][b]
+			if pinned[p] == nil {
+				pinnedOrder = append(pinnedOrder, p)
+			}
+			pinned[p] = append(pinned[p], b)
+		}
+		if len(freeBins) > 0 {
+			all := make([]int, len(g.Patterns))
+			for p := range all {
+				all[p] = p
+			}
+			sub.Groups = append(sub.Groups, BinGroup{Type: g.Type, Node: node, Bins: len(freeBins), Patterns: g.Patterns})
+			from = append(from, origin{gi, freeBins, all})
+		}
+		for _, p := range pinnedOrder {
+			sub.Groups = append(sub.Groups, BinGroup{Type: g.Type, Node: node, Bins: len(pinned[p]), Patterns: [][]ShapeCount{g.Patterns[p]}})
+			from = append(from, origin{gi, pinned[p], []int{p}})
+		}
+	}
+	var classOf []int // sub class -> class
+	for ki, k := range na.Classes {
+		if avail[ki] <= 0 || !containsInt(k.Nodes, node) {
+			continue
+		}
+		sub.Classes = append(sub.Classes, NodeClass{Class: k.Class, Weight: k.Weight, Max: avail[ki], Nodes: []int{node}, Demand: k.Demand})
+		classOf = append(classOf, ki)
+	}
+	e, err := sub.encodeSAT(true)
+	if err != nil {
+		return solver.Unknown, err
+	}
+	s := solver.New(e.c, e.clauses)
+	r := s.Solve(ctx, deadline, e.obj.Geq(int(target)))
+	res.Calls++
+	res.Vars = max(res.Vars, s.Vars)
+	res.Clauses = max(res.Clauses, s.Clauses)
+	if r != solver.Sat {
+		return r, nil
+	}
+	for si, o := range from {
+		for bi, x := range e.x[si] {
+			for p, l := range x {
+				if s.Value(l) {
+					pat[o.gi][o.bins[bi]] = o.pats[p]
+					break
+				}
+			}
+		}
+	}
+	for ki := range na.Classes {
+		y[ki][ni] = 0
+	}
+	for si, ki := range classOf {
+		for _, l := range e.y[si][0] {
+			if s.Value(l) {
+				y[ki][ni]++
+			}
+		}
+	}
+	return r, nil
+}
+
+func containsInt(xs []int, x int) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
 }
 
 // aggStepCap is the time one neighbourhood step of Search may take.
@@ -508,3 +598,4 @@ func minTime(a, b time.Time) time.Time {
 	}
 	return b
 }
+
