@@ -598,4 +598,3 @@ func minTime(a, b time.Time) time.Time {
 	}
 	return b
 }
-
