@@ -28,13 +28,14 @@ const aggregateMinTime = 500 * time.Millisecond
 // do on large batches; what is left per node is small. Two solvers sit
 // behind the same realisation:
 //
-//   - searchNodes (the default, pure Go): node neighbourhood search over
-//     the model's SAT encoding (bound.NodeAggregate.Search), from the
-//     incumbent; it proves no bound of its own unless no node is left
-//     pinned, and reaching the relaxation's bound is what proves an
-//     answer optimal;
 //   - solveCBC (opt-in, Options.UseCBC): CBC on the model's LP file;
-//     CBC's proven optimum is a bound.
+//     CBC's proven optimum is a bound;
+//   - searchNodes (opt-in, Options.AggregateSAT, pure Go): neighbourhood
+//     search over patterns (bound.NodeAggregate.Search) from the
+//     incumbent; it proves no bound, and reaching the relaxation's bound
+//     is what would prove its answer optimal. Off by default: on the
+//     batches measured it finds less than the stages after it would in
+//     the same time (docs/performance.md).
 
 // aggregateAnswer is a solver's answer to the per-node model: the
 // solution's counts (named as in the LP), its weight, and a bound on the
