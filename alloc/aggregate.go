@@ -3,11 +3,13 @@ package alloc
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"time"
 
+	"github.com/drasat/drasat/bound"
 	"github.com/drasat/drasat/encode"
 	"github.com/drasat/drasat/mip"
 	"github.com/drasat/drasat/model"
@@ -18,55 +20,86 @@ import (
 // is worth starting: writing the model, CBC and the realisation.
 const aggregateMinTime = 500 * time.Millisecond
 
-// aggregateRealise solves the aggregated claim-pattern model per node
-// (bound.WriteNodeAggregateLP) with CBC and realises its answer: every GPU
-// keeps the devices of a layout holding its pattern, every admitted claim
-// is held to its node, and the SAT model over just those claims and
-// devices places them exactly. The patterns and nodes are the search the
-// SAT model cannot do on large batches; what is left per node is small.
-// A proven optimum of the aggregated model is also a bound (it is a
-// relaxation). Skipped unless Options.UseCBC and cbc is on PATH, and when the relaxation could
-// not enumerate layouts.
+// The aggregate stages solve the aggregated claim-pattern model per node
+// (bound.NodeAggregate) and realise its answer: every GPU keeps the
+// devices of a layout holding its pattern, every admitted claim is held to
+// its node, and the SAT model over just those claims and devices places
+// them exactly. The patterns and nodes are the search the SAT model cannot
+// do on large batches; what is left per node is small. Two solvers sit
+// behind the same realisation:
+//
+//   - solveCBC (opt-in, Options.UseCBC): CBC on the model's LP file;
+//     CBC's proven optimum is a bound;
+//   - searchNodes (opt-in, Options.AggregateSAT, pure Go): neighbourhood
+//     search over patterns (bound.NodeAggregate.Search) from the
+//     incumbent; it proves no bound, and reaching the relaxation's bound
+//     is what would prove its answer optimal. Off by default: on the
+//     batches measured it finds less than the stages after it would in
+//     the same time (docs/performance.md).
+
+// aggregateAnswer is a solver's answer to the per-node model: the
+// solution's counts (named as in the LP), its weight, and a bound on the
+// model's optimum when the solver proved one.
+type aggregateAnswer struct {
+	values    map[string]float64
+	objective int64
+	bound     int64
+	hasBnd    bool
+}
+
+// aggregateSolver solves the per-node model within end.
+type aggregateSolver func(ctx context.Context, cs *componentState, na *bound.NodeAggregate, end time.Time) (aggregateAnswer, error)
+
+// aggregateRealise is the aggregate stage: CBC with Options.UseCBC
+// (skipped when cbc is not on PATH), the in-house search with
+// Options.AggregateSAT; skipped otherwise. The search starts from the
+// incumbent, which is a solution of the model only where the model is a
+// relaxation (plainDevices).
 func aggregateRealise(ctx context.Context, cs *componentState, end time.Time) outcome {
-	if !cs.opts.UseCBC || cs.rel == nil || !cs.short() || !cs.rel.Enumerated() || mip.CBCPath() == "" || time.Until(end) < aggregateMinTime {
+	switch {
+	case cs.opts.UseCBC && mip.CBCPath() != "":
+		return aggregateStage(ctx, cs, end, solveCBC)
+	case !cs.opts.UseCBC && cs.opts.AggregateSAT && plainDevices(cs):
+		return aggregateStage(ctx, cs, end, searchNodes)
+	}
+	return skipped
+}
+
+// aggregateStage builds the per-node model, solves it with solve and
+// realises the answer. Skipped when the relaxation could not enumerate
+// layouts, when the incumbent meets the bound, or when little time is left.
+func aggregateStage(ctx context.Context, cs *componentState, end time.Time, solve aggregateSolver) outcome {
+	if cs.rel == nil || !cs.short() || !cs.rel.Enumerated() || time.Until(end) < aggregateMinTime {
 		return skipped
 	}
 	// The stage takes at most ⅔ of the time left (enumerating the patterns
 	// included): best-fit and the neighbourhood search follow when the
 	// realisation fails, and on large batches they need the time.
 	end = minTime(end, time.Now().Add(time.Until(end)*2/3))
-	var buf bytes.Buffer
-	if _, err := cs.rel.WriteNodeAggregateLPBy(&buf, end); err != nil {
-		return outcome{}
-	}
-	dir, err := os.MkdirTemp("", "drasat-aggregate-")
+	na, err := cs.rel.NodeAggregateBy(end)
 	if err != nil {
 		return outcome{}
 	}
-	defer os.RemoveAll(dir)
-	lp := filepath.Join(dir, "aggregate.lp")
-	if err := os.WriteFile(lp, buf.Bytes(), 0o600); err != nil {
-		return outcome{}
-	}
-	// CBC gets most of the stage, the realisation (fast once nodes and
-	// layouts are fixed) the rest.
+	// The solver gets most of the stage, the realisation (fast once nodes
+	// and layouts are fixed) the rest.
 	if time.Until(end) < aggregateMinTime/2 {
 		return outcome{}
 	}
-	// CBC's limit is whole seconds: the context ends it at the stage's end
-	// whatever it makes of the limit.
-	cctx, cancel := context.WithDeadline(ctx, end)
+	sctx, cancel := context.WithDeadline(ctx, end)
 	defer cancel()
-	sol, err := mip.SolveCBC(cctx, lp, time.Until(end)*4/5)
-	if err != nil || sol.Objective < float64(cs.value)+1-1e-6 {
-		return cboundOnly(cs, sol, err)
+	ans, err := solve(sctx, cs, na, time.Now().Add(time.Until(end)*4/5))
+	var out outcome
+	if err == nil && ans.hasBnd && plainDevices(cs) {
+		out = outcome{bound: ans.bound, hasBnd: true}
 	}
-	out := cboundOnly(cs, sol, nil)
-	keep, err := cs.rel.RealiseLayouts(sol.Values, true)
+	if err != nil || ans.values == nil || ans.objective <= cs.value {
+		return out
+	}
+	keep, err := na.RealiseLayouts(ans.values)
 	if err != nil {
 		return out
 	}
-	nodes := cs.rel.NodesOf(sol.Values, cs.claims)
+	nodes := cs.rel.NodesOf(ans.values, cs.claims)
 	orig := map[int]*model.Claim{}
 	var held []*model.Claim
 	for _, c := range cs.claims {
@@ -83,13 +116,13 @@ func aggregateRealise(ctx context.Context, cs *componentState, end time.Time) ou
 	if err != nil {
 		return out
 	}
-	// Ask for the aggregated optimum first (usually the realisation
+	// Ask for the aggregated answer's weight first (usually the realisation
 	// reaches it at once), then for more than the incumbent, more and more.
 	obj := objectiveSorter(m, cs.weight)
 	s := solver.New(m.C, m.Clauses)
 	var as []*Assignment
 	val := cs.value
-	for _, target := range []int64{int64(math.Floor(sol.Objective + 1e-6)), -1} {
+	for _, target := range []int64{ans.objective, -1} {
 		for {
 			if target <= val {
 				target = val + 1
@@ -115,13 +148,60 @@ func aggregateRealise(ctx context.Context, cs *componentState, end time.Time) ou
 	return out
 }
 
-// cboundOnly is the bound a CBC run proves: the aggregated model's optimum,
-// when CBC proved it.
-func cboundOnly(cs *componentState, sol *mip.Solution, err error) outcome {
-	if err != nil || sol == nil || sol.Status == "" || !isOptimal(sol.Status) || !plainDevices(cs) {
-		return outcome{}
+// solveCBC solves the model with CBC (one thread, through a temporary LP
+// file, at most the stage's time as wall time).
+func solveCBC(ctx context.Context, cs *componentState, na *bound.NodeAggregate, end time.Time) (aggregateAnswer, error) {
+	var buf bytes.Buffer
+	if err := na.WriteLP(&buf); err != nil {
+		return aggregateAnswer{}, err
 	}
-	return outcome{bound: int64(math.Floor(sol.Objective + 1e-6)), hasBnd: true}
+	dir, err := os.MkdirTemp("", "drasat-aggregate-")
+	if err != nil {
+		return aggregateAnswer{}, err
+	}
+	defer os.RemoveAll(dir)
+	lp := filepath.Join(dir, "aggregate.lp")
+	if err := os.WriteFile(lp, buf.Bytes(), 0o600); err != nil {
+		return aggregateAnswer{}, err
+	}
+	// CBC's limit is whole seconds: the context ends it at the stage's end
+	// whatever it makes of the limit.
+	sol, err := mip.SolveCBC(ctx, lp, time.Until(end))
+	if err != nil {
+		return aggregateAnswer{}, err
+	}
+	ans := aggregateAnswer{values: sol.Values, objective: int64(math.Floor(sol.Objective + 1e-6))}
+	if sol.Status != "" && isOptimal(sol.Status) {
+		ans.bound, ans.hasBnd = ans.objective, true
+	}
+	return ans, nil
+}
+
+// searchNodes solves the model with the in-house node neighbourhood
+// search, from the incumbent, towards the component's bound.
+func searchNodes(ctx context.Context, cs *componentState, na *bound.NodeAggregate, end time.Time) (aggregateAnswer, error) {
+	start := map[int]int{}
+	for _, a := range cs.best {
+		n := a.Node
+		if len(a.Picks) > 0 {
+			if r := cs.p.Devices[a.Picks[0].Dev].Reach; len(r) == 1 {
+				n = r[0]
+			}
+		}
+		if n < 0 {
+			return aggregateAnswer{}, fmt.Errorf("claim %s: no node", a.Claim.Key)
+		}
+		start[a.Claim.Index] = n
+	}
+	sol, err := na.Search(ctx, end, start, cs.claims, cs.bound)
+	if err != nil {
+		return aggregateAnswer{}, err
+	}
+	ans := aggregateAnswer{values: sol.Values, objective: sol.Objective}
+	if sol.Bound != math.MaxInt64 {
+		ans.bound, ans.hasBnd = sol.Bound, true
+	}
+	return ans, nil
 }
 
 func isOptimal(status string) bool { return len(status) >= 7 && status[:7] == "Optimal" }

@@ -55,6 +55,11 @@ type Options struct {
 	// is pure Go and its answers depend on the input only (and the budget);
 	// with CBC they also depend on an external program's version and speed.
 	UseCBC bool
+	// AggregateSAT lets the aggregate stage search the per-node pattern
+	// model in Go instead (neighbourhoods of a node's bins, encoded for
+	// gini). Off by default: on the batches measured it finds less than
+	// the stages after it (docs/performance.md, issue 13).
+	AggregateSAT bool
 	// Workers solving components concurrently; 0 means GOMAXPROCS.
 	Workers int
 	// Progress, when set, is called after each component.

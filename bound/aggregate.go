@@ -269,6 +269,10 @@ func (r *Relaxation) RealiseLayouts(values map[string]float64, perNode bool) ([]
 	if err != nil {
 		return nil, err
 	}
+	return r.realiseLayouts(ag, values, perNode)
+}
+
+func (r *Relaxation) realiseLayouts(ag *aggregated, values map[string]float64, perNode bool) ([]bool, error) {
 	keep := make([]bool, len(r.p.Devices))
 	// Bins grouped as the model's variables are: by type, or by type and node.
 	type group struct{ t, node int }
@@ -367,102 +371,11 @@ func (r *Relaxation) WriteNodeAggregateLP(w io.Writer) (AggregateStats, error) {
 // error, writing nothing, when enumerating the patterns is not done by
 // deadline (zero: no deadline).
 func (r *Relaxation) WriteNodeAggregateLPBy(w io.Writer, deadline time.Time) (AggregateStats, error) {
-	ag, err := r.aggregateBy(deadline)
+	na, err := r.NodeAggregateBy(deadline)
 	if err != nil {
-		return ag.stats, err
+		return na.Stats, err
 	}
-	type tn struct{ t, n int }
-	count := map[tn]int{}
-	var keys []tn
-	nodes := map[int]bool{}
-	for _, b := range r.Bins {
-		n := -2
-		for _, d := range b.Devices {
-			dev := r.p.Devices[d]
-			if dev.All || len(dev.Reach) != 1 || n != -2 && dev.Reach[0] != n {
-				return ag.stats, fmt.Errorf("bin %d: its devices are not all on one node", b.Index)
-			}
-			n = dev.Reach[0]
-		}
-		k := tn{b.Type, n}
-		if count[k] == 0 {
-			keys = append(keys, k)
-		}
-		count[k]++
-		nodes[n] = true
-	}
-	var nodeList []int
-	for n := range nodes {
-		nodeList = append(nodeList, n)
-	}
-	sort.Ints(nodeList)
-	var rows, gens, bounds, obj []string
-	supply := map[tn][]string{} // (shape, node)
-	for _, k := range keys {
-		var cs []string
-		for pi, pat := range ag.pats[k.t] {
-			name := fmt.Sprintf("c%d_%d_%d", k.t, k.n, pi)
-			cs = append(cs, name)
-			gens = append(gens, name)
-			cnt := map[int]int{}
-			for _, s := range pat {
-				cnt[s]++
-			}
-			for s := range ag.shapes {
-				if c := cnt[s]; c > 0 {
-					supply[tn{s, k.n}] = append(supply[tn{s, k.n}], fmt.Sprintf("%d %s", c, name))
-				}
-			}
-		}
-		rows = append(rows, fmt.Sprintf("t%d_%d: %s = %d", k.t, k.n, strings.Join(cs, " + "), count[k]))
-	}
-	demand := map[tn][]string{}
-	for ki, k := range r.classes {
-		if !ag.ps.served[ki] {
-			continue
-		}
-		var ys []string
-		for _, n := range nodeList {
-			if fn := k.rep.FixedNode; fn >= 0 && fn != n {
-				continue
-			}
-			y := fmt.Sprintf("y%d_%d", ki, n)
-			ys = append(ys, y)
-			gens = append(gens, y)
-			bounds = append(bounds, fmt.Sprintf("0 <= %s <= %d", y, k.n))
-			obj = append(obj, fmt.Sprintf("%g %s", k.weight, y))
-			byShape := map[int]float64{}
-			for _, i := range ag.ps.classItems[ki] {
-				byShape[ag.itemShape[i]] += ag.ps.items[i].mult
-			}
-			var ss []int
-			for s := range byShape {
-				ss = append(ss, s)
-			}
-			sort.Ints(ss)
-			for _, s := range ss {
-				demand[tn{s, n}] = append(demand[tn{s, n}], fmt.Sprintf("%g %s", byShape[s], y))
-			}
-		}
-		if len(ys) > 0 {
-			rows = append(rows, fmt.Sprintf("k%d: %s <= %d", ki, strings.Join(ys, " + "), k.n))
-		}
-	}
-	for s := range ag.shapes {
-		for _, n := range nodeList {
-			d := demand[tn{s, n}]
-			if len(d) == 0 {
-				continue
-			}
-			row := fmt.Sprintf("s%d_%d: %s", s, n, strings.Join(d, " + "))
-			if sup := supply[tn{s, n}]; len(sup) > 0 {
-				row += " - " + strings.Join(sup, " - ")
-			}
-			rows = append(rows, row+" <= 0")
-		}
-	}
-	err = writeIntegerLP(w, "drasat aggregated claim-pattern model per node: c<type>_<node>_<pattern>, y<class>_<node>", obj, rows, bounds, gens)
-	return ag.stats, err
+	return na.Stats, na.WriteLP(w)
 }
 
 // NodesOf reads the claims' nodes from a solution of the per-node model

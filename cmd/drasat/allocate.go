@@ -32,6 +32,7 @@ func allocateCommand() *cli.Command {
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "yaml", Usage: "yaml, json or table"},
 			&cli.StringFlag{Name: "objective", Value: alloc.MaxClaims, Usage: "max-claims or ordered"},
 			&cli.BoolFlag{Name: "cbc", Usage: "let the aggregate stage solve per-node GPU patterns with CBC (the coinor-cbc executable on PATH); off: pure Go"},
+			&cli.BoolFlag{Name: "aggregate-sat", Usage: "let the aggregate stage search per-node GPU patterns in Go (experimental; --cbc wins when both are given)"},
 			&cli.StringFlag{Name: "policy", Value: alloc.Binpack, Usage: "binpack, spread or frag (admit the most claims, then leave the cluster least fragmented for the claims seen so far)"},
 			&cli.StringFlag{Name: "compat", Value: model.CompatKEP5963, Usage: "compatibility-group semantics: kep5963 or wildcard"},
 			&cli.DurationFlag{Name: "timeout", Value: 30 * time.Second, Usage: "solve budget; the best allocation found so far is returned"},
@@ -87,11 +88,12 @@ func runAllocate(c *cli.Context) error {
 		fmt.Fprintln(os.Stderr, "warning:", w)
 	}
 	opts := alloc.Options{
-		Objective: c.String("objective"),
-		Policy:    c.String("policy"),
-		UseCBC:    c.Bool("cbc"),
-		Timeout:   solveBudget(timeout, time.Since(start)),
-		Progress:  progress(),
+		Objective:    c.String("objective"),
+		Policy:       c.String("policy"),
+		UseCBC:       c.Bool("cbc"),
+		AggregateSAT: c.Bool("aggregate-sat"),
+		Timeout:      solveBudget(timeout, time.Since(start)),
+		Progress:     progress(),
 	}
 	deadline := start.Add(timeout) // for the reasons: what is left of --timeout
 	if opts.Policy == alloc.Frag {

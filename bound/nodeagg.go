@@ -1,0 +1,200 @@
+package bound
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+)
+
+// NodeAggregate is the aggregated claim-pattern model per node
+// (WriteNodeAggregateLP) as data, for a solver to read: the LP writer
+// (for CBC) and the in-house solver (SolveNodeAggregate) read the same
+// structure, and their answers use the same variable names, which
+// RealiseLayouts and NodesOf read back.
+type NodeAggregate struct {
+	Stats  AggregateStats
+	Shapes int
+	// Nodes are the nodes with bins, sorted.
+	Nodes []int
+	// Groups are the bins grouped by type and node, in the order the
+	// first bin of each appears.
+	Groups []BinGroup
+	// Classes are the classes the model serves, in class order.
+	Classes []NodeClass
+
+	r  *Relaxation
+	ag *aggregated
+}
+
+// BinGroup is the bins of one type on one node: c<Type>_<Node>_<p> of
+// them take pattern p, Bins in all.
+type BinGroup struct {
+	Type, Node, Bins int
+	// Patterns are the type's maximal patterns: per pattern, how many
+	// items of each shape it holds (shapes ascending, counts > 0).
+	Patterns [][]ShapeCount
+}
+
+// ShapeCount is a number of items of one shape.
+type ShapeCount struct{ Shape, N int }
+
+// ShapeDemand is what one claim needs of one shape: N items (the
+// multiplicity of a claim split into single-device items).
+type ShapeDemand struct {
+	Shape int
+	N     float64
+}
+
+// NodeClass is one class of interchangeable claims: y<Class>_<n> of them
+// on node n, at most Max in all.
+type NodeClass struct {
+	Class  int
+	Weight float64
+	Max    int
+	// Nodes are the nodes its claims may take (one when the claims are
+	// held to a node), ascending.
+	Nodes []int
+	// Demand is what one claim needs, by shape ascending.
+	Demand []ShapeDemand
+}
+
+// Var is the name of the count of the group's bins taking pattern p.
+func (g *BinGroup) Var(p int) string { return fmt.Sprintf("c%d_%d_%d", g.Type, g.Node, p) }
+
+// Var is the name of the count of the class's claims on node n.
+func (k *NodeClass) Var(n int) string { return fmt.Sprintf("y%d_%d", k.Class, n) }
+
+// NodeAggregateBy builds the per-node aggregated model, giving up with an
+// error when enumerating the patterns is not done by deadline (zero: no
+// deadline), or when a bin spans nodes.
+func (r *Relaxation) NodeAggregateBy(deadline time.Time) (*NodeAggregate, error) {
+	ag, err := r.aggregateBy(deadline)
+	na := &NodeAggregate{Stats: ag.stats, Shapes: len(ag.shapes), r: r, ag: ag}
+	if err != nil {
+		return na, err
+	}
+	type tn struct{ t, n int }
+	group := map[tn]int{}
+	nodes := map[int]bool{}
+	for _, b := range r.Bins {
+		n := -2
+		for _, d := range b.Devices {
+			dev := r.p.Devices[d]
+			if dev.All || len(dev.Reach) != 1 || n != -2 && dev.Reach[0] != n {
+				return na, fmt.Errorf("bin %d: its devices are not all on one node", b.Index)
+			}
+			n = dev.Reach[0]
+		}
+		k := tn{b.Type, n}
+		gi, ok := group[k]
+		if !ok {
+			gi = len(na.Groups)
+			group[k] = gi
+			g := BinGroup{Type: b.Type, Node: n}
+			for _, pat := range ag.pats[b.Type] {
+				cnt := map[int]int{}
+				for _, s := range pat {
+					cnt[s]++
+				}
+				var sc []ShapeCount
+				for s := range ag.shapes {
+					if c := cnt[s]; c > 0 {
+						sc = append(sc, ShapeCount{s, c})
+					}
+				}
+				g.Patterns = append(g.Patterns, sc)
+			}
+			na.Groups = append(na.Groups, g)
+		}
+		na.Groups[gi].Bins++
+		nodes[n] = true
+	}
+	for n := range nodes {
+		na.Nodes = append(na.Nodes, n)
+	}
+	sort.Ints(na.Nodes)
+	for ki, k := range r.classes {
+		if !ag.ps.served[ki] {
+			continue
+		}
+		nc := NodeClass{Class: ki, Weight: k.weight, Max: k.n}
+		for _, n := range na.Nodes {
+			if fn := k.rep.FixedNode; fn >= 0 && fn != n {
+				continue
+			}
+			nc.Nodes = append(nc.Nodes, n)
+		}
+		byShape := map[int]float64{}
+		for _, i := range ag.ps.classItems[ki] {
+			byShape[ag.itemShape[i]] += ag.ps.items[i].mult
+		}
+		for s := range ag.shapes {
+			if d, ok := byShape[s]; ok {
+				nc.Demand = append(nc.Demand, ShapeDemand{s, d})
+			}
+		}
+		na.Classes = append(na.Classes, nc)
+	}
+	return na, nil
+}
+
+// WriteLP writes the model as an integer program in CPLEX LP format
+// (WriteNodeAggregateLP).
+func (na *NodeAggregate) WriteLP(w io.Writer) error {
+	type sn struct{ s, n int }
+	var rows, gens, bounds, obj []string
+	supply := map[sn][]string{}
+	for gi := range na.Groups {
+		g := &na.Groups[gi]
+		var cs []string
+		for p, pat := range g.Patterns {
+			name := g.Var(p)
+			cs = append(cs, name)
+			gens = append(gens, name)
+			for _, sc := range pat {
+				supply[sn{sc.Shape, g.Node}] = append(supply[sn{sc.Shape, g.Node}], fmt.Sprintf("%d %s", sc.N, name))
+			}
+		}
+		rows = append(rows, fmt.Sprintf("t%d_%d: %s = %d", g.Type, g.Node, strings.Join(cs, " + "), g.Bins))
+	}
+	demand := map[sn][]string{}
+	for ki := range na.Classes {
+		k := &na.Classes[ki]
+		var ys []string
+		for _, n := range k.Nodes {
+			y := k.Var(n)
+			ys = append(ys, y)
+			gens = append(gens, y)
+			bounds = append(bounds, fmt.Sprintf("0 <= %s <= %d", y, k.Max))
+			obj = append(obj, fmt.Sprintf("%g %s", k.Weight, y))
+			for _, d := range k.Demand {
+				demand[sn{d.Shape, n}] = append(demand[sn{d.Shape, n}], fmt.Sprintf("%g %s", d.N, y))
+			}
+		}
+		if len(ys) > 0 {
+			rows = append(rows, fmt.Sprintf("k%d: %s <= %d", k.Class, strings.Join(ys, " + "), k.Max))
+		}
+	}
+	for s := 0; s < na.Shapes; s++ {
+		for _, n := range na.Nodes {
+			d := demand[sn{s, n}]
+			if len(d) == 0 {
+				continue
+			}
+			row := fmt.Sprintf("s%d_%d: %s", s, n, strings.Join(d, " + "))
+			if sup := supply[sn{s, n}]; len(sup) > 0 {
+				row += " - " + strings.Join(sup, " - ")
+			}
+			rows = append(rows, row+" <= 0")
+		}
+	}
+	return writeIntegerLP(w, "drasat aggregated claim-pattern model per node: c<type>_<node>_<pattern>, y<class>_<node>", obj, rows, bounds, gens)
+}
+
+// RealiseLayouts is Relaxation.RealiseLayouts for a solution of this
+// model, without enumerating the patterns again.
+func (na *NodeAggregate) RealiseLayouts(values map[string]float64) ([]bool, error) {
+	return na.r.realiseLayouts(na.ag, values, true)
+}
