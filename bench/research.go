@@ -79,6 +79,12 @@ type ResearchStats struct {
 	// the modes they were last set up for.
 	Windows        int `json:"windows,omitempty"`
 	OptimalWindows int `json:"optimalWindows,omitempty"`
+	// AdmittedOverTime: replays only, the tasks admitted so far after
+	// each window.
+	AdmittedOverTime []TimePoint `json:"admittedOverTime,omitempty"`
+	// StaticCandidates: the replay's static-best only, every static
+	// configuration tried and what it admitted (research_openb.go).
+	StaticCandidates []StaticCandidate `json:"staticCandidates,omitempty"`
 }
 
 // Hardware modes of the modes scenario's GPUs.
@@ -314,6 +320,12 @@ func addTokens(c map[resourceapi.QualifiedName]model.DraftCapacity, mode, name s
 // turn, so every node gets a mix. Only the fixed mode's devices are
 // published on each GPU.
 func modesStaticShare(objs *model.Objects) {
+	fixModes(objs, staticShareModes(objs))
+}
+
+// staticShareModes is modesStaticShare's choice: the mode of every GPU
+// (pool/counter set).
+func staticShareModes(objs *model.Objects) map[string]string {
 	demand := map[string]float64{}
 	for _, c := range objs.Claims {
 		for _, r := range c.Spec.Devices.Requests {
@@ -359,6 +371,12 @@ func modesStaticShare(objs *model.Objects) {
 	for i, g := range gpus {
 		fixed[g] = sequence[i]
 	}
+	return fixed
+}
+
+// fixModes sets every GPU (pool/counter set) to its mode in fixed: only
+// that mode's devices stay published.
+func fixModes(objs *model.Objects, fixed map[string]string) {
 	for _, s := range objs.Slices {
 		kept := s.Spec.Devices[:0]
 		for _, d := range s.Spec.Devices {
@@ -585,19 +603,29 @@ var modeColor = map[string]string{
 // researchLine is one row of the research summary.
 func researchLine(r *Row) string {
 	st := r.Research
-	opt := ""
-	if r.Optimal != nil {
-		if *r.Optimal {
-			opt = "optimal"
-		} else {
-			opt = fmt.Sprintf("gap %.1f%% (bound %d)", 100**r.Gap, *r.Bound)
-		}
-	}
-	if st.Windows > 0 {
-		opt = fmt.Sprintf("%d/%d windows optimal", st.OptimalWindows, st.Windows)
-	}
+	opt := researchOptimality(r)
 	return fmt.Sprintf("%-22s %4d/%-4d %-22s %5.1f%% SMs  %3d invalid GPUs  %3d reconfigured  %s",
 		r.Policy, r.Admitted, r.Claims, opt, 100*r.Util, st.Violations, st.Reconfigurations, modeMix(st))
+}
+
+// researchOptimality says whether drasat's result is optimal (else its
+// gap); for a replay, how many windows were; for the kube-scheduler's
+// allocator, that it is first fit.
+func researchOptimality(r *Row) string {
+	st := r.Research
+	switch {
+	case r.Implementation != "" && st.Windows > 0:
+		return fmt.Sprintf("first fit, %d windows", st.Windows)
+	case r.Implementation != "":
+		return "first fit"
+	case st.Windows > 0:
+		return fmt.Sprintf("%d/%d windows optimal", st.OptimalWindows, st.Windows)
+	case r.Optimal == nil:
+		return ""
+	case *r.Optimal:
+		return "optimal"
+	}
+	return fmt.Sprintf("gap %.1f%% (bound %d)", 100**r.Gap, *r.Bound)
 }
 
 // modeMix lists the GPUs per mode, known modes first.
@@ -647,16 +675,7 @@ func writeResearchHTML(b *strings.Builder, rows []*Row) {
 			continue
 		}
 		st := r.Research
-		opt := ""
-		if r.Optimal != nil {
-			opt = "optimal"
-			if !*r.Optimal {
-				opt = fmt.Sprintf("gap %.1f%% (bound %d)", 100**r.Gap, *r.Bound)
-			}
-		}
-		if st.Windows > 0 {
-			opt = fmt.Sprintf("%d/%d windows optimal", st.OptimalWindows, st.Windows)
-		}
+		opt := researchOptimality(r)
 		fmt.Fprintf(b, "<tr><td class=\"l\">%s</td><td class=\"l\">%s</td><td>%d/%d</td><td class=\"l\">%s</td><td>%.1f%%</td><td>%d</td><td>%d</td><td class=\"l\">%s</td></tr>\n",
 			html.EscapeString(r.Instance), html.EscapeString(r.Policy), r.Admitted, r.Claims, opt, 100*r.Util, st.Violations, st.Reconfigurations, html.EscapeString(modeMix(st)))
 	}
