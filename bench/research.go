@@ -18,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"gonum.org/v1/plot/plotter"
+
 	"github.com/drasat/drasat/model"
 )
 
@@ -604,8 +606,12 @@ var modeColor = map[string]string{
 func researchLine(r *Row) string {
 	st := r.Research
 	opt := researchOptimality(r)
-	return fmt.Sprintf("%-22s %4d/%-4d %-22s %5.1f%% SMs  %3d invalid GPUs  %3d reconfigured  %s",
+	line := fmt.Sprintf("%-22s %4d/%-4d %-22s %5.1f%% SMs  %3d invalid GPUs  %3d reconfigured  %s",
 		r.Policy, r.Admitted, r.Claims, opt, 100*r.Util, st.Violations, st.Reconfigurations, modeMix(st))
+	if len(st.StaticCandidates) > 0 && r.Implementation == "" {
+		line += "\n    " + staticCandidatesText(st)
+	}
+	return line
 }
 
 // researchOptimality says whether drasat's result is optimal (else its
@@ -667,7 +673,7 @@ func writeResearchLines(w io.Writer, rep *Report) {
 }
 
 // writeResearchHTML adds the research columns and the mode-mix chart.
-func writeResearchHTML(b *strings.Builder, rows []*Row) {
+func writeResearchHTML(b *strings.Builder, rows []*Row) error {
 	b.WriteString(`<p class="note">Every model publishes the same GPUs and the same claims (docs/research.md). <b>invalid</b>: GPUs whose allocated devices mix modes the hardware cannot run together, because the model cannot express the rule; <b>reconfigured</b>: GPUs the driver must set into a partitioned mode when the claims are prepared (static models set their modes beforehand).</p>` + "\n")
 	b.WriteString("<table>\n<tr><th class=\"l\">instance</th><th class=\"l\">model</th><th>admitted</th><th class=\"l\">optimal / gap</th><th>SMs used</th><th>invalid GPUs</th><th>reconfigured</th><th class=\"l\">GPUs per mode</th></tr>\n")
 	for _, r := range rows {
@@ -706,8 +712,50 @@ func writeResearchHTML(b *strings.Builder, rows []*Row) {
 	}
 	for _, in := range replayNames {
 		replayCostChart(b, in, replays[in])
+		if err := replayAdmittedChart(b, in, replays[in]); err != nil {
+			return err
+		}
 	}
 	b.WriteString("</div>\n")
+	for _, r := range rows {
+		if r.Research != nil && len(r.Research.StaticCandidates) > 0 && r.Implementation == "" {
+			fmt.Fprintf(b, "<p class=\"note\"><b>%s</b>, %s: %s</p>\n", html.EscapeString(r.Policy), html.EscapeString(r.Instance), html.EscapeString(staticCandidatesText(r.Research)))
+		}
+	}
+	return nil
+}
+
+// staticCandidatesText lists the static configurations the replay's
+// static-best tried, with the tasks each admitted.
+func staticCandidatesText(st *ResearchStats) string {
+	var parts []string
+	for _, c := range st.StaticCandidates {
+		s := fmt.Sprintf("%s %d", c.Name, c.Admitted)
+		if c.Claims > 0 {
+			opt := "optimal"
+			if !c.Optimal {
+				opt = "not proven optimal"
+			}
+			s = fmt.Sprintf("%s (sized on %d claims, %s) %d", c.Name, c.Claims, opt, c.Admitted)
+		}
+		parts = append(parts, s)
+	}
+	return "the best by replay of the static configurations " + strings.Join(parts, ", ") + " (tasks admitted)"
+}
+
+// replayAdmittedChart: tasks admitted so far over the replay, one line per
+// model and allocator (upstream dashed).
+func replayAdmittedChart(b *strings.Builder, instance string, rows []*Row) error {
+	var curves []curve
+	for _, r := range rows {
+		var xy plotter.XYs
+		for _, p := range r.Research.AdmittedOverTime {
+			xy = append(xy, plotter.XY{X: p.Hours, Y: p.Value})
+		}
+		curves = append(curves, curve{r.Policy, xy})
+	}
+	return lineChart(b, "Tasks admitted: "+strings.TrimPrefix(instance, "research "), "replay time (h)", "tasks admitted so far",
+		"tasks admitted after each window, per model (drasat solid, the kube-scheduler's allocator dashed)", curves)
 }
 
 // replayCostChart: per model of a replay, reconfigurations and invalid

@@ -322,8 +322,10 @@ func TestBenchResearchOpenB(t *testing.T) {
 	if err := WriteHTML(&sb, rep); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(sb.String(), "Reconfigurations and invalid GPU-windows") {
-		t.Error("HTML report without the replay's cost chart")
+	for _, want := range []string{"Reconfigurations and invalid GPU-windows", "Tasks admitted: openb", "the best by replay of the static configurations"} {
+		if !strings.Contains(sb.String(), want) {
+			t.Errorf("HTML report without %q", want)
+		}
 	}
 }
 
