@@ -581,3 +581,39 @@ func TestResearchBusiestMoment(t *testing.T) {
 		t.Errorf("busiest moment runs %s, want t01,t02,t03", got)
 	}
 }
+
+// A window's problem under compatibleOnlyWith on 16 four-GPU nodes with 40
+// claims: built evaluating every pair anew (what model.Build does) and
+// from the replay's compatCache.
+func BenchmarkResearchCELWindow(b *testing.B) {
+	ctx := context.Background()
+	var nodes []openbNode
+	for i := 0; i < 16; i++ {
+		nodes = append(nodes, openbNode{name: fmt.Sprintf("n%02d", i), gpus: 4})
+	}
+	base := modesCluster(nodes)
+	modesAsCEL(base)
+	objs := *base
+	for i := 0; i < 40; i++ {
+		objs.Claims = append(objs.Claims, modesTaskClaim(&openbTask{name: fmt.Sprintf("t%02d", i), numGPU: 1, milli: 100 + 25*i}))
+	}
+	b.Run("evaluated", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := model.Build(ctx, &objs, model.Options{Compat: model.CompatKEP5963}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("cached", func(b *testing.B) {
+		cache, err := newCompatCache(ctx, base, model.CompatKEP5963)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ResetTimer()
+		for b.Loop() {
+			if _, err := cache.build(ctx, &objs, model.CompatKEP5963); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
