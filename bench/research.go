@@ -87,6 +87,9 @@ type ResearchStats struct {
 	// StaticCandidates: the replay's static-best only, every static
 	// configuration tried and what it admitted (research_openb.go).
 	StaticCandidates []StaticCandidate `json:"staticCandidates,omitempty"`
+	// modal: replays only, each GPU's mode in the most windows (GPU as
+	// pool/counter set), for static-best's candidates.
+	modal map[string]string
 }
 
 // Hardware modes of the modes scenario's GPUs.

@@ -137,6 +137,7 @@ func RunResearchOpenB(ctx context.Context, cfg Config, sz Size, progress func(st
 	rp := &researchReplay{nodes: nodes, tasks: tasks, claims: claims, win: oc.Window.Seconds(), timeout: cfg.Timeout}
 	name := fmt.Sprintf("research openb %s load %g window %s", Size{Nodes: len(nodes), Claims: len(tasks)}, oc.Load, oc.Window)
 	var rows []*Row
+	var dynamic map[string]string // the modes of drasat's kep5963 replay
 	for _, m := range researchOpenBModels {
 		pols := researchPolicies(cfg.Policies, m)
 		base, compat, err := rp.publication(m)
@@ -147,7 +148,7 @@ func RunResearchOpenB(ctx context.Context, cfg Config, sz Size, progress func(st
 		var candidates []StaticCandidate
 		if m == ModelStaticBest {
 			progress(fmt.Sprintf("%s %s: choosing the configuration", name, m))
-			if base, best, candidates, err = rp.staticBest(ctx); err != nil {
+			if base, best, candidates, err = rp.staticBest(ctx, dynamic); err != nil {
 				return nil, fmt.Errorf("%s, model %s: %w", name, m, err)
 			}
 		}
@@ -168,6 +169,9 @@ func RunResearchOpenB(ctx context.Context, cfg Config, sz Size, progress func(st
 			}
 			row.Research.Model = m
 			row.Research.StaticCandidates = candidates
+			if m == ModelKEP5963 && pol == PolicyDrasat {
+				dynamic = row.Research.modal
+			}
 			rows = append(rows, row)
 		}
 	}
@@ -218,21 +222,33 @@ type StaticCandidate struct {
 
 // staticBest is the replay's best static configuration, as far as this
 // report searches: each GPU fixed to one mode, the best by drasat's replay
-// of three configurations. The demand-share sizing (static-share's), and
-// the configurations an optimal allocation induces for two batches: the
-// tasks running together at the trace's busiest moment (as the trace has
-// them, before any admission), and every task of the trace at once. For a
-// batch, every mode gets a group of its own so the optimum chooses each
-// GPU's mode with the allocation (static-best of the batches); GPUs the
-// batch leaves unused keep their demand-share mode. It returns the chosen
-// publication, its drasat replay row and every candidate's score.
-func (rp *researchReplay) staticBest(ctx context.Context) (*model.Objects, *Row, []StaticCandidate, error) {
+// of up to four configurations. The demand-share sizing (static-share's);
+// the mode each GPU ran in longest in drasat's kep5963 replay (dynamic,
+// when given: GPU -> mode); and the configurations an optimal allocation
+// induces for two batches: the tasks running together at the trace's
+// busiest moment (as the trace has them, before any admission), and every
+// task of the trace at once. For a batch, every mode gets a group of its
+// own so the optimum chooses each GPU's mode with the allocation
+// (static-best of the batches). GPUs a configuration leaves open keep
+// their demand-share mode. It returns the chosen publication, its drasat
+// replay row and every candidate's score.
+func (rp *researchReplay) staticBest(ctx context.Context, dynamic map[string]string) (*model.Objects, *Row, []StaticCandidate, error) {
 	share := rp.shareModes()
 	type cand struct {
 		StaticCandidate
 		modes map[string]string
 	}
 	cands := []cand{{StaticCandidate{Name: "demand share"}, share}}
+	if dynamic != nil {
+		modes := map[string]string{}
+		for g, m := range share {
+			modes[g] = m
+		}
+		for g, m := range dynamic {
+			modes[g] = m
+		}
+		cands = append(cands, cand{StaticCandidate{Name: "kep5963 replay's modes"}, modes})
+	}
 	for _, batch := range []struct {
 		name   string
 		claims []*resourceapi.ResourceClaim
@@ -460,6 +476,7 @@ func (rp *researchReplay) replay(ctx context.Context, base *model.Objects, compa
 	st := &ResearchStats{ModeGPUs: map[string]int{}}
 	row.Research = st
 	configured := map[string]map[string]bool{} // GPU -> modes set up (GPUs used)
+	modeWindows := map[string]map[string]int{} // GPU -> mode -> windows it ran in
 	running := map[string]*resourceapi.ResourceClaim{}
 	leaveAt := map[string]float64{}
 	var utilSum float64
@@ -528,6 +545,12 @@ func (rp *researchReplay) replay(ctx context.Context, base *model.Objects, compa
 		}
 		utilSum += used / (98 * float64(len(gpus)))
 		for gpu, ms := range modes {
+			if modeWindows[gpu] == nil {
+				modeWindows[gpu] = map[string]int{}
+			}
+			for m := range ms {
+				modeWindows[gpu][m]++
+			}
 			valid := true
 			for a := range ms {
 				for b := range ms {
@@ -557,6 +580,16 @@ func (rp *researchReplay) replay(ctx context.Context, base *model.Objects, compa
 			}
 		}
 		i = j
+	}
+	st.modal = map[string]string{}
+	for gpu, counts := range modeWindows {
+		best := ""
+		for _, m := range []string{modeWhole, modeMIG, modeFractional, modeMPS, modeTimeSlice} {
+			if counts[m] > counts[best] {
+				best = m
+			}
+		}
+		st.modal[gpu] = best
 	}
 	usedGPUs := map[string]bool{}
 	for g := range configured {

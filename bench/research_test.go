@@ -318,7 +318,7 @@ func TestBenchResearchOpenB(t *testing.T) {
 			t.Errorf("static-best admitted %d, below its candidate %+v", best.Admitted, c)
 		}
 	}
-	if got := strings.Join(names, ", "); got != "demand share, busiest moment, whole trace" {
+	if got := strings.Join(names, ", "); got != "demand share, kep5963 replay's modes, busiest moment, whole trace" {
 		t.Errorf("static-best candidates %s", got)
 	}
 	var sb strings.Builder
@@ -538,6 +538,11 @@ func TestResearchReplayUpstream(t *testing.T) {
 		}
 		if (pol == PolicyUpstream) != (row.Implementation != "") {
 			t.Errorf("%s: implementation %q", pol, row.Implementation)
+		}
+		// Whole in two windows, MIG in one: static-best's candidate from
+		// this replay sets the GPU whole.
+		if m := row.Research.modal; len(m) != 1 || m["n0/gpu-0"] != modeWhole {
+			t.Errorf("%s: modes run longest %v, want n0/gpu-0 whole", pol, m)
 		}
 	}
 }
