@@ -76,7 +76,9 @@ func WriteHTML(w io.Writer, rep *Report) error {
 		fmt.Fprintf(&b, "<h2>%s</h2>\n", html.EscapeString(sc))
 		writeRowTable(&b, rows)
 		if sc == "research" {
-			writeResearchHTML(&b, rows) // research.go
+			if err := writeResearchHTML(&b, rows); err != nil { // research.go
+				return err
+			}
 		}
 		var instances []string
 		byInst := map[string][]*Row{}

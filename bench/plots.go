@@ -42,7 +42,7 @@ func lineChart(b *strings.Builder, title, xlabel, ylabel, caption string, curves
 		}
 		l.Color = hexColor(colorOf(c.policy))
 		l.Width = vg.Points(1.5)
-		if c.policy == PolicyDrasatBinpack {
+		if c.policy == PolicyDrasatBinpack || strings.HasSuffix(c.policy, " upstream") { // the research report's upstream rows
 			l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
 		}
 		_ = i
@@ -66,6 +66,9 @@ func lineChart(b *strings.Builder, title, xlabel, ylabel, caption string, curves
 }
 
 func hexColor(s string) color.Color {
+	if len(s) == 9 { // #rrggbbaa: lines are drawn opaque
+		s = s[:7]
+	}
 	v, err := strconv.ParseUint(strings.TrimPrefix(s, "#"), 16, 32)
 	if err != nil || len(s) != 7 {
 		return color.Gray{Y: 0x88}

@@ -18,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"gonum.org/v1/plot/plotter"
+
 	"github.com/drasat/drasat/model"
 )
 
@@ -79,6 +81,15 @@ type ResearchStats struct {
 	// the modes they were last set up for.
 	Windows        int `json:"windows,omitempty"`
 	OptimalWindows int `json:"optimalWindows,omitempty"`
+	// AdmittedOverTime: replays only, the tasks admitted so far after
+	// each window.
+	AdmittedOverTime []TimePoint `json:"admittedOverTime,omitempty"`
+	// StaticCandidates: the replay's static-best only, every static
+	// configuration tried and what it admitted (research_openb.go).
+	StaticCandidates []StaticCandidate `json:"staticCandidates,omitempty"`
+	// modal: replays only, each GPU's mode in the most windows (GPU as
+	// pool/counter set), for static-best's candidates.
+	modal map[string]string
 }
 
 // Hardware modes of the modes scenario's GPUs.
@@ -314,6 +325,12 @@ func addTokens(c map[resourceapi.QualifiedName]model.DraftCapacity, mode, name s
 // turn, so every node gets a mix. Only the fixed mode's devices are
 // published on each GPU.
 func modesStaticShare(objs *model.Objects) {
+	fixModes(objs, staticShareModes(objs))
+}
+
+// staticShareModes is modesStaticShare's choice: the mode of every GPU
+// (pool/counter set).
+func staticShareModes(objs *model.Objects) map[string]string {
 	demand := map[string]float64{}
 	for _, c := range objs.Claims {
 		for _, r := range c.Spec.Devices.Requests {
@@ -359,6 +376,12 @@ func modesStaticShare(objs *model.Objects) {
 	for i, g := range gpus {
 		fixed[g] = sequence[i]
 	}
+	return fixed
+}
+
+// fixModes sets every GPU (pool/counter set) to its mode in fixed: only
+// that mode's devices stay published.
+func fixModes(objs *model.Objects, fixed map[string]string) {
 	for _, s := range objs.Slices {
 		kept := s.Spec.Devices[:0]
 		for _, d := range s.Spec.Devices {
@@ -585,19 +608,33 @@ var modeColor = map[string]string{
 // researchLine is one row of the research summary.
 func researchLine(r *Row) string {
 	st := r.Research
-	opt := ""
-	if r.Optimal != nil {
-		if *r.Optimal {
-			opt = "optimal"
-		} else {
-			opt = fmt.Sprintf("gap %.1f%% (bound %d)", 100**r.Gap, *r.Bound)
-		}
-	}
-	if st.Windows > 0 {
-		opt = fmt.Sprintf("%d/%d windows optimal", st.OptimalWindows, st.Windows)
-	}
-	return fmt.Sprintf("%-22s %4d/%-4d %-22s %5.1f%% SMs  %3d invalid GPUs  %3d reconfigured  %s",
+	opt := researchOptimality(r)
+	line := fmt.Sprintf("%-22s %4d/%-4d %-22s %5.1f%% SMs  %3d invalid GPUs  %3d reconfigured  %s",
 		r.Policy, r.Admitted, r.Claims, opt, 100*r.Util, st.Violations, st.Reconfigurations, modeMix(st))
+	if len(st.StaticCandidates) > 0 && r.Implementation == "" {
+		line += "\n    " + staticCandidatesText(st)
+	}
+	return line
+}
+
+// researchOptimality says whether drasat's result is optimal (else its
+// gap); for a replay, how many windows were; for the kube-scheduler's
+// allocator, that it is first fit.
+func researchOptimality(r *Row) string {
+	st := r.Research
+	switch {
+	case r.Implementation != "" && st.Windows > 0:
+		return fmt.Sprintf("first fit, %d windows", st.Windows)
+	case r.Implementation != "":
+		return "first fit"
+	case st.Windows > 0:
+		return fmt.Sprintf("%d/%d windows optimal", st.OptimalWindows, st.Windows)
+	case r.Optimal == nil:
+		return ""
+	case *r.Optimal:
+		return "optimal"
+	}
+	return fmt.Sprintf("gap %.1f%% (bound %d)", 100**r.Gap, *r.Bound)
 }
 
 // modeMix lists the GPUs per mode, known modes first.
@@ -639,7 +676,7 @@ func writeResearchLines(w io.Writer, rep *Report) {
 }
 
 // writeResearchHTML adds the research columns and the mode-mix chart.
-func writeResearchHTML(b *strings.Builder, rows []*Row) {
+func writeResearchHTML(b *strings.Builder, rows []*Row) error {
 	b.WriteString(`<p class="note">Every model publishes the same GPUs and the same claims (docs/research.md). <b>invalid</b>: GPUs whose allocated devices mix modes the hardware cannot run together, because the model cannot express the rule; <b>reconfigured</b>: GPUs the driver must set into a partitioned mode when the claims are prepared (static models set their modes beforehand).</p>` + "\n")
 	b.WriteString("<table>\n<tr><th class=\"l\">instance</th><th class=\"l\">model</th><th>admitted</th><th class=\"l\">optimal / gap</th><th>SMs used</th><th>invalid GPUs</th><th>reconfigured</th><th class=\"l\">GPUs per mode</th></tr>\n")
 	for _, r := range rows {
@@ -647,16 +684,7 @@ func writeResearchHTML(b *strings.Builder, rows []*Row) {
 			continue
 		}
 		st := r.Research
-		opt := ""
-		if r.Optimal != nil {
-			opt = "optimal"
-			if !*r.Optimal {
-				opt = fmt.Sprintf("gap %.1f%% (bound %d)", 100**r.Gap, *r.Bound)
-			}
-		}
-		if st.Windows > 0 {
-			opt = fmt.Sprintf("%d/%d windows optimal", st.OptimalWindows, st.Windows)
-		}
+		opt := researchOptimality(r)
 		fmt.Fprintf(b, "<tr><td class=\"l\">%s</td><td class=\"l\">%s</td><td>%d/%d</td><td class=\"l\">%s</td><td>%.1f%%</td><td>%d</td><td>%d</td><td class=\"l\">%s</td></tr>\n",
 			html.EscapeString(r.Instance), html.EscapeString(r.Policy), r.Admitted, r.Claims, opt, 100*r.Util, st.Violations, st.Reconfigurations, html.EscapeString(modeMix(st)))
 	}
@@ -687,8 +715,50 @@ func writeResearchHTML(b *strings.Builder, rows []*Row) {
 	}
 	for _, in := range replayNames {
 		replayCostChart(b, in, replays[in])
+		if err := replayAdmittedChart(b, in, replays[in]); err != nil {
+			return err
+		}
 	}
 	b.WriteString("</div>\n")
+	for _, r := range rows {
+		if r.Research != nil && len(r.Research.StaticCandidates) > 0 && r.Implementation == "" {
+			fmt.Fprintf(b, "<p class=\"note\"><b>%s</b>, %s: %s</p>\n", html.EscapeString(r.Policy), html.EscapeString(r.Instance), html.EscapeString(staticCandidatesText(r.Research)))
+		}
+	}
+	return nil
+}
+
+// staticCandidatesText lists the static configurations the replay's
+// static-best tried, with the tasks each admitted.
+func staticCandidatesText(st *ResearchStats) string {
+	var parts []string
+	for _, c := range st.StaticCandidates {
+		s := fmt.Sprintf("%s %d", c.Name, c.Admitted)
+		if c.Claims > 0 {
+			opt := "optimal"
+			if !c.Optimal {
+				opt = "not proven optimal"
+			}
+			s = fmt.Sprintf("%s (sized on %d claims, %s) %d", c.Name, c.Claims, opt, c.Admitted)
+		}
+		parts = append(parts, s)
+	}
+	return "the best by replay of the static configurations " + strings.Join(parts, ", ") + " (tasks admitted)"
+}
+
+// replayAdmittedChart: tasks admitted so far over the replay, one line per
+// model and allocator (upstream dashed).
+func replayAdmittedChart(b *strings.Builder, instance string, rows []*Row) error {
+	var curves []curve
+	for _, r := range rows {
+		var xy plotter.XYs
+		for _, p := range r.Research.AdmittedOverTime {
+			xy = append(xy, plotter.XY{X: p.Hours, Y: p.Value})
+		}
+		curves = append(curves, curve{r.Policy, xy})
+	}
+	return lineChart(b, "Tasks admitted: "+strings.TrimPrefix(instance, "research "), "replay time (h)", "tasks admitted so far",
+		"tasks admitted after each window, per model (drasat solid, the kube-scheduler's allocator dashed)", curves)
 }
 
 // replayCostChart: per model of a replay, reconfigurations and invalid

@@ -21,19 +21,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/drasat/drasat/alloc"
 	"github.com/drasat/drasat/model"
 )
 
-// researchOpenBModels: the static-best model chooses modes per batch,
-// which over a replay would reconfigure GPUs; only the demand-share sizing
-// is a static choice here.
-//
-// compatibleOnlyWith is left out of the replay: its pairwise expressions
-// are evaluated anew in every window's model (about a second a window for
-// four trace nodes on the development machine), and on every batch
-// instance it states the same rule as kep5963 and has the same optimum
-// (TestResearchDraftIsCapacityRelaxation, the research scenario).
-var researchOpenBModels = []string{ModelKEP5963, ModelWildcard, ModelDraft, ModelDraftTokens, ModelStaticShare}
+// researchOpenBModels: every model of the batches runs the replay too.
+var researchOpenBModels = ResearchModels
 
 // modesCluster publishes every sampled trace node with its GPU count as
 // modes GPUs.
@@ -97,7 +90,19 @@ func modesTaskClaim(t *openbTask) *resourceapi.ResourceClaim {
 	return c
 }
 
-// RunResearchOpenB replays the trace under every model.
+// researchReplay is one replay's trace: the tasks in arrival order, their
+// claims, the window and drasat's budget per window.
+type researchReplay struct {
+	nodes   []openbNode
+	tasks   []openbTask
+	claims  []*resourceapi.ResourceClaim
+	win     float64
+	timeout time.Duration
+}
+
+// RunResearchOpenB replays the trace under every model, with drasat and,
+// where it implements the model and was asked for, the kube-scheduler's
+// allocator.
 func RunResearchOpenB(ctx context.Context, cfg Config, sz Size, progress func(string)) ([]*Row, error) {
 	oc := cfg.OpenB
 	if oc.Window <= 0 {
@@ -129,48 +134,324 @@ func RunResearchOpenB(ctx context.Context, cfg Config, sz Size, progress func(st
 	for i := range tasks {
 		claims[i] = modesTaskClaim(&tasks[i])
 	}
+	rp := &researchReplay{nodes: nodes, tasks: tasks, claims: claims, win: oc.Window.Seconds(), timeout: cfg.Timeout}
 	name := fmt.Sprintf("research openb %s load %g window %s", Size{Nodes: len(nodes), Claims: len(tasks)}, oc.Load, oc.Window)
 	var rows []*Row
+	var dynamic map[string]string // the modes of drasat's kep5963 replay
 	for _, m := range researchOpenBModels {
-		progress(name + " " + m)
-		base := modesCluster(nodes)
-		compat := model.CompatKEP5963
-		switch m {
-		case ModelWildcard:
-			compat = model.CompatWildcard
-		case ModelCEL:
-			modesAsCEL(base)
-		case ModelDraft, ModelDraftTokens:
-			if err := modesAsDraft(base, m == ModelDraftTokens); err != nil {
-				return nil, err
-			}
-		case ModelStaticShare:
-			// Sized by the GPU-time of each task's first choice.
-			base.Claims = nil
-			for i, c := range claims {
-				dur := tasks[i].leave - tasks[i].arrive
-				for k := 0; k < int(math.Max(1, math.Round(dur/3600))); k++ {
-					base.Claims = append(base.Claims, c)
-				}
-			}
-			modesStaticShare(base)
-			base.Claims = nil
-		}
-		row, err := replayModes(ctx, base, compat, tasks, claims, oc.Window.Seconds(), cfg.Timeout, m == ModelStaticShare)
+		pols := researchPolicies(cfg.Policies, m)
+		base, compat, err := rp.publication(m)
 		if err != nil {
 			return nil, fmt.Errorf("%s, model %s: %w", name, m, err)
 		}
-		row.Instance, row.Policy = name, m
-		row.Research.Model = m
-		rows = append(rows, row)
+		var best *Row // static-best: the drasat replay that chose the configuration
+		var candidates []StaticCandidate
+		if m == ModelStaticBest {
+			progress(fmt.Sprintf("%s %s: choosing the configuration", name, m))
+			if base, best, candidates, err = rp.staticBest(ctx, dynamic); err != nil {
+				return nil, fmt.Errorf("%s, model %s: %w", name, m, err)
+			}
+		}
+		static := m == ModelStaticBest || m == ModelStaticShare
+		for k, pol := range pols {
+			if m != ModelStaticBest || k > 0 { // one step per policy
+				progress(fmt.Sprintf("%s %s %s", name, m, pol))
+			}
+			row := best
+			if row == nil || pol != PolicyDrasat {
+				if row, err = rp.replay(ctx, base, compat, pol, static); err != nil {
+					return nil, fmt.Errorf("%s, model %s, %s: %w", name, m, pol, err)
+				}
+			}
+			row.Instance, row.Policy = name, m
+			if pol == PolicyUpstream {
+				row.Policy = m + " upstream"
+			}
+			row.Research.Model = m
+			row.Research.StaticCandidates = candidates
+			if m == ModelKEP5963 && pol == PolicyDrasat {
+				dynamic = row.Research.modal
+			}
+			rows = append(rows, row)
+		}
 	}
 	return rows, nil
 }
 
-// replayModes runs the windows of the replay with drasat on one model's
-// publication, checking each window's result.
-func replayModes(ctx context.Context, base *model.Objects, compat string, tasks []openbTask, claims []*resourceapi.ResourceClaim,
-	win float64, timeout time.Duration, static bool) (*Row, error) {
+// publication is one model's publication of the replay's nodes. For
+// static-best it is the plain modes cluster: staticBest fixes its modes.
+func (rp *researchReplay) publication(m string) (*model.Objects, string, error) {
+	base := modesCluster(rp.nodes)
+	compat := model.CompatKEP5963
+	switch m {
+	case ModelWildcard:
+		compat = model.CompatWildcard
+	case ModelCEL:
+		modesAsCEL(base)
+	case ModelDraft, ModelDraftTokens:
+		if err := modesAsDraft(base, m == ModelDraftTokens); err != nil {
+			return nil, "", err
+		}
+	case ModelStaticShare:
+		fixModes(base, rp.shareModes())
+	}
+	return base, compat, nil
+}
+
+// shareModes sizes static-share by the GPU-time of each task's first
+// choice: a task counts once per hour it runs (at least once).
+func (rp *researchReplay) shareModes() map[string]string {
+	objs := modesCluster(rp.nodes)
+	for i, c := range rp.claims {
+		dur := rp.tasks[i].leave - rp.tasks[i].arrive
+		for k := 0; k < int(math.Max(1, math.Round(dur/3600))); k++ {
+			objs.Claims = append(objs.Claims, c)
+		}
+	}
+	return staticShareModes(objs)
+}
+
+// StaticCandidate is one static configuration static-best tried on the
+// replay, and the tasks drasat admitted with it.
+type StaticCandidate struct {
+	Name     string `json:"name"`
+	Claims   int    `json:"claims"` // claims of the sizing batch (0: no batch)
+	Optimal  bool   `json:"optimal"`
+	Admitted int    `json:"admitted"` // over the replay
+}
+
+// staticBest is the replay's best static configuration, as far as this
+// report searches: each GPU fixed to one mode, the best by drasat's replay
+// of up to four configurations. The demand-share sizing (static-share's);
+// the mode each GPU ran in longest in drasat's kep5963 replay (dynamic,
+// when given: GPU -> mode); and the configurations an optimal allocation
+// induces for two batches: the tasks running together at the trace's
+// busiest moment (as the trace has them, before any admission), and every
+// task of the trace at once. For a batch, every mode gets a group of its
+// own so the optimum chooses each GPU's mode with the allocation
+// (static-best of the batches). GPUs a configuration leaves open keep
+// their demand-share mode. It returns the chosen publication, its drasat
+// replay row and every candidate's score.
+func (rp *researchReplay) staticBest(ctx context.Context, dynamic map[string]string) (*model.Objects, *Row, []StaticCandidate, error) {
+	share := rp.shareModes()
+	type cand struct {
+		StaticCandidate
+		modes map[string]string
+	}
+	cands := []cand{{StaticCandidate{Name: "demand share"}, share}}
+	if dynamic != nil {
+		modes := map[string]string{}
+		for g, m := range share {
+			modes[g] = m
+		}
+		for g, m := range dynamic {
+			modes[g] = m
+		}
+		cands = append(cands, cand{StaticCandidate{Name: "kep5963 replay's modes"}, modes})
+	}
+	for _, batch := range []struct {
+		name   string
+		claims []*resourceapi.ResourceClaim
+	}{
+		{"busiest moment", rp.busiest()},
+		{"whole trace", rp.claims},
+	} {
+		modes, optimal, err := rp.batchModes(ctx, batch.claims, share)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("sizing batch %s: %w", batch.name, err)
+		}
+		cands = append(cands, cand{StaticCandidate{Name: batch.name, Claims: len(batch.claims), Optimal: optimal}, modes})
+	}
+	var best *Row
+	var bestObjs *model.Objects
+	var out []StaticCandidate
+	for _, c := range cands {
+		objs := modesCluster(rp.nodes)
+		fixModes(objs, c.modes)
+		row, err := rp.replay(ctx, objs, model.CompatKEP5963, PolicyDrasat, true)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("configuration %s: %w", c.Name, err)
+		}
+		c.Admitted = row.Admitted
+		out = append(out, c.StaticCandidate)
+		if best == nil || row.Admitted > best.Admitted {
+			best, bestObjs = row, objs
+		}
+	}
+	return bestObjs, best, out, nil
+}
+
+// busiest returns the claims of the tasks running together at the
+// trace's busiest moment (most tasks; the first such moment).
+func (rp *researchReplay) busiest() []*resourceapi.ResourceClaim {
+	var best []*resourceapi.ResourceClaim
+	for _, t := range rp.tasks {
+		var alive []*resourceapi.ResourceClaim
+		for k, o := range rp.tasks {
+			if o.arrive <= t.arrive && t.arrive < o.leave {
+				alive = append(alive, rp.claims[k])
+			}
+		}
+		if len(alive) > len(best) {
+			best = alive
+		}
+	}
+	return best
+}
+
+// batchModes solves one batch with a group per mode on every GPU and
+// returns the modes the allocation induces (a GPU used by it takes the
+// mode of its devices; the others keep fallback's), and whether the
+// optimum was proven. The allocation is checked.
+func (rp *researchReplay) batchModes(ctx context.Context, claims []*resourceapi.ResourceClaim, fallback map[string]string) (map[string]string, bool, error) {
+	objs := modesCluster(rp.nodes)
+	eachModeDevice(objs, func(d *resourceapi.Device, mode string) {
+		d.ConsumesCounters[0].CompatibilityGroups = []string{staticGroup(mode)}
+	})
+	objs.Claims = claims
+	out, err := runPolicy(ctx, PolicyDrasatBinpack, objs, model.CompatKEP5963, rp.timeout, nil, false)
+	if err != nil {
+		return nil, false, err
+	}
+	if err := validate(PolicyDrasat, "static sizing batch", objs, model.CompatKEP5963, out.allocated); err != nil {
+		return nil, false, err
+	}
+	gpuOf := map[model.DeviceID][2]string{} // GPU, mode
+	for _, s := range objs.Slices {
+		for _, d := range s.Spec.Devices {
+			gpuOf[model.DeviceID{Driver: s.Spec.Driver, Pool: s.Spec.Pool.Name, Device: d.Name}] = [2]string{
+				s.Spec.Pool.Name + "/" + d.ConsumesCounters[0].CounterSet, *d.Attributes["partitioningMode"].StringValue}
+		}
+	}
+	modes := map[string]string{}
+	for g, m := range fallback {
+		modes[g] = m
+	}
+	for _, c := range out.allocated {
+		for _, r := range c.Status.Allocation.Devices.Results {
+			gm := gpuOf[model.DeviceID{Driver: r.Driver, Pool: r.Pool, Device: r.Device}]
+			modes[gm[0]] = gm[1]
+		}
+	}
+	return modes, out.stats != nil && out.stats.Optimal, nil
+}
+
+// compatCache holds compatibleOnlyWith evaluated once for a publication:
+// the devices do not change between windows, only the allocations, so the
+// pairs of devices that exclude each other do not either. Building each
+// window's problem from it instead of evaluating every pair of a pool's
+// devices anew is what makes the CEL model affordable in a replay.
+type compatCache struct {
+	exprs        map[model.DeviceID]string
+	incompatible map[model.DeviceID][]model.DeviceID
+}
+
+// newCompatCache evaluates the publication's compatibleOnlyWith
+// expressions (model.Build, without claims).
+func newCompatCache(ctx context.Context, base *model.Objects, compat string) (*compatCache, error) {
+	objs := *base
+	objs.Claims = nil
+	p, err := model.Build(ctx, &objs, model.Options{Compat: compat})
+	if err != nil {
+		return nil, err
+	}
+	c := &compatCache{exprs: base.CompatibleOnlyWith, incompatible: map[model.DeviceID][]model.DeviceID{}}
+	for _, d := range p.Devices {
+		for _, o := range d.Incompatible {
+			c.incompatible[d.ID] = append(c.incompatible[d.ID], p.Devices[o].ID)
+		}
+	}
+	return c, nil
+}
+
+// build builds a window's problem without evaluating compatibleOnlyWith
+// and sets the cached pairs on its devices, as model.Build would.
+func (c *compatCache) build(ctx context.Context, objs *model.Objects, compat string) (*model.Problem, error) {
+	bare := *objs
+	bare.CompatibleOnlyWith = nil
+	p, err := model.Build(ctx, &bare, model.Options{Compat: compat})
+	if err != nil {
+		return nil, err
+	}
+	index := map[model.DeviceID]int{}
+	for _, d := range p.Devices {
+		index[d.ID] = d.Index
+	}
+	for _, d := range p.Devices {
+		d.CompatibleOnlyWith = c.exprs[d.ID]
+		d.Incompatible = nil
+		for _, id := range c.incompatible[d.ID] {
+			if o, ok := index[id]; ok {
+				d.Incompatible = append(d.Incompatible, o)
+			}
+		}
+		sort.Ints(d.Incompatible)
+	}
+	return p, nil
+}
+
+// windowSolver allocates one window's pending claims (objs holds the
+// running ones with their allocations): the new allocations, and whether
+// they are a proven optimum.
+type windowSolver func(ctx context.Context, objs *model.Objects) ([]*resourceapi.ResourceClaim, bool, string, error)
+
+// solver returns the policy's window solver for a publication: drasat
+// (to the optimum; compatibleOnlyWith from a compatCache) or the
+// kube-scheduler's allocator.
+func (rp *researchReplay) solver(ctx context.Context, base *model.Objects, compat, policy string) (windowSolver, error) {
+	if policy == PolicyUpstream {
+		return func(ctx context.Context, objs *model.Objects) ([]*resourceapi.ResourceClaim, bool, string, error) {
+			res, err := Upstream(ctx, objs, UpstreamFeaturesFor(objs))
+			if err != nil {
+				return nil, false, "", err
+			}
+			return res.Allocated, false, res.Implementation, nil
+		}, nil
+	}
+	if len(base.CompatibleOnlyWith) == 0 {
+		return func(ctx context.Context, objs *model.Objects) ([]*resourceapi.ResourceClaim, bool, string, error) {
+			out, err := runPolicy(ctx, PolicyDrasatBinpack, objs, compat, rp.timeout, nil, false) // the optimum; no look-ahead needed
+			if err != nil {
+				return nil, false, "", err
+			}
+			return out.allocated, out.stats != nil && out.stats.Optimal, "", nil
+		}, nil
+	}
+	cache, err := newCompatCache(ctx, base, compat)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, objs *model.Objects) ([]*resourceapi.ResourceClaim, bool, string, error) {
+		p, err := cache.build(ctx, objs, compat)
+		if err != nil {
+			return nil, false, "", err
+		}
+		res, err := alloc.Run(ctx, p, alloc.Options{Timeout: rp.timeout})
+		if err != nil {
+			return nil, false, "", err
+		}
+		claims, err := alloc.Allocated(p, res)
+		if err != nil {
+			return nil, false, "", err
+		}
+		var out []*resourceapi.ResourceClaim
+		for _, c := range claims {
+			if c.Status.Allocation != nil {
+				out = append(out, c)
+			}
+		}
+		return out, res.Stats.Optimal, "", nil
+	}, nil
+}
+
+// replay runs the windows of the replay with one policy on one model's
+// publication, checking each window's result with the independent checker.
+func (rp *researchReplay) replay(ctx context.Context, base *model.Objects, compat, policy string, static bool) (*Row, error) {
+	solve, err := rp.solver(ctx, base, compat, policy)
+	if err != nil {
+		return nil, err
+	}
+	tasks, claims, win := rp.tasks, rp.claims, rp.win
 	type devInfo struct {
 		gpu, mode string
 		sms       float64
@@ -190,11 +471,12 @@ func replayModes(ctx context.Context, base *model.Objects, compat string, tasks 
 			devs[model.DeviceID{Driver: s.Spec.Driver, Pool: s.Spec.Pool.Name, Device: d.Name}] = devInfo{gpu, *d.Attributes["partitioningMode"].StringValue, sms}
 		}
 	}
-	row := &Row{Scenario: "research", Compat: compat, Policy: PolicyDrasat, Claims: len(tasks), UnitName: "GPUs", Units: len(gpus),
+	row := &Row{Scenario: "research", Compat: compat, Policy: policy, Claims: len(tasks), UnitName: "GPUs", Units: len(gpus),
 		UtilName: "SMs (window mean)"}
 	st := &ResearchStats{ModeGPUs: map[string]int{}}
 	row.Research = st
 	configured := map[string]map[string]bool{} // GPU -> modes set up (GPUs used)
+	modeWindows := map[string]map[string]int{} // GPU -> mode -> windows it ran in
 	running := map[string]*resourceapi.ResourceClaim{}
 	leaveAt := map[string]float64{}
 	var utilSum float64
@@ -226,23 +508,25 @@ func replayModes(ctx context.Context, base *model.Objects, compat string, tasks 
 		}
 		objs.Claims = append(objs.Claims, claims[i:j]...)
 		start := time.Now()
-		out, err := runPolicy(ctx, PolicyDrasatBinpack, &objs, compat, timeout, nil, false) // the optimum; no look-ahead needed
+		allocated, opt, impl, err := solve(ctx, &objs)
 		wall += time.Since(start)
 		if err != nil {
 			return nil, err
 		}
-		if err := validate(PolicyDrasat, fmt.Sprintf("window at %.0fs", end), &objs, compat, out.allocated); err != nil {
+		if err := validate(policy, fmt.Sprintf("window at %.0fs", end), &objs, compat, allocated); err != nil {
 			return nil, err
 		}
+		row.Implementation = impl
 		windows++
-		if out.stats != nil && out.stats.Optimal {
+		if opt {
 			optimal++
 		}
-		for _, c := range out.allocated {
+		for _, c := range allocated {
 			running[c.Name] = c
 			row.Admitted++
 			row.Devices += len(c.Status.Allocation.Devices.Results)
 		}
+		st.AdmittedOverTime = append(st.AdmittedOverTime, TimePoint{Hours: end / 3600, Value: float64(row.Admitted)})
 		for t := i; t < j; t++ {
 			leaveAt[tasks[t].name] = math.Max(tasks[t].leave, end)
 		}
@@ -261,6 +545,12 @@ func replayModes(ctx context.Context, base *model.Objects, compat string, tasks 
 		}
 		utilSum += used / (98 * float64(len(gpus)))
 		for gpu, ms := range modes {
+			if modeWindows[gpu] == nil {
+				modeWindows[gpu] = map[string]int{}
+			}
+			for m := range ms {
+				modeWindows[gpu][m]++
+			}
 			valid := true
 			for a := range ms {
 				for b := range ms {
@@ -290,6 +580,16 @@ func replayModes(ctx context.Context, base *model.Objects, compat string, tasks 
 			}
 		}
 		i = j
+	}
+	st.modal = map[string]string{}
+	for gpu, counts := range modeWindows {
+		best := ""
+		for _, m := range []string{modeWhole, modeMIG, modeFractional, modeMPS, modeTimeSlice} {
+			if counts[m] > counts[best] {
+				best = m
+			}
+		}
+		st.modal[gpu] = best
 	}
 	usedGPUs := map[string]bool{}
 	for g := range configured {

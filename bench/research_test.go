@@ -277,28 +277,58 @@ func TestBenchResearchOpenB(t *testing.T) {
 		t.Skipf("trace not available: %v", err)
 	}
 	rep := runSmall(t, "research-openb", "4:80", OpenBConfig{Window: 5 * time.Minute})
-	if len(rep.Rows) != len(researchOpenBModels) {
-		t.Fatalf("%d rows, want %d", len(rep.Rows), len(researchOpenBModels))
+	if want := researchSteps(Config{Policies: Policies}); len(rep.Rows) != want {
+		t.Fatalf("%d rows, want %d", len(rep.Rows), want)
 	}
+	rows := map[string]*Row{}
 	for _, r := range rep.Rows {
 		st := r.Research
 		if st == nil || st.Windows == 0 {
 			t.Fatalf("%s: no replay research columns", r.Policy)
 		}
-		if r.Policy == ModelStaticShare && st.Reconfigurations != 0 {
-			t.Errorf("static-share reconfigured %d times", st.Reconfigurations)
+		rows[r.Policy] = r
+		static := st.Model == ModelStaticBest || st.Model == ModelStaticShare
+		if static && st.Reconfigurations != 0 {
+			t.Errorf("%s reconfigured %d times", r.Policy, st.Reconfigurations)
 		}
-		if (r.Policy == ModelKEP5963 || r.Policy == ModelStaticShare) && st.Violations != 0 {
+		exact := st.Model == ModelKEP5963 || st.Model == ModelCEL || st.Model == ModelDraftTokens || static
+		if exact && st.Violations != 0 {
 			t.Errorf("%s: %d invalid GPU-windows", r.Policy, st.Violations)
 		}
+		if n := len(st.AdmittedOverTime); n != st.Windows || st.AdmittedOverTime[n-1].Value != float64(r.Admitted) {
+			t.Errorf("%s: admitted over time %v, want %d windows ending at %d", r.Policy, st.AdmittedOverTime, st.Windows, r.Admitted)
+		}
 		t.Logf("%s %d/%d reconfigurations %d invalid %d", r.Policy, r.Admitted, r.Claims, st.Reconfigurations, st.Violations)
+	}
+	for m := range upstreamModels {
+		if rows[m+" upstream"] == nil {
+			t.Errorf("no upstream replay of %s", m)
+		}
+	}
+	if rows[ModelCEL] == nil || rows[ModelCEL+" upstream"] != nil || rows[ModelWildcard+" upstream"] != nil {
+		t.Error("want a CEL replay by drasat, and no upstream replay of a model it does not implement")
+	}
+	// static-best is the best of its candidates, static-share's
+	// configuration among them (a separate replay: ties may break apart).
+	best := rows[ModelStaticBest]
+	var names []string
+	for _, c := range best.Research.StaticCandidates {
+		names = append(names, c.Name)
+		if c.Admitted > best.Admitted {
+			t.Errorf("static-best admitted %d, below its candidate %+v", best.Admitted, c)
+		}
+	}
+	if got := strings.Join(names, ", "); got != "demand share, kep5963 replay's modes, busiest moment, whole trace" {
+		t.Errorf("static-best candidates %s", got)
 	}
 	var sb strings.Builder
 	if err := WriteHTML(&sb, rep); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(sb.String(), "Reconfigurations and invalid GPU-windows") {
-		t.Error("HTML report without the replay's cost chart")
+	for _, want := range []string{"Reconfigurations and invalid GPU-windows", "Tasks admitted: openb", "the best by replay of the static configurations"} {
+		if !strings.Contains(sb.String(), want) {
+			t.Errorf("HTML report without %q", want)
+		}
 	}
 }
 
@@ -392,4 +422,206 @@ func TestResearchDraftTokensSameSetsAsGroups(t *testing.T) {
 		t.Error("the plain draft agrees with kep5963 on every pair: the test does not tell them apart")
 	}
 	t.Logf("%d devices; the plain draft differs from kep5963 on %d pairs", len(devs), sets)
+}
+
+// syntheticReplay is a replay over given tasks (seconds) on nodes of
+// modes GPUs, without the trace: each task is a modesTaskClaim.
+func syntheticReplay(gpusPerNode []int, tasks ...openbTask) *researchReplay {
+	rp := &researchReplay{win: 60, timeout: 10 * time.Second}
+	for i, g := range gpusPerNode {
+		rp.nodes = append(rp.nodes, openbNode{name: fmt.Sprintf("n%d", i), gpus: g})
+	}
+	for i := range tasks {
+		tasks[i].name = fmt.Sprintf("t%02d", i)
+		rp.tasks = append(rp.tasks, tasks[i])
+		rp.claims = append(rp.claims, modesTaskClaim(&tasks[i]))
+	}
+	return rp
+}
+
+// compatibleOnlyWith evaluated once and reused (compatCache) gives every
+// window the problem model.Build gives, with running claims in place: the
+// same incompatible pairs on every device, and the same optimum.
+func TestResearchCompatCacheSameProblem(t *testing.T) {
+	ctx := context.Background()
+	base := modesCluster([]openbNode{{name: "a", gpus: 2}, {name: "b", gpus: 1}})
+	modesAsCEL(base)
+	cache, err := newCompatCache(ctx, base, model.CompatKEP5963)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A window: two claims running (allocated by a first window), four new.
+	objs := *base
+	objs.Claims = []*resourceapi.ResourceClaim{modeClaim(0, modeMIG, "1g.5gb"), modeClaim(1, modeTimeSlice, "")}
+	first, err := runPolicy(ctx, PolicyDrasatBinpack, &objs, model.CompatKEP5963, 10*time.Second, nil, false)
+	if err != nil || len(first.allocated) != 2 {
+		t.Fatalf("first window: %v, %d allocated", err, len(first.allocated))
+	}
+	objs.Claims = append(first.allocated, modeClaim(2, modeMPS, ""), modeClaim(3, modeFractional, ""),
+		modeClaim(4, modeWhole, ""), modeClaim(5, modeWhole, ""), modeClaim(6, modeMIG, "3g.20gb"))
+	direct, err := model.Build(ctx, &objs, model.Options{Compat: model.CompatKEP5963})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cached, err := cache.build(ctx, &objs, model.CompatKEP5963)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pairs := 0
+	for i, d := range direct.Devices {
+		c := cached.Devices[i]
+		if d.ID != c.ID || fmt.Sprint(d.Incompatible) != fmt.Sprint(c.Incompatible) || d.CompatibleOnlyWith != c.CompatibleOnlyWith {
+			t.Fatalf("device %s: incompatible %v, cached %s %v", d.ID, d.Incompatible, c.ID, c.Incompatible)
+		}
+		pairs += len(d.Incompatible)
+	}
+	if pairs == 0 {
+		t.Fatal("no incompatible pairs: the instance tests nothing")
+	}
+	got := map[string]int{}
+	for name, p := range map[string]*model.Problem{"direct": direct, "cached": cached} {
+		res, err := alloc.Run(ctx, p, alloc.Options{Timeout: 10 * time.Second})
+		if err != nil || !res.Stats.Optimal {
+			t.Fatalf("%s: %v %+v", name, err, res.Stats)
+		}
+		claims, err := alloc.Allocated(p, res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []*resourceapi.ResourceClaim
+		for _, c := range claims {
+			if c.Status.Allocation != nil {
+				out = append(out, c)
+			}
+		}
+		if err := check.Check(&objs, out, check.Options{Compat: model.CompatKEP5963}); err != nil {
+			t.Fatalf("%s: checker: %v", name, err)
+		}
+		got[name] = res.Stats.Admitted
+	}
+	// 3 GPUs, one running MIG and one time slots: MPS and the half share
+	// the third, no whole GPU is left, the 3g.20gb joins the MIG GPU.
+	if got["direct"] != 3 || got["cached"] != 3 {
+		t.Errorf("admitted %v, want 3 each", got)
+	}
+}
+
+// The replay with the kube-scheduler's allocator and with drasat, on
+// tasks small enough to count by hand, one GPU: a whole-GPU task in the
+// first window; in the second it still runs, so a small task finds no
+// room; in the third it has left (a task leaves at the end of the window
+// it ends in): two small tasks on MIG, and one that needs a whole GPU or
+// nothing finds no room beside them.
+func TestResearchReplayUpstream(t *testing.T) {
+	rp := syntheticReplay([]int{1},
+		openbTask{numGPU: 1, milli: 1000, arrive: 0, leave: 150},
+		openbTask{numGPU: 1, milli: 100, arrive: 70, leave: 100},
+		openbTask{numGPU: 1, milli: 100, arrive: 130, leave: 400}, // MIG 1g.5gb
+		openbTask{numGPU: 1, milli: 300, arrive: 140, leave: 400}, // MIG beside it
+		openbTask{numGPU: 1, milli: 600, arrive: 150, leave: 400}, // a whole GPU only
+	)
+	base, compat, err := rp.publication(ModelKEP5963)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pol := range []string{PolicyUpstream, PolicyDrasat} {
+		row, err := rp.replay(context.Background(), base, compat, pol, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []float64
+		for _, p := range row.Research.AdmittedOverTime {
+			got = append(got, p.Value)
+		}
+		if fmt.Sprint(got) != "[1 1 3]" || row.Research.Violations != 0 {
+			t.Errorf("%s: admitted after each window %v, want [1 1 3]; %d invalid", pol, got, row.Research.Violations)
+		}
+		if (pol == PolicyUpstream) != (row.Implementation != "") {
+			t.Errorf("%s: implementation %q", pol, row.Implementation)
+		}
+		// Whole in two windows, MIG in one: static-best's candidate from
+		// this replay sets the GPU whole.
+		if m := row.Research.modal; len(m) != 1 || m["n0/gpu-0"] != modeWhole {
+			t.Errorf("%s: modes run longest %v, want n0/gpu-0 whole", pol, m)
+		}
+	}
+}
+
+// static-best's sizing batch: the optimum with a group per mode chooses
+// each GPU's mode; GPUs it leaves unused keep the fallback mode. Two
+// whole-GPU claims and two MIG 3g.20gb on four GPUs: all four fit only
+// with two GPUs whole and one MIG (two 3g.20gb on it).
+func TestResearchStaticBestBatchModes(t *testing.T) {
+	rp := syntheticReplay([]int{4})
+	claims := []*resourceapi.ResourceClaim{modeClaim(0, modeWhole, ""), modeClaim(1, modeMIG, "3g.20gb"),
+		modeClaim(2, modeWhole, ""), modeClaim(3, modeMIG, "3g.20gb")}
+	fallback := map[string]string{}
+	for g := 0; g < 4; g++ {
+		fallback[fmt.Sprintf("n0/gpu-%d", g)] = modeTimeSlice
+	}
+	modes, optimal, err := rp.batchModes(context.Background(), claims, fallback)
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	for _, m := range modes {
+		count[m]++
+	}
+	if !optimal || len(modes) != 4 || count[modeWhole] != 2 || count[modeMIG] != 1 || count[modeTimeSlice] != 1 {
+		t.Errorf("modes %v (optimal %v), want two whole, one MIG, one time-sliced", modes, optimal)
+	}
+}
+
+// busiest: the tasks running together at the moment most run.
+func TestResearchBusiestMoment(t *testing.T) {
+	rp := syntheticReplay([]int{1},
+		openbTask{numGPU: 1, milli: 100, arrive: 0, leave: 10},
+		openbTask{numGPU: 1, milli: 100, arrive: 20, leave: 100},
+		openbTask{numGPU: 1, milli: 100, arrive: 30, leave: 40},
+		openbTask{numGPU: 1, milli: 100, arrive: 35, leave: 90},
+		openbTask{numGPU: 1, milli: 100, arrive: 50, leave: 60},
+	)
+	var names []string
+	for _, c := range rp.busiest() {
+		names = append(names, c.Name)
+	}
+	if got := strings.Join(names, ","); got != "t01,t02,t03" {
+		t.Errorf("busiest moment runs %s, want t01,t02,t03", got)
+	}
+}
+
+// A window's problem under compatibleOnlyWith on 16 four-GPU nodes with 40
+// claims: built evaluating every pair anew (what model.Build does) and
+// from the replay's compatCache.
+func BenchmarkResearchCELWindow(b *testing.B) {
+	ctx := context.Background()
+	var nodes []openbNode
+	for i := 0; i < 16; i++ {
+		nodes = append(nodes, openbNode{name: fmt.Sprintf("n%02d", i), gpus: 4})
+	}
+	base := modesCluster(nodes)
+	modesAsCEL(base)
+	objs := *base
+	for i := 0; i < 40; i++ {
+		objs.Claims = append(objs.Claims, modesTaskClaim(&openbTask{name: fmt.Sprintf("t%02d", i), numGPU: 1, milli: 100 + 25*i}))
+	}
+	b.Run("evaluated", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := model.Build(ctx, &objs, model.Options{Compat: model.CompatKEP5963}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("cached", func(b *testing.B) {
+		cache, err := newCompatCache(ctx, base, model.CompatKEP5963)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ResetTimer()
+		for b.Loop() {
+			if _, err := cache.build(ctx, &objs, model.CompatKEP5963); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

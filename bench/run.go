@@ -290,11 +290,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		if j.scenario == "modes" {
 			n *= 2
 		}
-		if j.scenario == "research" {
+		if j.scenario == "research" || j.scenario == "research-openb" {
 			n = researchSteps(cfg)
-		}
-		if j.scenario == "research-openb" {
-			n = len(researchOpenBModels)
 		}
 		steps += n
 	}
