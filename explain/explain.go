@@ -362,9 +362,16 @@ func goal(m *encode.Model, prefer map[int]int) []z.Lit {
 	return g
 }
 
+// fitsReason answers for a claim that fits next to the allocations.
+var fitsReason = Reason{Kind: KindFits, Message: "the claim fits with the current allocations (the allocation run left it out, e.g. for a better objective value, or ran out of time)"}
+
 // core solves with every group assumed, and reduces the failed assumptions
-// to a minimal unsatisfiable set by deletion.
+// to a minimal unsatisfiable set by deletion. A claim whose devices are
+// node-local is explained node by node (bynode.go).
 func (e *explainer) core(ctx context.Context, target *model.Claim, opts Options) ([]Reason, bool, error) {
+	if nodes, ok := e.splitNodes(target); ok {
+		return e.coreByNode(ctx, target, nodes, opts)
+	}
 	m, err := e.encode([]*model.Claim{target})
 	if err != nil {
 		return nil, false, err
@@ -397,7 +404,7 @@ func (e *explainer) core(ctx context.Context, target *model.Claim, opts Options)
 	}
 	switch solve(all) {
 	case solver.Sat:
-		return []Reason{{Kind: KindFits, Message: "the claim fits with the current allocations (the allocation run left it out, e.g. for a better objective value, or ran out of time)"}}, true, nil
+		return []Reason{fitsReason}, true, nil
 	case solver.Unknown:
 		return e.unknown(ctx), false, nil
 	}

@@ -3,6 +3,7 @@ package explain
 import (
 	"context"
 	"sort"
+	"time"
 
 	"github.com/go-air/gini/logic"
 	"github.com/go-air/gini/z"
@@ -79,6 +80,11 @@ func (e *explainer) blockers(target *model.Claim) []int {
 func (e *explainer) whatIf(ctx context.Context, target *model.Claim, opts Options) (*WhatIf, error) {
 	if target.Err != nil {
 		return &WhatIf{Optimal: true}, nil
+	}
+	if !time.Now().Before(opts.Deadline) || ctx.Err() != nil {
+		// No time to encode the claims in the way: no answer (it reads
+		// "no answer within the budget").
+		return &WhatIf{}, nil
 	}
 	blockers := e.blockers(target)
 	byKey := map[string]*model.Claim{}

@@ -5,6 +5,7 @@ package solver
 
 import (
 	"context"
+	"runtime"
 	"time"
 
 	"github.com/go-air/gini"
@@ -64,8 +65,17 @@ func (s *S) Solve(ctx context.Context, deadline time.Time, assumptions ...z.Lit)
 	}
 	s.g.Assume(assumptions...)
 	run := s.g.GoSolve()
-	// Most calls of a neighbourhood search end within a millisecond: poll
-	// soon at first, then every 5 ms.
+	// Most calls of a neighbourhood search or an explanation end within
+	// microseconds: yield to the solving goroutine for a short while
+	// before sleeping (a timer's wake-up on a loaded machine takes
+	// milliseconds, hundreds of times the solve), then poll soon, then
+	// every 5 ms.
+	for spin := time.Now(); time.Since(spin) < 200*time.Microsecond; {
+		if r, done := run.Test(); done {
+			return toResult(r)
+		}
+		runtime.Gosched()
+	}
 	wait := 50 * time.Microsecond
 	timer := time.NewTimer(wait)
 	defer timer.Stop()

@@ -2,8 +2,9 @@ package main
 
 import (
 	"bytes"
-
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -63,7 +64,10 @@ func runExplain(c *cli.Context) error {
 		return err
 	}
 	start := time.Now()
-	deadline := start.Add(timeout)
+	// Explanations end a little before the command's deadline, so that
+	// what they found is written: a claim the budget cut short says so
+	// ("not reduced to a minimal set", or that the solver did not decide).
+	deadline := start.Add(timeout - min(timeout/20, 200*time.Millisecond))
 	ctx, cancel := commandContext(c, timeout)
 	defer cancel()
 	objs, _, err := loadObjects(ctx, c)
@@ -138,7 +142,7 @@ func runExplain(c *cli.Context) error {
 	}
 	allocs, assigned := allocations(objs, p, res)
 	var out []claimExplanation
-	for _, k := range keys {
+	for i, k := range keys {
 		ce := claimExplanation{Claim: k, Status: status[k], Drasat: decisions[k]}
 		if a, ok := assigned[k]; ok {
 			ce.Status = "allocated"
@@ -155,7 +159,10 @@ func runExplain(c *cli.Context) error {
 				others = append(others, a)
 			}
 		}
-		opts := explain.Options{Deadline: deadline, WhatIf: c.Bool("what-if")}
+		// Each claim gets an equal share of what is left, so that the
+		// last one is not left without time by a hard first one.
+		share := time.Until(deadline) / time.Duration(len(keys)-i)
+		opts := explain.Options{Deadline: time.Now().Add(share), WhatIf: c.Bool("what-if")}
 		if a, ok := assigned[k]; ok {
 			// Allocated: explain each firstAvailable request that did not
 			// get its first subrequest.
@@ -189,7 +196,7 @@ func runExplain(c *cli.Context) error {
 		ce.Explanations = append(ce.Explanations, x)
 		out = append(out, ce)
 	}
-	if ctx.Err() != nil {
+	if errors.Is(ctx.Err(), context.Canceled) {
 		return ctxError(ctx, "explaining")
 	}
 	var buf bytes.Buffer

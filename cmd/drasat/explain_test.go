@@ -142,3 +142,36 @@ func TestExplainGroupsReasons(t *testing.T) {
 		t.Errorf("-v lists %d reasons, want 65", n)
 	}
 }
+
+// TestExplainShareOfTheBudget: with more claims than the budget can reduce
+// to minimal reasons, explain still answers for every claim (each gets its
+// share of the time, and says when it was cut short) instead of failing
+// with a timeout and writing nothing.
+func TestExplainShareOfTheBudget(t *testing.T) {
+	dir := t.TempDir()
+	objects := filepath.Join(dir, "cluster.yaml")
+	app := &cli.App{Name: "drasat", Commands: []*cli.Command{exportCommand()}, ExitErrHandler: func(*cli.Context, error) {}}
+	if err := app.RunContext(context.Background(), []string{"drasat", "export", "-s", "mig", "--size", "8x8:300", "--objects", objects}); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"explain", "-f", objects, "--timeout", "3s", "--what-if", "-o", "json"}
+	for i := range 300 {
+		args = append(args, "--claim", fmt.Sprintf("claim-%04d", i))
+	}
+	stdout, stderr, err := runCmd(t, args...)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	var out []claimExplanation
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatal(err)
+	}
+	if len(out) != 300 {
+		t.Fatalf("%d claims answered, want 300", len(out))
+	}
+	for _, ce := range out {
+		if ce.Status == "unallocated" && len(ce.Explanations) != 1 {
+			t.Errorf("%s: %d explanations, want 1", ce.Claim, len(ce.Explanations))
+		}
+	}
+}

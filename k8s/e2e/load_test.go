@@ -54,7 +54,7 @@ func TestLoadMIG(t *testing.T) {
 	objs := insts[0].Objs
 
 	// Offline: drasat on the whole batch at once, as `drasat bench` runs it.
-	p, err := model.Build(objs, model.Options{Compat: insts[0].Compat})
+	p, err := model.Build(context.Background(), objs, model.Options{Compat: insts[0].Compat})
 	must(t, err)
 	out, err := alloc.Run(context.Background(), p, alloc.Options{Objective: alloc.MaxClaims, Policy: alloc.Binpack, Timeout: 10 * time.Second})
 	must(t, err)
