@@ -135,10 +135,6 @@ func (c *checker) checkNode(nc *newClaim) {
 // for must reach no device on which a selector of the claim's chosen
 // requests fails at run time.
 func (c *checker) checkSelectorErrors(nc *newClaim, witnesses []*corev1.Node) {
-	type failure struct {
-		d   *device
-		err error
-	}
 	var failing []failure
 	for _, a := range nc.alts {
 		class := c.classes[a.class]
@@ -166,8 +162,26 @@ func (c *checker) checkSelectorErrors(nc *newClaim, witnesses []*corev1.Node) {
 			}
 		}
 	}
-	if len(failing) == 0 {
+	if c.someNodeAvoids(witnesses, failing) {
 		return
+	}
+	c.errorf("claim %s: a selector fails at run time on device %s, and every node the allocation admits reaches such a device (the upstream allocator fails there): %v",
+		nc.key, failing[0].d.key, failing[0].err)
+}
+
+// failure is a run-time evaluation error on a device.
+type failure struct {
+	d   *device
+	err error
+}
+
+// someNodeAvoids tells whether some witness node reaches none of the
+// devices where an evaluation fails (true when none fails): the allocation
+// may have been made for that node, where the upstream allocator never
+// met the error.
+func (c *checker) someNodeAvoids(witnesses []*corev1.Node, failing []failure) bool {
+	if len(failing) == 0 {
+		return true
 	}
 	for _, n := range witnesses {
 		clean := true
@@ -178,11 +192,10 @@ func (c *checker) checkSelectorErrors(nc *newClaim, witnesses []*corev1.Node) {
 			}
 		}
 		if clean {
-			return
+			return true
 		}
 	}
-	c.errorf("claim %s: a selector fails at run time on device %s, and every node the allocation admits reaches such a device (the upstream allocator fails there): %v",
-		nc.key, failing[0].d.key, failing[0].err)
+	return false
 }
 
 // checkDerivedErrors: a constraint naming a derivedAttributes entry
@@ -199,10 +212,6 @@ func (c *checker) checkDerivedErrors(nc *newClaim, witnesses []*corev1.Node) {
 		if !p.isNew && !p.admin && !p.isShare() {
 			held[keyOf(p.res)] = true
 		}
-	}
-	type failure struct {
-		d   *device
-		err error
 	}
 	var failing []failure
 	for _, a := range nc.alts {
@@ -243,20 +252,8 @@ func (c *checker) checkDerivedErrors(nc *newClaim, witnesses []*corev1.Node) {
 			}
 		}
 	}
-	if len(failing) == 0 {
+	if c.someNodeAvoids(witnesses, failing) {
 		return
-	}
-	for _, n := range witnesses {
-		clean := true
-		for _, f := range failing {
-			if c.w.seesDevice(n, f.d) {
-				clean = false
-				break
-			}
-		}
-		if clean {
-			return
-		}
 	}
 	c.errorf("claim %s: a derived attribute fails on device %s, and every node the allocation admits reaches such a device (the upstream allocator fails there): %v",
 		nc.key, failing[0].d.key, failing[0].err)
