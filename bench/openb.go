@@ -399,21 +399,7 @@ func RunOpenB(ctx context.Context, cfg OpenBConfig, sz Size, seed uint64, policy
 	if err != nil {
 		return nil, err
 	}
-	if sz.Nodes > 0 && sz.Nodes < len(nodes) {
-		rng := rand.New(rand.NewPCG(seed, 0x6f70656e62))
-		rng.Shuffle(len(nodes), func(i, j int) { nodes[i], nodes[j] = nodes[j], nodes[i] })
-		nodes = nodes[:sz.Nodes]
-		sort.Slice(nodes, func(i, j int) bool { return nodes[i].name < nodes[j].name })
-	}
-	for i := range tasks {
-		t := &tasks[i]
-		t.arrive = float64(t.creation) / cfg.Load
-		t.leave = t.arrive + float64(t.delete-t.creation)
-	}
-	sort.SliceStable(tasks, func(i, j int) bool { return tasks[i].arrive < tasks[j].arrive })
-	if sz.Claims > 0 && sz.Claims < len(tasks) {
-		tasks = tasks[:sz.Claims]
-	}
+	nodes, tasks = sampleReplay(nodes, tasks, sz, seed, cfg.Load)
 	base := openbCluster(nodes, gm)
 	w := newWorld(base)
 	st := &replayState{w: w, slices: map[counterKey]int{}, running: map[string]*resourceapi.ResourceClaim{}}
@@ -675,4 +661,26 @@ func openbPods(pods string) string {
 		return "default"
 	}
 	return pods
+}
+
+// sampleReplay takes the replay's sample of the trace: sz.Nodes nodes drawn
+// with seed (kept in name order), the tasks' arrivals and departures
+// compressed by load, and the first sz.Claims tasks to arrive.
+func sampleReplay(nodes []openbNode, tasks []openbTask, sz Size, seed uint64, load float64) ([]openbNode, []openbTask) {
+	if sz.Nodes > 0 && sz.Nodes < len(nodes) {
+		rng := rand.New(rand.NewPCG(seed, 0x6f70656e62))
+		rng.Shuffle(len(nodes), func(i, j int) { nodes[i], nodes[j] = nodes[j], nodes[i] })
+		nodes = nodes[:sz.Nodes]
+		sort.Slice(nodes, func(i, j int) bool { return nodes[i].name < nodes[j].name })
+	}
+	for i := range tasks {
+		t := &tasks[i]
+		t.arrive = float64(t.creation) / load
+		t.leave = t.arrive + float64(t.delete-t.creation)
+	}
+	sort.SliceStable(tasks, func(i, j int) bool { return tasks[i].arrive < tasks[j].arrive })
+	if sz.Claims > 0 && sz.Claims < len(tasks) {
+		tasks = tasks[:sz.Claims]
+	}
+	return nodes, tasks
 }

@@ -11,7 +11,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"sort"
 	"strings"
 	"time"
@@ -115,21 +114,7 @@ func RunResearchOpenB(ctx context.Context, cfg Config, sz Size, progress func(st
 	if err != nil {
 		return nil, err
 	}
-	if sz.Nodes > 0 && sz.Nodes < len(nodes) { // the openb scenario's sample
-		rng := rand.New(rand.NewPCG(cfg.Seed, 0x6f70656e62))
-		rng.Shuffle(len(nodes), func(i, j int) { nodes[i], nodes[j] = nodes[j], nodes[i] })
-		nodes = nodes[:sz.Nodes]
-		sort.Slice(nodes, func(i, j int) bool { return nodes[i].name < nodes[j].name })
-	}
-	for i := range tasks {
-		t := &tasks[i]
-		t.arrive = float64(t.creation) / oc.Load
-		t.leave = t.arrive + float64(t.delete-t.creation)
-	}
-	sort.SliceStable(tasks, func(i, j int) bool { return tasks[i].arrive < tasks[j].arrive })
-	if sz.Claims > 0 && sz.Claims < len(tasks) {
-		tasks = tasks[:sz.Claims]
-	}
+	nodes, tasks = sampleReplay(nodes, tasks, sz, cfg.Seed, oc.Load) // the openb scenario's sample
 	claims := make([]*resourceapi.ResourceClaim, len(tasks))
 	for i := range tasks {
 		claims[i] = modesTaskClaim(&tasks[i])
