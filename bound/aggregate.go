@@ -21,55 +21,15 @@ func shapeKey(it item) string {
 	return sb.String()
 }
 
-// fits tells whether the shapes (multiset, as item reqs) fit into v.
+// fitsAll tells whether the shapes (multiset, as item reqs) fit into v.
 func fitsAll(shapes [][]itemReq, v []kc) bool {
 	if len(shapes) == 0 {
 		return true
 	}
-	ok := false
-	var try func(reqs []itemReq, v []kc)
-	try = func(reqs []itemReq, v []kc) {
-		if ok {
-			return
-		}
-		if len(reqs) == 0 {
-			if fitsAll(shapes[1:], v) {
-				ok = true
-			}
-			return
-		}
-		rq := reqs[0]
-		var choose func(j, left int, v []kc)
-		choose = func(j, left int, v []kc) {
-			if ok {
-				return
-			}
-			if left == 0 {
-				try(reqs[1:], v)
-				return
-			}
-			if j == len(rq.kinds) {
-				return
-			}
-			kd := rq.kinds[j]
-			have := 0
-			for _, x := range v {
-				if x.kind == kd {
-					have = x.n
-				}
-			}
-			for t := min(have, left); t >= 0; t-- {
-				next := v
-				if t > 0 {
-					next = take(v, kd, t)
-				}
-				choose(j+1, left-t, next)
-			}
-		}
-		choose(0, rq.cnt, v)
-	}
-	try(shapes[0], v)
-	return ok
+	// takeEach stops (false) at the first way that leaves room for the rest.
+	return !takeEach(shapes[0], v, -1, false, func(after []kc, _ bool) bool {
+		return !fitsAll(shapes[1:], after)
+	})
 }
 
 // AggregateStats describes a written aggregated program.

@@ -240,21 +240,30 @@ func (pk *packer) best(v []kc) float64 {
 // place enumerates the ways to take reqs' devices from v, using at least
 // one device of kind k0, and calls emit with what is left.
 func (pk *packer) place(reqs []itemReq, v []kc, k0 int, usedK0 bool, emit func([]kc)) {
-	if len(reqs) == 0 {
-		if usedK0 {
-			emit(v)
+	takeEach(reqs, v, k0, usedK0, func(after []kc, used bool) bool {
+		if used {
+			emit(after)
 		}
-		return
+		return true
+	})
+}
+
+// takeEach enumerates the ways to take reqs' devices from v (each request
+// its count, spread over its kinds), calling emit with what is left and
+// whether a device of kind k0 was taken (or used already was); it stops
+// when emit returns false, and then returns false.
+func takeEach(reqs []itemReq, v []kc, k0 int, used bool, emit func(after []kc, usedK0 bool) bool) bool {
+	if len(reqs) == 0 {
+		return emit(v, used)
 	}
 	rq := reqs[0]
-	var choose func(j, left int, v []kc, used bool)
-	choose = func(j, left int, v []kc, used bool) {
+	var choose func(j, left int, v []kc, used bool) bool
+	choose = func(j, left int, v []kc, used bool) bool {
 		if left == 0 {
-			pk.place(reqs[1:], v, k0, used, emit)
-			return
+			return takeEach(reqs[1:], v, k0, used, emit)
 		}
 		if j == len(rq.kinds) {
-			return
+			return true
 		}
 		kd := rq.kinds[j]
 		have := 0
@@ -268,10 +277,13 @@ func (pk *packer) place(reqs []itemReq, v []kc, k0 int, usedK0 bool, emit func([
 			if t > 0 {
 				next = take(v, kd, t)
 			}
-			choose(j+1, left-t, next, used || (t > 0 && kd == k0))
+			if !choose(j+1, left-t, next, used || (t > 0 && kd == k0)) {
+				return false
+			}
 		}
+		return true
 	}
-	choose(0, rq.cnt, v, usedK0)
+	return choose(0, rq.cnt, v, used)
 }
 
 // counts adds the items of v's best packing (best must have run on v).
