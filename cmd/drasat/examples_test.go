@@ -74,11 +74,8 @@ func runCLI(t *testing.T, args ...string) (stdout, stderr string, err error) {
 	oldOut, oldErr := os.Stdout, os.Stderr
 	os.Stdout, os.Stderr = outF, errF
 	defer func() { os.Stdout, os.Stderr = oldOut, oldErr }()
-	app := &cli.App{
-		Name:           "drasat",
-		Commands:       []*cli.Command{allocateCommand()},
-		ExitErrHandler: func(*cli.Context, error) {}, // never os.Exit in a test
-	}
+	app := newApp(append([]string{"drasat"}, args...), outF, errF)
+	app.ExitErrHandler = func(*cli.Context, error) {} // never os.Exit in a test
 	err = app.RunContext(context.Background(), append([]string{"drasat"}, args...))
 	outF.Close()
 	errF.Close()

@@ -17,11 +17,7 @@ func TestTimeoutMustBePositive(t *testing.T) {
 	} {
 		for _, v := range []string{"0s", "-5s"} {
 			args := append(append([]string(nil), cmd...), "--timeout", v)
-			run := runCmd
-			if cmd[0] == "allocate" {
-				run = runCLI
-			}
-			stdout, _, err := run(t, args...)
+			stdout, _, err := runCLI(t, args...)
 			if err == nil || !strings.Contains(err.Error(), "--timeout") || stdout != "" {
 				t.Errorf("%v: err %v, stdout %q; want an error naming --timeout", args, err, stdout)
 			}
