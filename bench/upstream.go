@@ -184,7 +184,7 @@ func Upstream(ctx context.Context, objs *model.Objects, feats UpstreamFeatures) 
 	for _, n := range nodes {
 		nodeByName[n.Name] = n
 	}
-	pinned := pinnedNodes(objs)
+	pinned := objs.PinnedNodes()
 
 	state := newAllocatedState(features.ConsumableCapacity)
 	for _, c := range objs.Claims {
@@ -354,40 +354,6 @@ func upstreamNodes(objs *model.Objects) []*corev1.Node {
 	}
 	sort.SliceStable(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
 	return nodes
-}
-
-// pinnedNodes maps claims to the node of a bound pod that uses them, as
-// model.Build does: such a claim can only be allocated there.
-func pinnedNodes(objs *model.Objects) map[string]string {
-	out := map[string]string{}
-	for _, c := range objs.Claims {
-		for _, ref := range c.Status.ReservedFor {
-			if ref.Resource != "pods" {
-				continue
-			}
-			for _, p := range objs.Pods {
-				if p.Namespace == c.Namespace && p.Name == ref.Name && p.Spec.NodeName != "" {
-					out[c.Namespace+"/"+c.Name] = p.Spec.NodeName
-				}
-			}
-		}
-	}
-	for _, p := range objs.Pods {
-		if p.Spec.NodeName == "" {
-			continue
-		}
-		for _, rc := range p.Spec.ResourceClaims {
-			if rc.ResourceClaimName != nil {
-				out[p.Namespace+"/"+*rc.ResourceClaimName] = p.Spec.NodeName
-			}
-		}
-		for _, st := range p.Status.ResourceClaimStatuses {
-			if st.ResourceClaimName != nil {
-				out[p.Namespace+"/"+*st.ResourceClaimName] = p.Spec.NodeName
-			}
-		}
-	}
-	return out
 }
 
 // allocatedState is the plugin's allocatedDevices bookkeeping.

@@ -608,7 +608,7 @@ func (b *builder) buildClaims() error {
 	for _, c := range b.objs.Classes {
 		b.classes[c.Name] = c
 	}
-	fixed := b.podNodes()
+	fixed := b.objs.PinnedNodes()
 	// Claims whose selectors are all cheap are built first, so that a
 	// batch's expensive selectors, which may run the build out of its
 	// deadline, cannot take the time of the ordinary claims after them.
@@ -676,39 +676,6 @@ func (b *builder) cheapSelectors(obj *resourceapi.ResourceClaim) bool {
 		}
 	}
 	return true
-}
-
-// podNodes maps claims to the node of a bound pod that uses them.
-func (b *builder) podNodes() map[string]string {
-	out := map[string]string{}
-	for _, c := range b.objs.Claims {
-		for _, ref := range c.Status.ReservedFor {
-			if ref.Resource != "pods" {
-				continue
-			}
-			for _, p := range b.objs.Pods {
-				if p.Namespace == c.Namespace && p.Name == ref.Name && p.Spec.NodeName != "" {
-					out[c.Namespace+"/"+c.Name] = p.Spec.NodeName
-				}
-			}
-		}
-	}
-	for _, p := range b.objs.Pods {
-		if p.Spec.NodeName == "" {
-			continue
-		}
-		for _, rc := range p.Spec.ResourceClaims {
-			if rc.ResourceClaimName != nil {
-				out[p.Namespace+"/"+*rc.ResourceClaimName] = p.Spec.NodeName
-			}
-		}
-		for _, st := range p.Status.ResourceClaimStatuses {
-			if st.ResourceClaimName != nil {
-				out[p.Namespace+"/"+*st.ResourceClaimName] = p.Spec.NodeName
-			}
-		}
-	}
-	return out
 }
 
 var errUnsupported = errors.New("not supported by drasat yet")

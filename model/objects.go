@@ -39,3 +39,38 @@ type Objects struct {
 	// "Kind namespace/name", for error messages.
 	Origin map[string]string
 }
+
+// PinnedNodes maps claims ("namespace/name") to the node of a bound pod
+// that uses them (reserved for it, or named in its spec or status): such a
+// claim can only be allocated on that node.
+func (objs *Objects) PinnedNodes() map[string]string {
+	out := map[string]string{}
+	for _, c := range objs.Claims {
+		for _, ref := range c.Status.ReservedFor {
+			if ref.Resource != "pods" {
+				continue
+			}
+			for _, p := range objs.Pods {
+				if p.Namespace == c.Namespace && p.Name == ref.Name && p.Spec.NodeName != "" {
+					out[c.Namespace+"/"+c.Name] = p.Spec.NodeName
+				}
+			}
+		}
+	}
+	for _, p := range objs.Pods {
+		if p.Spec.NodeName == "" {
+			continue
+		}
+		for _, rc := range p.Spec.ResourceClaims {
+			if rc.ResourceClaimName != nil {
+				out[p.Namespace+"/"+*rc.ResourceClaimName] = p.Spec.NodeName
+			}
+		}
+		for _, st := range p.Status.ResourceClaimStatuses {
+			if st.ResourceClaimName != nil {
+				out[p.Namespace+"/"+*st.ResourceClaimName] = p.Spec.NodeName
+			}
+		}
+	}
+	return out
+}

@@ -10,6 +10,8 @@ import (
 	"github.com/urfave/cli/v2"
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
 	"github.com/drasat/drasat/bench"
@@ -163,31 +165,28 @@ func writeObjects(buf *bytes.Buffer, objs *model.Objects) error {
 	if len(objs.CompatibleOnlyWith) > 0 {
 		return fmt.Errorf("objects: devices with compatibleOnlyWith cannot be written back")
 	}
-	var docs []any
+	var docs []runtime.Object
+	// Objects decoded from files carry no apiVersion/kind; a copy with
+	// them set is written, the input is left untouched.
+	add := func(o runtime.Object, gvk schema.GroupVersionKind) {
+		o = o.DeepCopyObject()
+		o.GetObjectKind().SetGroupVersionKind(gvk)
+		docs = append(docs, o)
+	}
 	for _, n := range objs.Nodes {
-		n = n.DeepCopy()
-		n.APIVersion, n.Kind = corev1.SchemeGroupVersion.String(), "Node"
-		docs = append(docs, n)
+		add(n, corev1.SchemeGroupVersion.WithKind("Node"))
 	}
 	for _, cl := range objs.Classes {
-		cl = cl.DeepCopy()
-		cl.APIVersion, cl.Kind = resourceapi.SchemeGroupVersion.String(), "DeviceClass"
-		docs = append(docs, cl)
+		add(cl, resourceapi.SchemeGroupVersion.WithKind("DeviceClass"))
 	}
 	for _, s := range objs.Slices {
-		s = s.DeepCopy()
-		s.APIVersion, s.Kind = resourceapi.SchemeGroupVersion.String(), "ResourceSlice"
-		docs = append(docs, s)
+		add(s, resourceapi.SchemeGroupVersion.WithKind("ResourceSlice"))
 	}
 	for _, cl := range objs.Claims {
-		cl = cl.DeepCopy()
-		cl.APIVersion, cl.Kind = resourceapi.SchemeGroupVersion.String(), "ResourceClaim"
-		docs = append(docs, cl)
+		add(cl, resourceapi.SchemeGroupVersion.WithKind("ResourceClaim"))
 	}
 	for _, p := range objs.Pods {
-		p = p.DeepCopy()
-		p.APIVersion, p.Kind = corev1.SchemeGroupVersion.String(), "Pod"
-		docs = append(docs, p)
+		add(p, corev1.SchemeGroupVersion.WithKind("Pod"))
 	}
 	for i, d := range docs {
 		if i > 0 {
