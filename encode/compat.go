@@ -46,23 +46,11 @@ func (m *Model) kepGroups(si int, cons []consumer) {
 	if !grouped {
 		return // nobody has groups: all are mutually compatible
 	}
-	// Modes still open given what is already allocated.
-	allowed := map[string]bool{}
-	first := true
-	for _, g := range set.ExistingGroups {
-		next := map[string]bool{}
-		for _, x := range model.Modes(g) {
-			if first || allowed[x] {
-				next[x] = true
-			}
-		}
-		allowed, first = next, false
-	}
 	modes := map[string]z.Lit{}
 	var names []string
 	for _, c := range cons {
 		for _, g := range model.Modes(m.P.Devices[c.dev].GroupsIn(si)) {
-			if _, ok := modes[g]; !ok && (first || allowed[g]) {
+			if _, ok := modes[g]; !ok && set.ModeOpen(g) {
 				modes[g] = m.C.Lit()
 				names = append(names, g)
 			}

@@ -577,22 +577,11 @@ func (w *writer) groups(si int, each func(yield func(dev int, vs []int))) {
 	if !grouped {
 		return
 	}
-	allowed := map[string]bool{}
-	first := true
-	for _, g := range set.ExistingGroups {
-		next := map[string]bool{}
-		for _, x := range model.Modes(g) {
-			if first || allowed[x] {
-				next[x] = true
-			}
-		}
-		allowed, first = next, false
-	}
 	modes := map[string]int{}
 	var ms []int
 	for _, c := range cs {
 		for _, g := range model.Modes(w.p.Devices[c.dev].GroupsIn(si)) {
-			if _, ok := modes[g]; !ok && (first || allowed[g]) {
+			if _, ok := modes[g]; !ok && set.ModeOpen(g) {
 				modes[g] = w.helper(fmt.Sprintf("md%d_%d", si, len(modes)))
 				ms = append(ms, modes[g])
 			}

@@ -151,6 +151,18 @@ func (cs *CounterSet) Untouched() bool {
 	return true
 }
 
+// ModeOpen tells, under KEP-5963 semantics, whether a new device may use
+// mode x of the set: every existing allocation's modes (Modes) must
+// include it. With nothing allocated every mode is open.
+func (cs *CounterSet) ModeOpen(x string) bool {
+	for _, g := range cs.ExistingGroups {
+		if !slices.Contains(Modes(g), x) {
+			return false
+		}
+	}
+	return true
+}
+
 // CheckCompat tells whether compat names a compatibility-group semantics;
 // empty means the default.
 func CheckCompat(compat string) error {
