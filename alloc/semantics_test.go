@@ -95,6 +95,30 @@ spec:
 `, name, count, size)
 }
 
+// inUse is a claim "old" already allocated the given "pool/device"s
+// (request r, count ignored: an allocated claim is taken as it is).
+func inUse(devices ...string) string {
+	var b strings.Builder
+	b.WriteString(`
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: old, namespace: default}
+spec:
+  devices:
+    requests: [{name: r, exactly: {deviceClassName: gpu}}]
+status:
+  allocation:
+    devices:
+      results:
+`)
+	for _, d := range devices {
+		pool, dev, _ := strings.Cut(d, "/")
+		fmt.Fprintf(&b, "      - {request: r, driver: gpu.example.com, pool: %s, device: %s}\n", pool, dev)
+	}
+	return b.String()
+}
+
 func load(t *testing.T, docs ...string) *model.Objects {
 	t.Helper()
 	l := &model.Loader{Stdin: strings.NewReader(strings.Join(docs, "\n"))}
@@ -146,19 +170,7 @@ func TestOptimalBeatsFirstFit(t *testing.T) {
 }
 
 func TestCountersIncludeExistingAllocations(t *testing.T) {
-	existing := `
----
-apiVersion: resource.k8s.io/v1
-kind: ResourceClaim
-metadata: {name: old, namespace: default}
-spec:
-  devices:
-    requests: [{name: r, exactly: {deviceClassName: gpu}}]
-status:
-  allocation:
-    devices:
-      results: [{request: r, driver: gpu.example.com, pool: node-1, device: quarter-1}]
-`
+	existing := inUse("node-1/quarter-1")
 	objs := load(t, node1, gpuPool("node-1", nil), existing, claim("h", 2, 2))
 	got, _ := solve(t, objs, Options{}, "")
 	if got["default/h"] != nil {
@@ -203,19 +215,7 @@ spec:
 		t.Fatalf("All gave %d devices, want 4", n)
 	}
 	// One quarter taken by an existing claim: All cannot be satisfied.
-	existing := `
----
-apiVersion: resource.k8s.io/v1
-kind: ResourceClaim
-metadata: {name: old, namespace: default}
-spec:
-  devices:
-    requests: [{name: r, exactly: {deviceClassName: gpu}}]
-status:
-  allocation:
-    devices:
-      results: [{request: r, driver: gpu.example.com, pool: node-1, device: quarter-2}]
-`
+	existing := inUse("node-1/quarter-2")
 	objs = load(t, node1, gpuPool("node-1", nil), all, existing)
 	got, _ = solve(t, objs, Options{}, "")
 	if got["default/all-quarters"] != nil {
@@ -266,23 +266,7 @@ spec:
 `
 	// Node 1 has only a half left, node 2 only quarters: no single GPU
 	// offers both, so the claim must fail.
-	busy := `
----
-apiVersion: resource.k8s.io/v1
-kind: ResourceClaim
-metadata: {name: old, namespace: default}
-spec:
-  devices:
-    requests: [{name: r, exactly: {deviceClassName: gpu, count: 2}}]
-status:
-  allocation:
-    devices:
-      results:
-      - {request: r, driver: gpu.example.com, pool: node-1, device: quarter-0}
-      - {request: r, driver: gpu.example.com, pool: node-1, device: quarter-1}
-      - {request: r, driver: gpu.example.com, pool: node-2, device: half-0}
-      - {request: r, driver: gpu.example.com, pool: node-2, device: half-1}
-`
+	busy := inUse("node-1/quarter-0", "node-1/quarter-1", "node-2/half-0", "node-2/half-1")
 	objs := load(t, node1, gpuPool("node-1", nil), gpuPool("node-2", nil), match, busy)
 	got, _ := solve(t, objs, Options{}, "")
 	if got["default/same"] != nil {
@@ -330,18 +314,7 @@ spec:
   pool: {name: nics, generation: 1, resourceSliceCount: 1}
   devices:
   - {name: nic, attributes: {size: {int: 9}}}
----
-apiVersion: resource.k8s.io/v1
-kind: ResourceClaim
-metadata: {name: old, namespace: default}
-spec:
-  devices:
-    requests: [{name: r, exactly: {deviceClassName: gpu}}]
-status:
-  allocation:
-    devices:
-      results: [{request: r, driver: gpu.example.com, pool: nics, device: nic}]
-`
+` + inUse("nics/nic")
 	admin := strings.Replace(claim("admin", 9, 1), "count: 1", "count: 1\n        adminAccess: true", 1)
 	objs := load(t, node1, nic, admin, claim("normal", 9, 1))
 	got, _ := solve(t, objs, Options{}, "")
@@ -360,7 +333,6 @@ func TestCompatibilityGroups(t *testing.T) {
 	_ = groups
 	// whole in group full, halves in mig, quarter-0 without groups.
 	pool := gpuPool("node-1", nil)
-	pool = strings.Replace(pool, "name: whole\n", "name: whole\n", 1)
 	withGroups := addGroups(pool, map[string]string{"half-0": "[mig]", "half-1": "[mig]", "quarter-1": "[mig, ts]", "quarter-2": "[ts]"})
 	objs := load(t, node1, withGroups, claim("h", 2, 1), claim("q", 1, 3))
 	for _, compat := range []string{model.CompatKEP5963, model.CompatWildcard} {
