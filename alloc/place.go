@@ -1,6 +1,10 @@
 package alloc
 
-import "github.com/drasat/drasat/model"
+import (
+	"sort"
+
+	"github.com/drasat/drasat/model"
+)
 
 // The first-fit placer: the one depth-first search that places a claim the
 // way the kube-scheduler's structured allocator does. Nodes in name order
@@ -23,6 +27,27 @@ import "github.com/drasat/drasat/model"
 func FirstFit(s *model.State, c *model.Claim, steps int) (*Assignment, bool) {
 	a, ok, _ := search(s, c, nil, steps)
 	return a, ok
+}
+
+// Sequential places the claims one at a time in order with place and never
+// moves a placed claim, as a scheduler that sees one claim at a time does;
+// the claims place cannot fit are rejected. The baselines drasat is
+// compared with (first-fit, first-fit-decreasing, best-fit, FGD) differ
+// only in their place.
+func Sequential(p *model.Problem, order []*model.Claim, place func(*model.State, *model.Claim) (*Assignment, bool)) *Result {
+	s := model.NewState(p)
+	res := &Result{Rejected: map[int]string{}}
+	for _, c := range order {
+		if a, ok := place(s, c); ok {
+			res.Assignments = append(res.Assignments, a)
+		} else {
+			res.Rejected[c.Index] = "does not fit"
+		}
+	}
+	sort.Slice(res.Assignments, func(i, j int) bool { return res.Assignments[i].Claim.Index < res.Assignments[j].Claim.Index })
+	res.Stats.Pending = len(p.Claims)
+	res.Stats.Admitted = len(res.Assignments)
+	return res
 }
 
 // search is FirstFit that also tells whether a failure is decided (false

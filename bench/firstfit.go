@@ -18,19 +18,9 @@ const ffSteps = 50_000
 // devices in publication order, with backtracking within the claim).
 // Placed claims are never moved.
 func FirstFit(p *model.Problem, order []*model.Claim) *alloc.Result {
-	s := model.NewState(p)
-	res := &alloc.Result{Rejected: map[int]string{}}
-	for _, c := range order {
-		if a, ok := alloc.FirstFit(s, c, ffSteps); ok {
-			res.Assignments = append(res.Assignments, a)
-		} else {
-			res.Rejected[c.Index] = "does not fit"
-		}
-	}
-	sort.Slice(res.Assignments, func(i, j int) bool { return res.Assignments[i].Claim.Index < res.Assignments[j].Claim.Index })
-	res.Stats.Pending = len(p.Claims)
-	res.Stats.Admitted = len(res.Assignments)
-	return res
+	return alloc.Sequential(p, order, func(s *model.State, c *model.Claim) (*alloc.Assignment, bool) {
+		return alloc.FirstFit(s, c, ffSteps)
+	})
 }
 
 // Decreasing orders claims largest first (stable): a claim's size is the

@@ -2,7 +2,6 @@ package frag
 
 import (
 	"math"
-	"sort"
 
 	"github.com/drasat/drasat/alloc"
 	"github.com/drasat/drasat/model"
@@ -249,17 +248,7 @@ func taken(picks []alloc.Pick, d int) bool {
 // Greedy places claims one at a time in the given order by rule; claims
 // that fit nowhere are rejected.
 func (m *Measure) Greedy(order []*model.Claim, rule Rule) *alloc.Result {
-	s := model.NewState(m.p)
-	res := &alloc.Result{Rejected: map[int]string{}}
-	for _, c := range order {
-		if a, ok := m.Place(s, c, rule); ok {
-			res.Assignments = append(res.Assignments, a)
-		} else {
-			res.Rejected[c.Index] = "does not fit"
-		}
-	}
-	sort.Slice(res.Assignments, func(i, j int) bool { return res.Assignments[i].Claim.Index < res.Assignments[j].Claim.Index })
-	res.Stats.Pending = len(m.p.Claims)
-	res.Stats.Admitted = len(res.Assignments)
-	return res
+	return alloc.Sequential(m.p, order, func(s *model.State, c *model.Claim) (*alloc.Assignment, bool) {
+		return m.Place(s, c, rule)
+	})
 }
