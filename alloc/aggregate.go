@@ -58,24 +58,37 @@ type aggregateSolver func(ctx context.Context, cs *componentState, na *bound.Nod
 func aggregateRealise(ctx context.Context, cs *componentState, end time.Time) outcome {
 	switch {
 	case cs.opts.UseCBC && mip.CBCPath() != "":
-		return aggregateStage(ctx, cs, end, solveCBC)
+		return aggregateStage(ctx, cs, end, 2.0/3, solveCBC)
 	case !cs.opts.UseCBC && cs.opts.AggregateSAT && plainDevices(cs):
-		return aggregateStage(ctx, cs, end, searchNodes)
+		return aggregateStage(ctx, cs, end, 2.0/3, searchNodes)
 	}
 	return skipped
 }
 
+// aggregateDive is the default aggregate stage, after best-fit: diving
+// on the per-node model's LP relaxation (bound.NodeAggregate.Dive, pure
+// Go) for an answer above the incumbent, realised like the others. It
+// runs only where the model is a relaxation (plainDevices), which is
+// where the LP's value says what is within reach.
+func aggregateDive(ctx context.Context, cs *componentState, end time.Time) outcome {
+	if cs.opts.NoAggregateDive || !plainDevices(cs) {
+		return skipped
+	}
+	return aggregateStage(ctx, cs, end, cs.plan.dive, diveLP)
+}
+
 // aggregateStage builds the per-node model, solves it with solve and
-// realises the answer. Skipped when the relaxation could not enumerate
-// layouts, when the incumbent meets the bound, or when little time is left.
-func aggregateStage(ctx context.Context, cs *componentState, end time.Time, solve aggregateSolver) outcome {
+// realises the answer, within share of the time left. Skipped when the
+// relaxation could not enumerate layouts, when the incumbent meets the
+// bound, or when little time is left.
+func aggregateStage(ctx context.Context, cs *componentState, end time.Time, share float64, solve aggregateSolver) outcome {
 	if cs.rel == nil || !cs.short() || !cs.rel.Enumerated() || time.Until(end) < aggregateMinTime {
 		return skipped
 	}
-	// The stage takes at most ⅔ of the time left (enumerating the patterns
-	// included): best-fit and the neighbourhood search follow when the
-	// realisation fails, and on large batches they need the time.
-	end = minTime(end, time.Now().Add(time.Until(end)*2/3))
+	// The stage takes at most its share of the time left (enumerating the
+	// patterns included): the neighbourhood search follows when the
+	// realisation fails, and on large batches it needs the time.
+	end = minTime(end, time.Now().Add(time.Duration(float64(time.Until(end))*share)))
 	na, err := cs.rel.NodeAggregateBy(end)
 	if err != nil {
 		return outcome{}
@@ -202,6 +215,15 @@ func searchNodes(ctx context.Context, cs *componentState, na *bound.NodeAggregat
 		ans.bound, ans.hasBnd = sol.Bound, true
 	}
 	return ans, nil
+}
+
+// diveLP dives on the model's LP relaxation for more than the incumbent.
+func diveLP(ctx context.Context, cs *componentState, na *bound.NodeAggregate, end time.Time) (aggregateAnswer, error) {
+	sol, _, err := na.Dive(ctx, end, cs.value+1)
+	if err != nil || sol.Values == nil {
+		return aggregateAnswer{}, err
+	}
+	return aggregateAnswer{values: sol.Values, objective: sol.Objective}, nil
 }
 
 func isOptimal(status string) bool { return len(status) >= 7 && status[:7] == "Optimal" }

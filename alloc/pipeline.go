@@ -299,6 +299,9 @@ type budgetPlan struct {
 	lns float64
 	// lowerMin and lowerMax clamp the lower levels (see budget.lower).
 	lowerMin, lowerMax time.Duration
+	// dive: the aggregate dive's share of the time left after best-fit
+	// (the pattern enumeration, the LP, the dive and the realisation).
+	dive float64
 	// hint bounds the solve that hands the incumbent to the SAT model.
 	hint time.Duration
 	// orderedCall: each call of the ordered SAT sequence gets this many
@@ -315,7 +318,7 @@ type budgetPlan struct {
 // should not wait for that.
 func newPlan(useSAT bool) budgetPlan {
 	d := DefaultLimits
-	pl := budgetPlan{descent: 1.0 / 3, repackDescent: 1.0 / 4, lns: 1, lowerMin: d.LowerMin, lowerMax: d.LowerMax, hint: d.LowerMin, orderedCall: 2}
+	pl := budgetPlan{descent: 1.0 / 3, repackDescent: 1.0 / 4, lns: 1, lowerMin: d.LowerMin, lowerMax: d.LowerMax, dive: 3.0 / 4, hint: d.LowerMin, orderedCall: 2}
 	if useSAT {
 		pl.lns = 0.5
 	}
@@ -365,6 +368,7 @@ var maxClaimsStages = []stage{
 	{"relaxation", allLeft, relaxation},
 	{"aggregate", allLeft, aggregateRealise},
 	{"best-fit", allLeft, bestFitTries},
+	{"aggregate-dive", allLeft, aggregateDive},
 	{"neighbourhood", lnsShare, neighbourhood},
 	{"settled", untimed, settledWithoutSAT},
 	{"encode", allLeft, encodeModel},

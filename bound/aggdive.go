@@ -1,0 +1,204 @@
+package bound
+
+import (
+	"context"
+	"errors"
+	"math"
+	"time"
+
+	"github.com/drasat/drasat/bound/lp"
+)
+
+// Dive looks for an integer solution of the per-node model with weight
+// at least target by diving on its LP relaxation (bound/lp): solve the
+// LP, fix one fractional count (a pattern count first: rounding a GPU's
+// pattern up commits it; then the claim counts), solve again from the
+// same basis, and so on until every count is integral. A fixing that
+// makes the LP infeasible or drops its value below target is undone and
+// the other rounding tried; when both fail the dive backtracks one level,
+// within a budget of failed fixings. The LP relaxation of this model is
+// tight on the MIG batches (its value floors to the optimum), so a dive
+// seldom needs to backtrack.
+//
+// Diving proves nothing: Bound stays math.MaxInt64. The LP's value is
+// reported in LPValue. Weights must be integers (max-claims weights are).
+func (na *NodeAggregate) Dive(ctx context.Context, deadline time.Time, target int64) (AggregateSolution, DiveStats, error) {
+	res := AggregateSolution{Bound: math.MaxInt64}
+	var st DiveStats
+	prob, cols := na.lp()
+	st.Rows, st.Columns = prob.Rows(), prob.Columns()
+	if s := prob.Solve(ctx, deadline); s != lp.Optimal {
+		st.Iterations = prob.Iterations
+		return res, st, errors.New("aggregated LP: " + s.String())
+	}
+	st.LPValue = prob.Objective()
+	st.RootIterations = prob.Iterations
+	if math.Floor(st.LPValue+1e-6) < float64(target) {
+		st.Iterations = prob.Iterations
+		return res, st, nil
+	}
+	goal := float64(target) - 1e-6
+	// The fixings made, for backtracking: the variable, its bounds
+	// before, and whether the other rounding is still to try.
+	type fix struct {
+		j          int
+		lo, up     float64
+		other      float64 // the other rounding's value
+		otherIsLow bool
+		tried      bool
+	}
+	var stack []fix
+	failures, maxFailures := 0, 64
+	isC := func(j int) bool { return cols[j].group >= 0 }
+	for {
+		if ctx.Err() != nil || time.Now().After(deadline) {
+			st.Iterations = prob.Iterations
+			return res, st, nil
+		}
+		// The fractional count to fix: pattern counts before claim
+		// counts; among them the one nearest to its ceiling.
+		j, bestF, bestC := -1, -1.0, false
+		for k := 0; k < prob.Columns(); k++ {
+			v := prob.Value(k)
+			f := v - math.Floor(v)
+			if f < 1e-6 || f > 1-1e-6 {
+				continue
+			}
+			c := isC(k)
+			if j < 0 || c && !bestC || c == bestC && f > bestF {
+				j, bestF, bestC = k, f, c
+			}
+		}
+		if j < 0 {
+			break // integral
+		}
+		v := prob.Value(j)
+		lo, up := prob.Bounds(j)
+		stack = append(stack, fix{j: j, lo: lo, up: up, other: math.Floor(v), otherIsLow: true})
+		prob.SetBounds(j, math.Ceil(v), up)
+		st.Fixings++
+		for {
+			s := prob.Solve(ctx, deadline)
+			if s == lp.Stopped {
+				st.Iterations = prob.Iterations
+				return res, st, nil
+			}
+			if s == lp.Optimal && prob.Objective() >= goal {
+				break
+			}
+			// This fixing fails: try the other rounding, else backtrack.
+			failures++
+			st.Failures++
+			if failures > maxFailures {
+				st.Iterations = prob.Iterations
+				return res, st, nil
+			}
+			for len(stack) > 0 && stack[len(stack)-1].tried {
+				f := stack[len(stack)-1]
+				prob.SetBounds(f.j, f.lo, f.up)
+				stack = stack[:len(stack)-1]
+			}
+			if len(stack) == 0 {
+				st.Iterations = prob.Iterations
+				return res, st, nil
+			}
+			f := &stack[len(stack)-1]
+			f.tried = true
+			if f.otherIsLow {
+				prob.SetBounds(f.j, f.lo, f.other)
+			} else {
+				prob.SetBounds(f.j, f.other, f.up)
+			}
+		}
+	}
+	st.Iterations = prob.Iterations
+	res.Values = map[string]float64{}
+	var obj float64
+	for k, c := range cols {
+		v := math.Round(prob.Value(k))
+		if v == 0 {
+			continue
+		}
+		if c.group >= 0 {
+			g := &na.Groups[c.group]
+			res.Values[g.Var(c.index)] = v
+		} else {
+			k := &na.Classes[c.class]
+			res.Values[k.Var(c.index)] = v
+			obj += v * k.Weight
+		}
+	}
+	res.Objective = int64(math.Round(obj))
+	return res, st, nil
+}
+
+// DiveStats describes a dive.
+type DiveStats struct {
+	Rows, Columns       int
+	LPValue             float64
+	Iterations, Fixings int
+	RootIterations      int
+	Failures            int
+}
+
+// lpCol names a column of the model's LP: a pattern count (group,
+// pattern index) or a claim count (class, node).
+type lpCol struct {
+	group, class, index int
+}
+
+// lp builds the model's LP relaxation (the rows of WriteLP; shape rows
+// only where some claim needs the shape).
+func (na *NodeAggregate) lp() (*lp.Problem, []lpCol) {
+	var rhs []float64
+	var eq []bool
+	row := func(b float64, e bool) int {
+		rhs = append(rhs, b)
+		eq = append(eq, e)
+		return len(rhs) - 1
+	}
+	groupRow := make([]int, len(na.Groups))
+	for gi, g := range na.Groups {
+		groupRow[gi] = row(float64(g.Bins), true)
+	}
+	classRow := make([]int, len(na.Classes))
+	type sn struct{ s, n int }
+	shapeRow := map[sn]int{}
+	for ki, k := range na.Classes {
+		classRow[ki] = row(float64(k.Max), false)
+		for _, n := range k.Nodes {
+			for _, d := range k.Demand {
+				if _, ok := shapeRow[sn{d.Shape, n}]; !ok {
+					shapeRow[sn{d.Shape, n}] = row(0, false)
+				}
+			}
+		}
+	}
+	p := lp.New(rhs, eq)
+	var cols []lpCol
+	for gi, g := range na.Groups {
+		for pi, pat := range g.Patterns {
+			rows, vals := []int{groupRow[gi]}, []float64{1}
+			for _, sc := range pat {
+				if r, ok := shapeRow[sn{sc.Shape, g.Node}]; ok {
+					rows = append(rows, r)
+					vals = append(vals, -float64(sc.N))
+				}
+			}
+			p.AddColumn(0, 0, float64(g.Bins), rows, vals)
+			cols = append(cols, lpCol{group: gi, class: -1, index: pi})
+		}
+	}
+	for ki, k := range na.Classes {
+		for _, n := range k.Nodes {
+			rows, vals := []int{classRow[ki]}, []float64{1}
+			for _, d := range k.Demand {
+				rows = append(rows, shapeRow[sn{d.Shape, n}])
+				vals = append(vals, d.N)
+			}
+			p.AddColumn(k.Weight, 0, float64(k.Max), rows, vals)
+			cols = append(cols, lpCol{group: -1, class: ki, index: n})
+		}
+	}
+	return p, cols
+}
