@@ -101,6 +101,9 @@ func aggregateStage(ctx context.Context, cs *componentState, end time.Time, shar
 	sctx, cancel := context.WithDeadline(ctx, end)
 	defer cancel()
 	ans, err := solve(sctx, cs, na, time.Now().Add(time.Until(end)*4/5))
+	if os.Getenv("DRASAT_DEBUG_AGG") != "" {
+		fmt.Fprintf(os.Stderr, "aggregate: incumbent %d answer %d err %v left %v\n", cs.value, ans.objective, err, time.Until(end))
+	}
 	var out outcome
 	if err == nil && ans.hasBnd && plainDevices(cs) {
 		out = outcome{bound: ans.bound, hasBnd: true}
@@ -150,6 +153,9 @@ func aggregateStage(ctx context.Context, cs *componentState, end time.Time, shar
 		if as != nil {
 			break
 		}
+	}
+	if os.Getenv("DRASAT_DEBUG_AGG") != "" {
+		fmt.Fprintf(os.Stderr, "aggregate: realised %d (nil %v) left %v\n", val, as == nil, time.Until(end))
 	}
 	if as == nil {
 		return out
@@ -219,7 +225,10 @@ func searchNodes(ctx context.Context, cs *componentState, na *bound.NodeAggregat
 
 // diveLP dives on the model's LP relaxation for more than the incumbent.
 func diveLP(ctx context.Context, cs *componentState, na *bound.NodeAggregate, end time.Time) (aggregateAnswer, error) {
-	sol, _, err := na.Dive(ctx, end, cs.value+1)
+	sol, st, err := na.Dive(ctx, end, cs.value+1)
+	if os.Getenv("DRASAT_DEBUG_AGG") != "" {
+		fmt.Fprintf(os.Stderr, "dive: %+v %v\n", st, err)
+	}
 	if err != nil || sol.Values == nil {
 		return aggregateAnswer{}, err
 	}

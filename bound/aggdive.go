@@ -14,46 +14,66 @@ import (
 // LP, fix one fractional count (a pattern count first: rounding a GPU's
 // pattern up commits it; then the claim counts), solve again from the
 // same basis, and so on until every count is integral. A fixing that
-// makes the LP infeasible or drops its value below target is undone and
-// the other rounding tried; when both fail the dive backtracks one level,
-// within a budget of failed fixings. The LP relaxation of this model is
-// tight on the MIG batches (its value floors to the optimum), so a dive
-// seldom needs to backtrack.
+// makes the LP infeasible or drops its value below the dive's goal is
+// undone and the other rounding tried; when both fail the dive backtracks
+// one level, within a budget of failed fixings. The first dive's goal is
+// the LP's value rounded down, the best any integer solution can have;
+// when it fails, the next dive asks one less, down to target. The LP
+// relaxation of this model is tight on the MIG batches (its value floors
+// to the optimum), so the first dive seldom needs to backtrack.
 //
-// Diving proves nothing: Bound stays math.MaxInt64. The LP's value is
-// reported in LPValue. Weights must be integers (max-claims weights are).
-func (na *NodeAggregate) Dive(ctx context.Context, deadline time.Time, target int64) (AggregateSolution, DiveStats, error) {
-	res := AggregateSolution{Bound: math.MaxInt64}
-	var st DiveStats
+// Diving proves nothing: Bound stays math.MaxInt64. Weights must be
+// integers (max-claims weights are).
+func (na *NodeAggregate) Dive(ctx context.Context, deadline time.Time, target int64) (res AggregateSolution, st DiveStats, err error) {
+	res.Bound = math.MaxInt64
 	prob, cols := na.lp()
 	st.Rows, st.Columns = prob.Rows(), prob.Columns()
+	defer func() { st.Iterations = prob.Iterations }()
 	if s := prob.Solve(ctx, deadline); s != lp.Optimal {
-		st.Iterations = prob.Iterations
 		return res, st, errors.New("aggregated LP: " + s.String())
 	}
 	st.LPValue = prob.Objective()
 	st.RootIterations = prob.Iterations
-	if math.Floor(st.LPValue+1e-6) < float64(target) {
-		st.Iterations = prob.Iterations
-		return res, st, nil
+	los, ups := make([]float64, prob.Columns()), make([]float64, prob.Columns())
+	for j := range los {
+		los[j], ups[j] = prob.Bounds(j)
 	}
-	goal := float64(target) - 1e-6
+	for goal := int64(math.Floor(st.LPValue + 1e-6)); goal >= target && goal > int64(math.Floor(st.LPValue+1e-6))-3; goal-- {
+		if ctx.Err() != nil || time.Now().After(deadline) {
+			break
+		}
+		st.Dives++
+		if dive(ctx, deadline, prob, cols, float64(goal)-1e-6, &st) {
+			res.Values, res.Objective = na.values(prob, cols)
+			return res, st, nil
+		}
+		for j := range los {
+			prob.SetBounds(j, los[j], ups[j])
+		}
+	}
+	return res, st, nil
+}
+
+// dive fixes fractional counts of prob until its solution is integral
+// (true) with a value of at least goal; false when the budget of failed
+// fixings or the time runs out first.
+func dive(ctx context.Context, deadline time.Time, prob *lp.Problem, cols []lpCol, goal float64, st *DiveStats) bool {
 	// The fixings made, for backtracking: the variable, its bounds
-	// before, and whether the other rounding is still to try.
+	// before, and whether the other rounding (down) was tried.
 	type fix struct {
-		j          int
-		lo, up     float64
-		other      float64 // the other rounding's value
-		otherIsLow bool
-		tried      bool
+		j      int
+		lo, up float64
+		other  float64
+		tried  bool
 	}
 	var stack []fix
 	failures, maxFailures := 0, 64
-	isC := func(j int) bool { return cols[j].group >= 0 }
+	if s := prob.Solve(ctx, deadline); s != lp.Optimal || prob.Objective() < goal {
+		return false
+	}
 	for {
 		if ctx.Err() != nil || time.Now().After(deadline) {
-			st.Iterations = prob.Iterations
-			return res, st, nil
+			return false
 		}
 		// The fractional count to fix: pattern counts before claim
 		// counts; among them the one nearest to its ceiling.
@@ -64,24 +84,23 @@ func (na *NodeAggregate) Dive(ctx context.Context, deadline time.Time, target in
 			if f < 1e-6 || f > 1-1e-6 {
 				continue
 			}
-			c := isC(k)
+			c := cols[k].group >= 0
 			if j < 0 || c && !bestC || c == bestC && f > bestF {
 				j, bestF, bestC = k, f, c
 			}
 		}
 		if j < 0 {
-			break // integral
+			return true // integral
 		}
 		v := prob.Value(j)
 		lo, up := prob.Bounds(j)
-		stack = append(stack, fix{j: j, lo: lo, up: up, other: math.Floor(v), otherIsLow: true})
+		stack = append(stack, fix{j: j, lo: lo, up: up, other: math.Floor(v)})
 		prob.SetBounds(j, math.Ceil(v), up)
 		st.Fixings++
 		for {
 			s := prob.Solve(ctx, deadline)
 			if s == lp.Stopped {
-				st.Iterations = prob.Iterations
-				return res, st, nil
+				return false
 			}
 			if s == lp.Optimal && prob.Objective() >= goal {
 				break
@@ -90,8 +109,7 @@ func (na *NodeAggregate) Dive(ctx context.Context, deadline time.Time, target in
 			failures++
 			st.Failures++
 			if failures > maxFailures {
-				st.Iterations = prob.Iterations
-				return res, st, nil
+				return false
 			}
 			for len(stack) > 0 && stack[len(stack)-1].tried {
 				f := stack[len(stack)-1]
@@ -99,37 +117,34 @@ func (na *NodeAggregate) Dive(ctx context.Context, deadline time.Time, target in
 				stack = stack[:len(stack)-1]
 			}
 			if len(stack) == 0 {
-				st.Iterations = prob.Iterations
-				return res, st, nil
+				return false
 			}
 			f := &stack[len(stack)-1]
 			f.tried = true
-			if f.otherIsLow {
-				prob.SetBounds(f.j, f.lo, f.other)
-			} else {
-				prob.SetBounds(f.j, f.other, f.up)
-			}
+			prob.SetBounds(f.j, f.lo, f.other)
 		}
 	}
-	st.Iterations = prob.Iterations
-	res.Values = map[string]float64{}
+}
+
+// values names the counts of prob's (integral) solution as the LP file
+// does, and sums its weight.
+func (na *NodeAggregate) values(prob *lp.Problem, cols []lpCol) (map[string]float64, int64) {
+	vals := map[string]float64{}
 	var obj float64
-	for k, c := range cols {
-		v := math.Round(prob.Value(k))
+	for j, c := range cols {
+		v := math.Round(prob.Value(j))
 		if v == 0 {
 			continue
 		}
 		if c.group >= 0 {
-			g := &na.Groups[c.group]
-			res.Values[g.Var(c.index)] = v
+			vals[na.Groups[c.group].Var(c.index)] = v
 		} else {
 			k := &na.Classes[c.class]
-			res.Values[k.Var(c.index)] = v
+			vals[k.Var(c.index)] = v
 			obj += v * k.Weight
 		}
 	}
-	res.Objective = int64(math.Round(obj))
-	return res, st, nil
+	return vals, int64(math.Round(obj))
 }
 
 // DiveStats describes a dive.
@@ -138,7 +153,7 @@ type DiveStats struct {
 	LPValue             float64
 	Iterations, Fixings int
 	RootIterations      int
-	Failures            int
+	Failures, Dives     int
 }
 
 // lpCol names a column of the model's LP: a pattern count (group,
