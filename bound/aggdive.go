@@ -38,7 +38,7 @@ func (na *NodeAggregate) Dive(ctx context.Context, deadline time.Time, target in
 	for j := range los {
 		los[j], ups[j] = prob.Bounds(j)
 	}
-	for goal := int64(math.Floor(st.LPValue + 1e-6)); goal >= target && goal > int64(math.Floor(st.LPValue+1e-6))-3; goal-- {
+	for goal := int64(math.Floor(st.LPValue + 1e-6)); goal >= target; goal-- {
 		if ctx.Err() != nil || time.Now().After(deadline) {
 			break
 		}
