@@ -65,16 +65,32 @@ func aggregateRealise(ctx context.Context, cs *componentState, end time.Time) ou
 	return skipped
 }
 
-// aggregateDive is the default aggregate stage, after best-fit: diving
+// aggregateDive is the default aggregate stage, before best-fit: diving
 // on the per-node model's LP relaxation (bound.NodeAggregate.Dive, pure
-// Go) for an answer above the incumbent, realised like the others. It
-// runs only where the model is a relaxation (plainDevices), which is
-// where the LP's value says what is within reach.
+// Go) for an answer above the incumbent, realised like the others. Where
+// the LP is tight (the MIG batches) the realised answer meets the
+// relaxation's bound and ends the pipeline, in a fraction of what
+// best-fit takes; when it does not, best-fit and the neighbourhood search
+// follow with the rest of the budget. It runs only where the model is a
+// relaxation (plainDevices), which is where the LP's value says what is
+// within reach.
 func aggregateDive(ctx context.Context, cs *componentState, end time.Time) outcome {
 	if cs.opts.NoAggregateDive || !plainDevices(cs) {
 		return skipped
 	}
 	return aggregateStage(ctx, cs, end, cs.plan.dive, diveLP)
+}
+
+// aggregateModel builds the per-node model once per component.
+func (cs *componentState) aggregateModel(end time.Time) (*bound.NodeAggregate, error) {
+	if cs.agg == nil {
+		na, err := cs.rel.NodeAggregateBy(end)
+		if err != nil {
+			return nil, err
+		}
+		cs.agg = na
+	}
+	return cs.agg, nil
 }
 
 // aggregateStage builds the per-node model, solves it with solve and
@@ -89,7 +105,7 @@ func aggregateStage(ctx context.Context, cs *componentState, end time.Time, shar
 	// patterns included): the neighbourhood search follows when the
 	// realisation fails, and on large batches it needs the time.
 	end = minTime(end, time.Now().Add(time.Duration(float64(time.Until(end))*share)))
-	na, err := cs.rel.NodeAggregateBy(end)
+	na, err := cs.aggregateModel(end)
 	if err != nil {
 		return outcome{}
 	}
@@ -128,36 +144,32 @@ func aggregateStage(ctx context.Context, cs *componentState, end time.Time, shar
 		orig[c.Index] = c
 		held = append(held, &cc)
 	}
-	m, err := encode.Encode(cs.p, held, encode.Options{Symmetry: true, DeviceSymmetry: true, Allowed: func(d int) bool { return keep[d] }})
-	if err != nil {
-		return out
+	// With layouts and nodes fixed the nodes are independent (every bin
+	// of the model lies on one node, and plain devices share nothing
+	// across bins of different nodes): the SAT model of each node's
+	// claims and devices alone, each asked for all its claims first.
+	byNode := map[int][]*model.Claim{}
+	var order []int
+	for _, c := range held {
+		if byNode[c.FixedNode] == nil {
+			order = append(order, c.FixedNode)
+		}
+		byNode[c.FixedNode] = append(byNode[c.FixedNode], c)
 	}
-	// Ask for the aggregated answer's weight first (usually the realisation
-	// reaches it at once), then for more than the incumbent, more and more.
-	obj := objectiveSorter(m, cs.weight)
-	s := solver.New(m.C, m.Clauses)
 	var as []*Assignment
-	val := cs.value
-	for _, target := range []int64{ans.objective, -1} {
-		for {
-			if target <= val {
-				target = val + 1
-			}
-			if s.Solve(ctx, end, obj.Geq(int(target))) != solver.Sat {
-				break
-			}
-			as = decode(cs.p, m, s)
-			val = cs.valueOf(as)
-			target = val + 1
+	for i, n := range order {
+		nodeEnd := time.Now().Add(time.Until(end) / time.Duration(len(order)-i))
+		got, err := realiseNode(ctx, cs, byNode[n], keep, nodeEnd)
+		if err != nil {
+			return out
 		}
-		if as != nil {
-			break
-		}
+		as = append(as, got...)
 	}
+	val := cs.valueOf(as)
 	if os.Getenv("DRASAT_DEBUG_AGG") != "" {
-		fmt.Fprintf(os.Stderr, "aggregate: realised %d (nil %v) left %v\n", val, as == nil, time.Until(end))
+		fmt.Fprintf(os.Stderr, "aggregate: realised %d of %d left %v\n", val, ans.objective, time.Until(end))
 	}
-	if as == nil {
+	if val <= cs.value {
 		return out
 	}
 	for _, a := range as {
@@ -165,6 +177,33 @@ func aggregateStage(ctx context.Context, cs *componentState, end time.Time, shar
 	}
 	out.found, out.alloc = true, as
 	return out
+}
+
+// realiseNode places the most weight of one node's held claims on the
+// devices kept: all of them first (usually at once), else more and more
+// from nothing, until the deadline.
+func realiseNode(ctx context.Context, cs *componentState, held []*model.Claim, keep []bool, end time.Time) ([]*Assignment, error) {
+	m, err := encode.Encode(cs.p, held, encode.Options{Symmetry: true, DeviceSymmetry: true, Allowed: func(d int) bool { return keep[d] }})
+	if err != nil {
+		return nil, err
+	}
+	obj := objectiveSorter(m, cs.weight)
+	s := solver.New(m.C, m.Clauses)
+	var all int64
+	for _, c := range held {
+		all += cs.weight(c)
+	}
+	if s.Solve(ctx, end, obj.Geq(int(all))) == solver.Sat {
+		return decode(cs.p, m, s), nil
+	}
+	var as []*Assignment
+	for val := int64(0); val < all; val = cs.valueOf(as) {
+		if s.Solve(ctx, end, obj.Geq(int(val+1))) != solver.Sat {
+			break
+		}
+		as = decode(cs.p, m, s)
+	}
+	return as, nil
 }
 
 // solveCBC solves the model with CBC (one thread, through a temporary LP
@@ -223,8 +262,26 @@ func searchNodes(ctx context.Context, cs *componentState, na *bound.NodeAggregat
 	return ans, nil
 }
 
+// diveLPRows is the largest per-node model the dive solves as it is;
+// above it (more than about 16 nodes of A100s) the dive solves the global
+// model and distributes its answer over the nodes (the per-node LP's
+// rows grow with the nodes, and 64 nodes' LP does not solve in seconds).
+const diveLPRows = 2000
+
 // diveLP dives on the model's LP relaxation for more than the incumbent.
 func diveLP(ctx context.Context, cs *componentState, na *bound.NodeAggregate, end time.Time) (aggregateAnswer, error) {
+	if na.Rows() > diveLPRows {
+		g := na.Global()
+		sol, st, err := g.Dive(ctx, end, cs.value+1)
+		if err != nil || sol.Values == nil {
+			return aggregateAnswer{}, err
+		}
+		vals, w := na.Distribute(g, sol.Values)
+		if os.Getenv("DRASAT_DEBUG_AGG") != "" {
+			fmt.Fprintf(os.Stderr, "global dive: %+v %v, distributed %d\n", st, err, w)
+		}
+		return aggregateAnswer{values: vals, objective: w}, nil
+	}
 	sol, st, err := na.Dive(ctx, end, cs.value+1)
 	if os.Getenv("DRASAT_DEBUG_AGG") != "" {
 		fmt.Fprintf(os.Stderr, "dive: %+v %v\n", st, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"sort"
 	"time"
 
 	"github.com/drasat/drasat/bound/lp"
@@ -216,4 +217,131 @@ func (na *NodeAggregate) lp() (*lp.Problem, []lpCol) {
 		}
 	}
 	return p, cols
+}
+
+// Global is the model with every node merged into one (node −1): bin
+// groups by type, classes over the whole cluster, shape rows for the
+// cluster. It is the global aggregated model (WriteAggregateLP) in this
+// structure, small enough for the LP at any cluster size (the per-node
+// model's rows grow with the nodes); Distribute turns its answers into
+// the per-node model's.
+func (na *NodeAggregate) Global() *NodeAggregate {
+	g := &NodeAggregate{Stats: na.Stats, Shapes: na.Shapes, Nodes: []int{-1}, r: na.r, ag: na.ag}
+	byType := map[int]int{}
+	for _, bg := range na.Groups {
+		gi, ok := byType[bg.Type]
+		if !ok {
+			gi = len(g.Groups)
+			byType[bg.Type] = gi
+			g.Groups = append(g.Groups, BinGroup{Type: bg.Type, Node: -1, Patterns: bg.Patterns})
+		}
+		g.Groups[gi].Bins += bg.Bins
+	}
+	for _, k := range na.Classes {
+		k.Nodes = []int{-1}
+		g.Classes = append(g.Classes, k)
+	}
+	return g
+}
+
+// Distribute turns a solution of the global model (Global) into one of
+// this per-node model, greedily: each type's patterns go to its bins node
+// by node, in pattern order (alike patterns stay together, so a node
+// holds the GPUs of claims that need several), then the claims, those
+// needing the most items first, each to the first node whose patterns
+// still supply all its items. Claims that find no node are left out, so
+// the answer may weigh less than the global one; it is a solution of the
+// per-node model.
+func (na *NodeAggregate) Distribute(global *NodeAggregate, values map[string]float64) (map[string]float64, int64) {
+	out := map[string]float64{}
+	type sn struct{ s, n int }
+	supply := map[sn]float64{}
+	for _, gg := range global.Groups {
+		// This type's groups, node by node, and their free bins.
+		var groups []int
+		for gi := range na.Groups {
+			if na.Groups[gi].Type == gg.Type {
+				groups = append(groups, gi)
+			}
+		}
+		cur, free := 0, 0
+		if len(groups) > 0 {
+			free = na.Groups[groups[0]].Bins
+		}
+		for p := range gg.Patterns {
+			for n := int(math.Round(values[gg.Var(p)])); n > 0 && cur < len(groups); {
+				if free == 0 {
+					if cur++; cur == len(groups) {
+						break
+					}
+					free = na.Groups[groups[cur]].Bins
+					continue
+				}
+				take := min(n, free)
+				g := &na.Groups[groups[cur]]
+				out[g.Var(p)] += float64(take)
+				for _, sc := range g.Patterns[p] {
+					supply[sn{sc.Shape, g.Node}] += float64(take * sc.N)
+				}
+				n -= take
+				free -= take
+			}
+		}
+	}
+	order := make([]int, len(na.Classes))
+	items := func(k *NodeClass) (s float64) {
+		for _, d := range k.Demand {
+			s += d.N
+		}
+		return s
+	}
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool {
+		ka, kb := &na.Classes[order[a]], &na.Classes[order[b]]
+		if ia, ib := items(ka), items(kb); ia != ib {
+			return ia > ib
+		}
+		return len(ka.Demand) > len(kb.Demand)
+	})
+	var weight float64
+	for _, ki := range order {
+		k := &na.Classes[ki]
+		want := int(math.Round(values[global.Classes[ki].Var(-1)]))
+		for _, n := range k.Nodes {
+			for want > 0 {
+				fits := true
+				for _, d := range k.Demand {
+					if supply[sn{d.Shape, n}] < d.N-1e-9 {
+						fits = false
+					}
+				}
+				if !fits {
+					break
+				}
+				for _, d := range k.Demand {
+					supply[sn{d.Shape, n}] -= d.N
+				}
+				out[k.Var(n)]++
+				weight += k.Weight
+				want--
+			}
+		}
+	}
+	return out, int64(math.Round(weight))
+}
+
+// Rows is the number of rows of the model's LP (Dive).
+func (na *NodeAggregate) Rows() int {
+	type sn struct{ s, n int }
+	shape := map[sn]bool{}
+	for _, k := range na.Classes {
+		for _, n := range k.Nodes {
+			for _, d := range k.Demand {
+				shape[sn{d.Shape, n}] = true
+			}
+		}
+	}
+	return len(na.Groups) + len(na.Classes) + len(shape)
 }

@@ -53,7 +53,15 @@ func TestDevAggSize(t *testing.T) {
 	defer func() {
 		start := time.Now()
 		tg, _ := strconv.ParseInt(os.Getenv("DRASAT_AGG_TARGET"), 10, 64)
-		sol, st, err := na.Dive(context.Background(), time.Now().Add(60*time.Second), tg)
+		g := na
+		if os.Getenv("DRASAT_AGG_GLOBAL") != "" {
+			g = na.Global()
+		}
+		sol, st, err := g.Dive(context.Background(), time.Now().Add(60*time.Second), tg)
+		if g != na && sol.Values != nil {
+			_, w := na.Distribute(g, sol.Values)
+			t.Logf("distributed: %d", w)
+		}
 		t.Logf("dive: %v obj %d stats %+v in %v", err, sol.Objective, st, time.Since(start))
 	}()
 	t.Logf("model %+v in %v: groups %d classes %d nodes %d, c cols %d y cols %d shape rows %d", na.Stats, time.Since(start), len(na.Groups), len(na.Classes), len(na.Nodes), cols, ys, len(shapeRows))
