@@ -117,9 +117,6 @@ func aggregateStage(ctx context.Context, cs *componentState, end time.Time, shar
 	sctx, cancel := context.WithDeadline(ctx, end)
 	defer cancel()
 	ans, err := solve(sctx, cs, na, time.Now().Add(time.Until(end)*4/5))
-	if os.Getenv("DRASAT_DEBUG_AGG") != "" {
-		fmt.Fprintf(os.Stderr, "aggregate: incumbent %d answer %d err %v left %v\n", cs.value, ans.objective, err, time.Until(end))
-	}
 	var out outcome
 	if err == nil && ans.hasBnd && plainDevices(cs) {
 		out = outcome{bound: ans.bound, hasBnd: true}
@@ -166,9 +163,6 @@ func aggregateStage(ctx context.Context, cs *componentState, end time.Time, shar
 		as = append(as, got...)
 	}
 	val := cs.valueOf(as)
-	if os.Getenv("DRASAT_DEBUG_AGG") != "" {
-		fmt.Fprintf(os.Stderr, "aggregate: realised %d of %d left %v\n", val, ans.objective, time.Until(end))
-	}
 	if val <= cs.value {
 		return out
 	}
@@ -272,20 +266,14 @@ const diveLPRows = 2000
 func diveLP(ctx context.Context, cs *componentState, na *bound.NodeAggregate, end time.Time) (aggregateAnswer, error) {
 	if na.Rows() > diveLPRows {
 		g := na.Global()
-		sol, st, err := g.Dive(ctx, end, cs.value+1)
+		sol, _, err := g.Dive(ctx, end, cs.value+1)
 		if err != nil || sol.Values == nil {
 			return aggregateAnswer{}, err
 		}
 		vals, w := na.Distribute(g, sol.Values)
-		if os.Getenv("DRASAT_DEBUG_AGG") != "" {
-			fmt.Fprintf(os.Stderr, "global dive: %+v %v, distributed %d\n", st, err, w)
-		}
 		return aggregateAnswer{values: vals, objective: w}, nil
 	}
-	sol, st, err := na.Dive(ctx, end, cs.value+1)
-	if os.Getenv("DRASAT_DEBUG_AGG") != "" {
-		fmt.Fprintf(os.Stderr, "dive: %+v %v\n", st, err)
-	}
+	sol, _, err := na.Dive(ctx, end, cs.value+1)
 	if err != nil || sol.Values == nil {
 		return aggregateAnswer{}, err
 	}

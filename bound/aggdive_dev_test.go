@@ -11,10 +11,13 @@ import (
 	"github.com/drasat/drasat/model"
 )
 
-func TestDevAggSize(t *testing.T) {
+// TestDiveFile (DRASAT_AGG=objects.yaml, DRASAT_AGG_TARGET=n, and
+// DRASAT_AGG_GLOBAL=1 for the global model) times the per-node model's
+// build and the dive on an exported batch, and prints the LP's size.
+func TestDiveFile(t *testing.T) {
 	path := os.Getenv("DRASAT_AGG")
 	if path == "" {
-		t.Skip()
+		t.Skip("set DRASAT_AGG=objects.yaml")
 	}
 	objs, _, err := model.Load([]string{path}, nil)
 	if err != nil {
