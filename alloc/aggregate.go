@@ -65,17 +65,34 @@ func aggregateRealise(ctx context.Context, cs *componentState, end time.Time) ou
 	return skipped
 }
 
-// aggregateDive is the default aggregate stage, before best-fit: diving
-// on the per-node model's LP relaxation (bound.NodeAggregate.Dive, pure
-// Go) for an answer above the incumbent, realised like the others. Where
+// aggregateDive is the default aggregate stage: diving on the per-node
+// model's LP relaxation (bound.NodeAggregate.Dive, pure Go) for an answer
+// above the incumbent, realised like the others. It runs only where the
+// model is a relaxation (plainDevices), which is where the LP's value
+// says what is within reach.
+//
+// On components whose per-node model the dive solves as it is (up to
+// diveLPRows rows: up to about 16 nodes) it runs before best-fit: where
 // the LP is tight (the MIG batches) the realised answer meets the
-// relaxation's bound and ends the pipeline, in a fraction of what
-// best-fit takes; when it does not, best-fit and the neighbourhood search
-// follow with the rest of the budget. It runs only where the model is a
-// relaxation (plainDevices), which is where the LP's value says what is
-// within reach.
+// relaxation's bound and ends the pipeline in a fraction of what best-fit
+// takes. On larger ones it runs after best-fit (aggregateDiveLate): their
+// realisation takes seconds, and under load it could leave best-fit
+// without time.
 func aggregateDive(ctx context.Context, cs *componentState, end time.Time) outcome {
-	if cs.opts.NoAggregateDive || !plainDevices(cs) {
+	return aggregateDiveIf(ctx, cs, end, func(rows int) bool { return rows <= diveLPRows })
+}
+
+// aggregateDiveLate is the dive after best-fit, on the large components.
+func aggregateDiveLate(ctx context.Context, cs *componentState, end time.Time) outcome {
+	return aggregateDiveIf(ctx, cs, end, func(rows int) bool { return rows > diveLPRows })
+}
+
+func aggregateDiveIf(ctx context.Context, cs *componentState, end time.Time, here func(rows int) bool) outcome {
+	if cs.opts.NoAggregateDive || !plainDevices(cs) || cs.rel == nil || !cs.short() || !cs.rel.Enumerated() {
+		return skipped
+	}
+	na, err := cs.aggregateModel(end)
+	if err != nil || !here(na.Rows()) {
 		return skipped
 	}
 	return aggregateStage(ctx, cs, end, cs.plan.dive, diveLP)

@@ -371,6 +371,7 @@ var maxClaimsStages = []stage{
 	{"aggregate", allLeft, aggregateRealise},
 	{"aggregate-dive", allLeft, aggregateDive},
 	{"best-fit", allLeft, bestFitTries},
+	{"aggregate-dive-late", allLeft, aggregateDiveLate},
 	{"neighbourhood", lnsShare, neighbourhood},
 	{"settled", untimed, settledWithoutSAT},
 	{"encode", allLeft, encodeModel},
