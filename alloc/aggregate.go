@@ -72,19 +72,19 @@ func aggregateRealise(ctx context.Context, cs *componentState, end time.Time) ou
 // says what is within reach.
 //
 // On components whose per-node model the dive solves as it is (up to
-// diveLPRows rows: up to about 16 nodes) it runs before best-fit: where
+// Limits.DiveLPRows rows: up to about 16 nodes) it runs before best-fit: where
 // the LP is tight (the MIG batches) the realised answer meets the
 // relaxation's bound and ends the pipeline in a fraction of what best-fit
 // takes. On larger ones it runs after best-fit (aggregateDiveLate): their
 // realisation takes seconds, and under load it could leave best-fit
 // without time.
 func aggregateDive(ctx context.Context, cs *componentState, end time.Time) outcome {
-	return aggregateDiveIf(ctx, cs, end, func(rows int) bool { return rows <= diveLPRows })
+	return aggregateDiveIf(ctx, cs, end, func(rows int) bool { return rows <= cs.limits().DiveLPRows })
 }
 
 // aggregateDiveLate is the dive after best-fit, on the large components.
 func aggregateDiveLate(ctx context.Context, cs *componentState, end time.Time) outcome {
-	return aggregateDiveIf(ctx, cs, end, func(rows int) bool { return rows > diveLPRows })
+	return aggregateDiveIf(ctx, cs, end, func(rows int) bool { return rows > cs.limits().DiveLPRows })
 }
 
 func aggregateDiveIf(ctx context.Context, cs *componentState, end time.Time, here func(rows int) bool) outcome {
@@ -273,15 +273,12 @@ func searchNodes(ctx context.Context, cs *componentState, na *bound.NodeAggregat
 	return ans, nil
 }
 
-// diveLPRows is the largest per-node model the dive solves as it is;
-// above it (more than about 16 nodes of A100s) the dive solves the global
-// model and distributes its answer over the nodes (the per-node LP's
-// rows grow with the nodes, and 64 nodes' LP does not solve in seconds).
-const diveLPRows = 2000
-
 // diveLP dives on the model's LP relaxation for more than the incumbent.
 func diveLP(ctx context.Context, cs *componentState, na *bound.NodeAggregate, end time.Time) (aggregateAnswer, error) {
-	if na.Rows() > diveLPRows {
+	// Above Limits.DiveLPRows the dive solves the global model and
+	// distributes its answer over the nodes: the per-node LP's rows grow
+	// with the nodes, and 64 nodes' LP does not solve in seconds.
+	if na.Rows() > cs.limits().DiveLPRows {
 		g := na.Global()
 		sol, _, err := g.Dive(ctx, end, cs.value+1)
 		if err != nil || sol.Values == nil {

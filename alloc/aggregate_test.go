@@ -26,6 +26,11 @@ func TestAggregateStageAgainstBruteForce(t *testing.T) {
 	})
 	t.Run("in-house", func(t *testing.T) { testAggregateStage(t, Options{AggregateSAT: true}, aggregateRealise, false) })
 	t.Run("dive", func(t *testing.T) { testAggregateStage(t, Options{}, aggregateDive, false) })
+	// The large components' path: the global model, distributed over the
+	// nodes (Limits.DiveLPRows 1 sends every component there).
+	t.Run("dive-global", func(t *testing.T) {
+		testAggregateStage(t, Options{Limits: Limits{DiveLPRows: 1}}, aggregateDiveLate, false)
+	})
 }
 
 func testAggregateStage(t *testing.T, opts Options, stage func(context.Context, *componentState, time.Time) outcome, wantBounds bool) {
