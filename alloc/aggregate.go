@@ -82,8 +82,18 @@ func aggregateDive(ctx context.Context, cs *componentState, end time.Time) outco
 	return aggregateDiveIf(ctx, cs, end, func(rows int) bool { return rows <= cs.limits().DiveLPRows })
 }
 
-// aggregateDiveLate is the dive after best-fit, on the large components.
+// diveLateMinTime is the least time left for which the late dive is
+// started: realising 64 nodes takes 2–6 s, and a dive that runs out of
+// time only takes it from the neighbourhood search (on a loaded machine
+// it cost count 64x8/2000 28 claims).
+const diveLateMinTime = 4 * time.Second
+
+// aggregateDiveLate is the dive after best-fit, on the large components,
+// when at least diveLateMinTime is left.
 func aggregateDiveLate(ctx context.Context, cs *componentState, end time.Time) outcome {
+	if time.Until(end) < diveLateMinTime {
+		return skipped
+	}
 	return aggregateDiveIf(ctx, cs, end, func(rows int) bool { return rows > cs.limits().DiveLPRows })
 }
 
