@@ -320,7 +320,7 @@ type budgetPlan struct {
 // should not wait for that.
 func newPlan(useSAT bool) budgetPlan {
 	d := DefaultLimits
-	pl := budgetPlan{descent: 1.0 / 3, repackDescent: 1.0 / 4, lns: 1, lowerMin: d.LowerMin, lowerMax: d.LowerMax, dive: 1.0 / 2, hint: d.LowerMin, orderedCall: 2}
+	pl := budgetPlan{descent: 1.0 / 3, repackDescent: 1.0 / 4, lns: 1, lowerMin: d.LowerMin, lowerMax: d.LowerMax, dive: 3.0 / 4, hint: d.LowerMin, orderedCall: 2}
 	if useSAT {
 		pl.lns = 0.5
 	}
