@@ -15,18 +15,25 @@ import (
 // valid for the independent checker and at most the brute-force optimum,
 // every bound it proves at least that optimum, and it must reach the
 // optimum on most instances (it is exact where the aggregated model is).
-// With CBC (when on PATH) and with the in-house search.
+// With CBC (when on PATH), the in-house search, and the default dive on
+// the model's LP.
 func TestAggregateStageAgainstBruteForce(t *testing.T) {
 	t.Run("cbc", func(t *testing.T) {
 		if mip.CBCPath() == "" {
 			t.Skip("cbc not on PATH (apt-get install coinor-cbc)")
 		}
-		testAggregateStage(t, Options{UseCBC: true}, true)
+		testAggregateStage(t, Options{UseCBC: true}, aggregateRealise, true)
 	})
-	t.Run("in-house", func(t *testing.T) { testAggregateStage(t, Options{AggregateSAT: true}, false) })
+	t.Run("in-house", func(t *testing.T) { testAggregateStage(t, Options{AggregateSAT: true}, aggregateRealise, false) })
+	t.Run("dive", func(t *testing.T) { testAggregateStage(t, Options{}, aggregateDive, false) })
+	// The large components' path: the global model, distributed over the
+	// nodes (Limits.DiveLPRows 1 sends every component there).
+	t.Run("dive-global", func(t *testing.T) {
+		testAggregateStage(t, Options{Limits: Limits{DiveLPRows: 1}}, aggregateDiveLate, false)
+	})
 }
 
-func testAggregateStage(t *testing.T, opts Options, wantBounds bool) {
+func testAggregateStage(t *testing.T, opts Options, stage func(context.Context, *componentState, time.Time) outcome, wantBounds bool) {
 	runs, optimal, bounds := 0, 0, 0
 	for seed := uint64(1); seed <= 10; seed++ {
 		// Capacity seeds 19-28: seed 28 once had an aggregated optimum below
@@ -43,7 +50,7 @@ func testAggregateStage(t *testing.T, opts Options, wantBounds bool) {
 			}
 			// Forced: an empty incumbent, so the stage has to find everything.
 			cs.best, cs.value, cs.optimal, cs.bound = nil, 0, false, math.MaxInt64
-			out := aggregateRealise(ctx, cs, cs.deadline)
+			out := stage(ctx, cs, cs.deadline)
 			if out.skip {
 				continue
 			}

@@ -60,6 +60,10 @@ type Options struct {
 	// gini). Off by default: on the batches measured it finds less than
 	// the stages after it (docs/performance.md, issue 13).
 	AggregateSAT bool
+	// NoAggregateDive turns off the default aggregate stage after
+	// best-fit (diving on the per-node pattern model's LP relaxation,
+	// pure Go); for comparisons and tests of the stages after it.
+	NoAggregateDive bool
 	// Workers solving components concurrently; 0 means GOMAXPROCS.
 	Workers int
 	// Progress, when set, is called after each component.

@@ -39,6 +39,12 @@ type Limits struct {
 	// (firstAvailable preference, packing): as long as the pipeline ran
 	// before them, within 100 ms and 2 s.
 	LowerMin, LowerMax time.Duration
+
+	// DiveLPRows is the largest per-node aggregated model (rows of its LP)
+	// the aggregate dive solves as it is, before best-fit: 2,000 (about
+	// 16 nodes of A100s). Larger components dive on the global model,
+	// spread over the nodes, after best-fit.
+	DiveLPRows int
 }
 
 // DefaultLimits are the limits the engine runs with.
@@ -58,6 +64,7 @@ var DefaultLimits = Limits{
 	LNSStepTime:     200 * time.Millisecond,
 	LowerMin:        100 * time.Millisecond,
 	LowerMax:        2 * time.Second,
+	DiveLPRows:      2_000,
 }
 
 // withDefaults fills the zero (or negative) fields with DefaultLimits'.
@@ -84,6 +91,7 @@ func (l Limits) withDefaults() Limits {
 	set(&l.LNSMaxBins, d.LNSMaxBins)
 	set(&l.LNSOthers, d.LNSOthers)
 	set(&l.LNSClassCap, d.LNSClassCap)
+	set(&l.DiveLPRows, d.DiveLPRows)
 	setD(&l.LNSQuick, d.LNSQuick)
 	setD(&l.LNSStepTime, d.LNSStepTime)
 	setD(&l.LowerMin, d.LowerMin)

@@ -39,14 +39,15 @@ type componentState struct {
 	workers int
 
 	// Written by the stages for the later ones.
-	fitting     []*model.Claim    // claims that fit alone (or whose search ran out)
-	unplaceable []*model.Claim    // claims that fit nowhere, even alone
-	bySize      []*model.Claim    // fitting, smallest first
-	rel         *bound.Relaxation // the configuration relaxation, once built
-	prices      [][]float64       // best-fit's price stages, from the relaxation
-	sat         *satModel         // the whole component's SAT model, once built
-	noSAT       bool              // no whole SAT model: too large or not encodable
-	counts      componentCounts   // the stages' counters, for --report
+	fitting     []*model.Claim       // claims that fit alone (or whose search ran out)
+	unplaceable []*model.Claim       // claims that fit nowhere, even alone
+	bySize      []*model.Claim       // fitting, smallest first
+	rel         *bound.Relaxation    // the configuration relaxation, once built
+	prices      [][]float64          // best-fit's price stages, from the relaxation
+	sat         *satModel            // the whole component's SAT model, once built
+	agg         *bound.NodeAggregate // the aggregated per-node model, once built
+	noSAT       bool                 // no whole SAT model: too large or not encodable
+	counts      componentCounts      // the stages' counters, for --report
 
 	// Written by the driver only.
 	best    []*Assignment
@@ -299,6 +300,10 @@ type budgetPlan struct {
 	lns float64
 	// lowerMin and lowerMax clamp the lower levels (see budget.lower).
 	lowerMin, lowerMax time.Duration
+	// dive: the aggregate dive's share of the time left (the pattern
+	// enumeration, the LP, the dive and the realisation); best-fit and
+	// the neighbourhood search get the rest.
+	dive float64
 	// hint bounds the solve that hands the incumbent to the SAT model.
 	hint time.Duration
 	// orderedCall: each call of the ordered SAT sequence gets this many
@@ -315,7 +320,7 @@ type budgetPlan struct {
 // should not wait for that.
 func newPlan(useSAT bool) budgetPlan {
 	d := DefaultLimits
-	pl := budgetPlan{descent: 1.0 / 3, repackDescent: 1.0 / 4, lns: 1, lowerMin: d.LowerMin, lowerMax: d.LowerMax, hint: d.LowerMin, orderedCall: 2}
+	pl := budgetPlan{descent: 1.0 / 3, repackDescent: 1.0 / 4, lns: 1, lowerMin: d.LowerMin, lowerMax: d.LowerMax, dive: 3.0 / 4, hint: d.LowerMin, orderedCall: 2}
 	if useSAT {
 		pl.lns = 0.5
 	}
@@ -364,7 +369,9 @@ var maxClaimsStages = []stage{
 	{"greedy", untimed, greedyIncumbent},
 	{"relaxation", allLeft, relaxation},
 	{"aggregate", allLeft, aggregateRealise},
+	{"aggregate-dive", allLeft, aggregateDive},
 	{"best-fit", allLeft, bestFitTries},
+	{"aggregate-dive-late", allLeft, aggregateDiveLate},
 	{"neighbourhood", lnsShare, neighbourhood},
 	{"settled", untimed, settledWithoutSAT},
 	{"encode", allLeft, encodeModel},

@@ -164,20 +164,38 @@ func (r *Relaxation) aggregateBy(deadline time.Time) (*aggregated, error) {
 			vecs = append(vecs, s)
 		}
 		ag.vecs = append(ag.vecs, vecs)
-		fitsSome := func(ms [][]itemReq) bool {
-			for _, v := range vecs {
-				if fitsAll(ms, v) {
+		// Maximal patterns, shapes in nondecreasing order. The search
+		// keeps what each kind vector can have left after the pattern so
+		// far (every way of taking its items, deduplicated): a shape fits
+		// when some residual takes it, without packing the whole pattern
+		// again at every step.
+		extend := func(res [][]kc, s int) [][]kc {
+			var out [][]kc
+			seen := map[string]bool{}
+			for _, r := range res {
+				takeEach(shapes[s], r, -1, false, func(after []kc, _ bool) bool {
+					if k := keyOf(after); !seen[k] {
+						seen[k] = true
+						out = append(out, after)
+					}
+					return true
+				})
+			}
+			return out
+		}
+		fitsAny := func(res [][]kc, s int) bool {
+			for _, r := range res {
+				if !takeEach(shapes[s], r, -1, false, func([]kc, bool) bool { return false }) {
 					return true
 				}
 			}
 			return false
 		}
-		// Maximal patterns, shapes in nondecreasing order.
 		var pats [][]int
 		var cur []int
-		var dfs func(from int)
+		var dfs func(from int, res [][]kc)
 		steps, late := 0, false
-		dfs = func(from int) {
+		dfs = func(from int, res [][]kc) {
 			if steps++; late || steps%256 == 0 && !deadline.IsZero() && time.Now().After(deadline) {
 				late = true
 				return
@@ -185,28 +203,25 @@ func (r *Relaxation) aggregateBy(deadline time.Time) (*aggregated, error) {
 			// Recurse into the shapes from `from` on; the pattern is maximal
 			// when no shape at all fits, and the earlier shapes need
 			// checking only when none of those did.
-			ms := make([][]itemReq, 0, len(cur)+1)
-			for _, c := range cur {
-				ms = append(ms, shapes[c])
-			}
 			ext := false
 			for s := from; s < len(shapes); s++ {
-				if !fitsSome(append(ms, shapes[s])) {
+				next := extend(res, s)
+				if len(next) == 0 {
 					continue
 				}
 				ext = true
 				cur = append(cur, s)
-				dfs(s)
+				dfs(s, next)
 				cur = cur[:len(cur)-1]
 			}
 			for s := 0; s < from && !ext; s++ {
-				ext = fitsSome(append(ms, shapes[s]))
+				ext = fitsAny(res, s)
 			}
 			if !ext {
 				pats = append(pats, append([]int(nil), cur...))
 			}
 		}
-		dfs(0)
+		dfs(0, vecs)
 		if late {
 			return ag, fmt.Errorf("pattern enumeration ran out of time at bin type %d", ti)
 		}
