@@ -264,8 +264,12 @@ func TestSingleClaimFeasibilityMatchesUpstream(t *testing.T) {
 	if n, err := strconv.Atoi(os.Getenv("DRASAT_DIFF_SEEDS")); err == nil && n > 0 {
 		seeds = n // a longer run by hand: DRASAT_DIFF_SEEDS=5000
 	}
-	var total, feasible int
-	for seed := uint64(1); seed <= uint64(seeds); seed++ {
+	first := uint64(1)
+	if n, err := strconv.ParseUint(os.Getenv("DRASAT_DIFF_FIRST"), 10, 64); err == nil && n > 0 {
+		first = n // reproduce one seed: DRASAT_DIFF_FIRST=846 DRASAT_DIFF_SEEDS=1
+	}
+	var total, feasible, disagree int
+	for seed := first; seed < first+uint64(seeds); seed++ {
 		base, claims := diffInstance(seed)
 		for _, c := range claims {
 			objs := *base
@@ -286,6 +290,7 @@ func TestSingleClaimFeasibilityMatchesUpstream(t *testing.T) {
 				feasible++
 			}
 			if upOK != drOK {
+				disagree++
 				var why []string
 				for _, r := range up.Rejected {
 					why = append(why, r.Reason)
@@ -295,7 +300,7 @@ func TestSingleClaimFeasibilityMatchesUpstream(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d single claims on %d instances: %d feasible for upstream, drasat agrees on all", total, seeds, feasible)
+	t.Logf("%d single claims on %d instances (seeds %d-%d): %d feasible for upstream, %d disagreements", total, seeds, first, first+uint64(seeds)-1, feasible, disagree)
 	if feasible == 0 || feasible == total {
 		t.Errorf("degenerate instances: %d of %d feasible", feasible, total)
 	}

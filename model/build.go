@@ -77,78 +77,11 @@ func build(ctx context.Context, objs *Objects, opts Options) (*Problem, error) {
 	b.scaleCapacities()
 	for _, c := range b.p.Claims {
 		if c.Err == nil {
-			c.Err = b.allConstraintError(c)
+			c.Err = b.searchOrderError(c)
 		}
 	}
 	b.p.CELCost = b.cel.spent
 	return b.p, nil
-}
-
-// allConstraintError: for allocationMode All the allocator adds every
-// matching device the node sees, in publication order, and a device that
-// breaks a constraint of the claim is an error ("cannot add device ...
-// because a claim constraint would not be satisfied"), not a miss; an
-// error on any node aborts the pod's scheduling attempt. Walking the
-// devices stops without an error at the first that cannot be taken (in
-// use, not allowed on the node, counters, groups or capacity left), as
-// upstream's does. Only the claim's first request is decided here: there
-// the walk starts from no devices at all, so the outcome does not depend on
-// the allocator's search; an All request after others is left to the
-// search (the node then simply does not fit).
-func (b *builder) allConstraintError(c *Claim) error {
-	if len(c.Requests) == 0 || len(c.Constraints) == 0 {
-		return nil
-	}
-	req := c.Requests[0]
-	a := req.Alternatives[0]
-	if !a.All || a.OverLimit {
-		return nil
-	}
-	var cons []*Constraint
-	for _, k := range c.Constraints {
-		if k.Applies(req, a) {
-			cons = append(cons, k)
-		}
-	}
-	if len(cons) == 0 {
-		return nil
-	}
-	candidate := map[int]bool{}
-	for _, d := range a.Candidates {
-		candidate[d] = true
-	}
-	nodes := make([]int, len(b.p.Nodes))
-	for i := range nodes {
-		nodes[i] = i
-	}
-	if len(nodes) == 0 {
-		nodes = []int{-1}
-	}
-	for _, n := range nodes {
-		if c.FixedNode >= 0 && n != c.FixedNode || c.ExcludedNodes[n] {
-			continue
-		}
-		s := NewState(b.p)
-		chosen := make([][][]string, len(cons))
-		for _, d := range a.AllMatch {
-			dev := b.p.Devices[d]
-			if n >= 0 && !dev.SeenFrom(n) {
-				continue
-			}
-			if !candidate[d] || n >= 0 && !dev.Reaches(n) || !s.FitsFor(d, a, !a.AdminAccess) {
-				break // cannot be taken: this node just does not fit
-			}
-			for i, k := range cons {
-				v := k.ValuesOf(a, d)
-				if !k.Allows(chosen[i], v) {
-					return fmt.Errorf("request %s: cannot add device %s because a claim constraint would not be satisfied", a.Name, dev.ID)
-				}
-				chosen[i] = append(chosen[i], v)
-			}
-			s.TakeFor(d, a, !a.AdminAccess)
-		}
-	}
-	return nil
 }
 
 type builder struct {

@@ -1,0 +1,116 @@
+package model
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// searchOrderYAML: node-1 publishes a (numa 0), b (numa 1), both kind one,
+// and c (numa cNuma), kind all; with twoNodes node-2 publishes d (numa 1,
+// kind one) and e (numa 1, kind all). The claim asks for one device of kind
+// one, then for all devices of kind all, under matchAttribute numa.
+func searchOrderYAML(aNuma, cNuma int, twoNodes bool) string {
+	docs := fmt.Sprintf(`
+apiVersion: v1
+kind: Node
+metadata: {name: node-1}
+---
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: gpu}
+spec: {selectors: [{cel: {expression: 'device.driver == "gpu.example.com"'}}]}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: s1}
+spec:
+  driver: gpu.example.com
+  nodeName: node-1
+  pool: {name: p1, generation: 1, resourceSliceCount: 1}
+  devices:
+  - {name: a, attributes: {numa: {int: %d}, kind: {string: one}}}
+  - {name: b, attributes: {numa: {int: 1}, kind: {string: one}}}
+  - {name: c, attributes: {numa: {int: %d}, kind: {string: all}}}
+`, aNuma, cNuma)
+	if twoNodes {
+		docs += `---
+apiVersion: v1
+kind: Node
+metadata: {name: node-2}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: s2}
+spec:
+  driver: gpu.example.com
+  nodeName: node-2
+  pool: {name: p2, generation: 1, resourceSliceCount: 1}
+  devices:
+  - {name: d, attributes: {numa: {int: 1}, kind: {string: one}}}
+  - {name: e, attributes: {numa: {int: 1}, kind: {string: all}}}
+`
+	}
+	return docs + `---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: c, namespace: default}
+spec:
+  devices:
+    requests:
+    - name: one
+      exactly:
+        deviceClassName: gpu
+        selectors: [{cel: {expression: 'device.attributes["gpu.example.com"].kind == "one"'}}]
+    - name: all
+      exactly:
+        deviceClassName: gpu
+        allocationMode: All
+        selectors: [{cel: {expression: 'device.attributes["gpu.example.com"].kind == "all"'}}]
+    constraints: [{matchAttribute: gpu.example.com/numa}]
+`
+}
+
+// TestSearchOrderAllAfterRequest: the allocator picks a for the first
+// request (its first fitting device), then adding c for All breaks the
+// constraint: an error, so the claim fails, although b with c would
+// satisfy it; an error on one node fails the claim even when another node
+// fits. When the allocator's first choice works, the claim is held to it.
+func TestSearchOrderAllAfterRequest(t *testing.T) {
+	const want = "request all: cannot add device gpu.example.com/p1/c because a claim constraint would not be satisfied on node node-1"
+	for _, two := range []bool{false, true} {
+		p := buildYAML(t, searchOrderYAML(0, 1, two))
+		if err := p.Claims[0].Err; err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("two nodes %t: claim error %v, want %q", two, err, want)
+		}
+	}
+
+	// a and c on numa 0: the allocator takes a, then c; b is never used.
+	p := buildYAML(t, searchOrderYAML(0, 0, true))
+	c := p.Claims[0]
+	if c.Err != nil {
+		t.Fatalf("claim error %v, want none", c.Err)
+	}
+	var got []string
+	for _, r := range c.Requests {
+		for _, d := range r.Alternatives[0].Candidates {
+			got = append(got, p.Devices[d].ID.Device)
+		}
+	}
+	if strings.Join(got, ",") != "a,c" || !c.ExcludedNodes[1] || c.ExcludedNodes[0] {
+		t.Fatalf("held to devices %v, excluded nodes %v; want a,c on node-1 only", got, c.ExcludedNodes)
+	}
+
+	// a in use by an existing claim: the allocator takes b, then c.
+	existing := `---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: old, namespace: default}
+spec: {devices: {requests: [{name: r, exactly: {deviceClassName: gpu}}]}}
+status: {allocation: {devices: {results: [{request: r, driver: gpu.example.com, pool: p1, device: a}]}}}
+`
+	p = buildYAML(t, searchOrderYAML(0, 1, false)+existing)
+	if err := p.Claims[0].Err; err != nil {
+		t.Fatalf("a in use: claim error %v, want none (b then c)", err)
+	}
+}
