@@ -1,0 +1,312 @@
+package check
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/google/uuid"
+)
+
+// orderSteps bounds the checker's search per claim and node.
+const orderSteps = 20000
+
+// checkSearchOrder: rule 10, claims whose outcome depends on the allocator's
+// search order. The allocator takes a claim's requests in order and each
+// request's first fitting devices in publication order (pools by driver and
+// name, those with binding conditions last; slices by name), backtracking
+// only on a miss. allocationMode All must take every matching device the
+// node sees, and one that breaks a claim constraint is an error, which
+// aborts the pod's scheduling attempt whatever other nodes offer. So for a
+// claim with an All request (or subrequest) under a constraint:
+//   - on no node the claim may be tried on does that search, run from the
+//     existing allocations alone, end in such an error;
+//   - where the search may reach the All request after other picks (a later
+//     request, or a later subrequest), the claim's results are the devices
+//     the search picks on some node: whether the scheduler gets there
+//     without an error depends on those picks.
+//
+// The search asks the checker itself whether a partial allocation is valid:
+// the claim cut after the request being filled, that request asking for
+// exactly the devices picked so far.
+func (c *checker) checkSearchOrder(nc *newClaim) {
+	if c.inSearch {
+		return
+	}
+	first, ordered := orderKinds(nc.in)
+	if !first && !ordered {
+		return
+	}
+	nodes := c.w.nodes
+	if b, ok := c.fixed[nc.key]; ok {
+		nodes = []*corev1.Node{c.w.nodeByName[b.node]}
+		if nodes[0] == nil {
+			nodes[0] = &corev1.Node{}
+			nodes[0].Name = b.node
+		}
+	}
+	if len(nodes) == 0 {
+		nodes = []*corev1.Node{nil}
+	}
+	var picks []string
+	matched := false
+	for _, n := range nodes {
+		s := &orderSearch{c: c, nc: nc, node: n, steps: orderSteps, until: len(nc.in.Spec.Devices.Requests)}
+		if !ordered {
+			s.until = 1
+		}
+		ok := s.request(0)
+		where := "with no nodes"
+		if n != nil {
+			where = "on node " + n.Name
+		}
+		switch {
+		case s.err != "":
+			c.errorf("claim %s: the scheduler's allocator fails %s: %s", nc.key, where, s.err)
+			return
+		case s.steps <= 0 && ordered:
+			c.errorf("claim %s: the scheduler's search %s was not followed within %d steps, so the allocation cannot be confirmed", nc.key, where, orderSteps)
+			return
+		case ok && ordered:
+			got := resultList(s.results)
+			picks = append(picks, where+": "+got)
+			if got == resultList(nc.alloc.Devices.Results) {
+				matched = true
+			}
+		}
+	}
+	if ordered && !matched {
+		c.errorf("claim %s: allocationMode All under a constraint after other picks: the results (%s) must be what the scheduler's allocator picks from the existing allocations (%s)",
+			nc.key, resultList(nc.alloc.Devices.Results), strings.Join(picks, "; "))
+	}
+}
+
+// orderKinds: first, the claim's first request (first subrequest) is All
+// under a constraint; ordered, an All request or subrequest elsewhere is.
+func orderKinds(claim *resourceapi.ResourceClaim) (first, ordered bool) {
+	for ri := range claim.Spec.Devices.Requests {
+		for ai, a := range requestAlts(&claim.Spec.Devices.Requests[ri]) {
+			if a.mode != resourceapi.DeviceAllocationModeAll {
+				continue
+			}
+			for _, con := range claim.Spec.Devices.Constraints {
+				if constraintApplies(con.Requests, a.name) {
+					if ri == 0 && ai == 0 {
+						first = true
+					} else {
+						ordered = true
+					}
+				}
+			}
+		}
+	}
+	return first, ordered
+}
+
+func requestAlts(r *resourceapi.DeviceRequest) []*alt {
+	if r.Exactly != nil {
+		return []*alt{exactAlt(r)}
+	}
+	var out []*alt
+	for i := range r.FirstAvailable {
+		out = append(out, subAlt(r, &r.FirstAvailable[i]))
+	}
+	return out
+}
+
+// resultList is a claim's results as request=device, sorted per request.
+func resultList(rs []resourceapi.DeviceRequestAllocationResult) string {
+	var out []string
+	for _, r := range rs {
+		out = append(out, r.Request+"="+keyOf(&r).String())
+	}
+	slices.Sort(out)
+	return strings.Join(out, ",")
+}
+
+// orderSearch is the allocator's search for one claim on one node.
+type orderSearch struct {
+	c       *checker
+	nc      *newClaim
+	node    *corev1.Node // nil: no nodes at all
+	steps   int
+	until   int // the request at which the search counts as done
+	results []resourceapi.DeviceRequestAllocationResult
+	err     string
+}
+
+func (s *orderSearch) request(ri int) bool {
+	if ri == s.until {
+		return true
+	}
+	for ai, a := range requestAlts(&s.nc.in.Spec.Devices.Requests[ri]) {
+		if s.steps <= 0 || s.err != "" {
+			return false
+		}
+		if a.mode == resourceapi.DeviceAllocationModeAll {
+			if s.all(ri, ai, a) {
+				return true
+			}
+			continue
+		}
+		count := int(max(a.count, 1))
+		if len(s.results)+count > maxResults {
+			continue
+		}
+		if s.pick(ri, ai, a, s.devices(a, false), 0, count) {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *orderSearch) pick(ri, ai int, a *alt, devs []*device, from, need int) bool {
+	if need == 0 {
+		return s.request(ri + 1)
+	}
+	for i := from; i < len(devs); i++ {
+		if s.steps--; s.steps <= 0 || s.err != "" {
+			return false
+		}
+		s.results = append(s.results, s.result(a, devs[i]))
+		if s.valid(ri, ai, true) && s.pick(ri, ai, a, devs, i+1, need-1) {
+			return true
+		}
+		s.results = s.results[:len(s.results)-1]
+	}
+	return false
+}
+
+// all adds every matching device the node sees; a device that cannot be
+// added ends the attempt, one that only breaks a constraint is an error.
+func (s *orderSearch) all(ri, ai int, a *alt) bool {
+	devs := s.devices(a, true)
+	if devs == nil || len(s.results)+len(devs) > maxResults {
+		return false
+	}
+	before := len(s.results)
+	for _, d := range devs {
+		if s.steps--; s.steps <= 0 {
+			s.results = s.results[:before]
+			return false
+		}
+		s.results = append(s.results, s.result(a, d))
+		if !s.valid(ri, ai, false) {
+			s.results = s.results[:before]
+			return false
+		}
+		if !s.valid(ri, ai, true) {
+			s.err = fmt.Sprintf("request %s: adding device %s breaks a claim constraint", a.name, d.key)
+			s.results = s.results[:before]
+			return false
+		}
+	}
+	if s.request(ri + 1) {
+		return true
+	}
+	s.results = s.results[:before]
+	return false
+}
+
+// devices lists, in the allocator's order, the devices of the node's pools
+// that match a's class and selectors: for All every one the node sees (nil
+// when a pool the node sees is not usable, or none matches), else those it
+// may allocate.
+func (s *orderSearch) devices(a *alt, all bool) []*device {
+	pools := s.c.w.poolOrder
+	if s.node != nil {
+		pools = s.c.w.viewsOf(s.node)
+	}
+	var early, late []*device
+	class := s.c.classes[a.class]
+	for _, pl := range pools {
+		if s.node != nil && !slices.ContainsFunc(pl.slices, func(sl *resourceapi.ResourceSlice) bool { return s.c.w.sliceRelevant(sl, s.node) }) {
+			continue
+		}
+		if pl.issue != "" {
+			if all {
+				return nil
+			}
+			continue
+		}
+		binding := slices.ContainsFunc(pl.devices, func(d *device) bool { return d.spec.BindingConditions != nil })
+		for _, d := range pl.devices {
+			var ok bool
+			switch {
+			case s.node == nil:
+				ok = availableEverywhere(d)
+			case all:
+				ok, _ = s.c.w.reach(d, s.node)
+			default:
+				ok, _ = s.c.w.allocatable(d, s.node)
+			}
+			if _, fits, _ := consumption(a.capacity, d.spec.Capacity); !ok || !fits || !s.c.matchesAll(class, a.selectors, d) {
+				continue
+			}
+			if binding {
+				late = append(late, d)
+			} else {
+				early = append(early, d)
+			}
+		}
+	}
+	return append(early, late...)
+}
+
+// result is the allocation result the allocator writes for d serving a.
+func (s *orderSearch) result(a *alt, d *device) resourceapi.DeviceRequestAllocationResult {
+	r := resourceapi.DeviceRequestAllocationResult{Request: a.name, Driver: d.key.Driver, Pool: d.key.Pool, Device: d.key.Device,
+		Tolerations: a.tolerations, BindingConditions: d.spec.BindingConditions, BindingFailureConditions: d.spec.BindingFailureConditions,
+		SkipNodeOperations: d.slice.Spec.SkipNodeOperations}
+	if a.admin {
+		r.AdminAccess = &a.admin
+	}
+	if shared(d) {
+		id := types.UID(uuid.NewSHA1(uuid.NameSpaceOID, fmt.Appendf(nil, "%s/%d", s.nc.key, len(s.results))).String())
+		r.ShareID = &id
+		r.ConsumedCapacity, _, _ = consumption(a.capacity, d.spec.Capacity)
+	}
+	return r
+}
+
+// valid asks the checker whether the results so far are a valid allocation
+// of the claim cut after request ri, which asks for exactly the devices
+// picked for it (with or without the claim's constraints), given the
+// existing allocations.
+func (s *orderSearch) valid(ri, ai int, constraints bool) bool {
+	in := s.nc.in.DeepCopy()
+	in.Spec.Devices.Requests = in.Spec.Devices.Requests[:ri+1]
+	n := int64(0)
+	for _, r := range s.results {
+		if parent, _, _ := strings.Cut(r.Request, "/"); parent == in.Spec.Devices.Requests[ri].Name {
+			n++
+		}
+	}
+	if r := &in.Spec.Devices.Requests[ri]; r.Exactly != nil {
+		r.Exactly.AllocationMode, r.Exactly.Count = resourceapi.DeviceAllocationModeExactCount, n
+	} else {
+		r.FirstAvailable[ai].AllocationMode, r.FirstAvailable[ai].Count = resourceapi.DeviceAllocationModeExactCount, n
+	}
+	if !constraints {
+		in.Spec.Devices.Constraints = nil
+	}
+	out := in.DeepCopy()
+	out.Status.Allocation = &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{Results: slices.Clone(s.results)}}
+	for _, r := range s.results {
+		if d := s.c.w.usable(keyOf(&r)); s.node != nil && (d == nil || !availableEverywhere(d)) {
+			out.Status.Allocation.NodeSelector = &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+				MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{s.node.Name}}}}}}
+			break
+		}
+	}
+	sub := &checker{objs: s.c.objs, compat: s.c.compat, w: s.c.w, classes: s.c.classes, input: s.c.input, fixed: s.c.fixed, inSearch: true}
+	saved := s.c.input[s.nc.key]
+	s.c.input[s.nc.key] = in
+	sub.run([]*resourceapi.ResourceClaim{out})
+	s.c.input[s.nc.key] = saved
+	return len(sub.errs) == 0
+}
