@@ -232,18 +232,130 @@ func diffInstance(seed uint64) (*model.Objects, []*resourceapi.ResourceClaim) {
 		}
 		claims = append(claims, c)
 	}
+	diffExtend(seed, objs, claims)
 	return objs, claims
+}
+
+// diffExtend widens diffInstance's instances with the rest of the API, from
+// its own random stream: node labels with a slice for a node selector and
+// a slice with per-device node selection (a device per node, on all nodes,
+// by selector), binding conditions (their pools come last in the
+// allocator's order) and bindsToNode, taints with effect None and
+// tolerations by value, a validValues capacity and capacity on a device
+// that is not shared, admin access, an All subrequest in firstAvailable,
+// and constraints limited to some requests.
+func diffExtend(seed uint64, objs *model.Objects, claims []*resourceapi.ResourceClaim) {
+	rng := rand.New(rand.NewPCG(seed, 41))
+	zones := []string{"a", "b"}
+	for i, n := range objs.Nodes {
+		n.Labels = map[string]string{"zone": zones[(i+rng.IntN(2))%2]}
+	}
+	attrs := func() map[resourceapi.QualifiedName]resourceapi.DeviceAttribute {
+		m := map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{
+			"size":  {IntValue: ptr.To(int64(1 + rng.IntN(3)))},
+			"model": {StringValue: ptr.To([]string{"a", "b"}[rng.IntN(2)])},
+		}
+		if rng.IntN(3) > 0 {
+			m["numa"] = resourceapi.DeviceAttribute{IntValues: []int64{int64(rng.IntN(3))}}
+		}
+		return m
+	}
+	inZone := func(z string) *corev1.NodeSelector {
+		return &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+			{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{z}}}}}}
+	}
+	if rng.IntN(3) == 0 {
+		s := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "zoned"}, Spec: resourceapi.ResourceSliceSpec{
+			Driver: upDriver, Pool: resourceapi.ResourcePool{Name: "zoned", Generation: 1, ResourceSliceCount: 1}, NodeSelector: inZone(zones[rng.IntN(2)])}}
+		for i, k := 0, 1+rng.IntN(2); i < k; i++ {
+			s.Spec.Devices = append(s.Spec.Devices, resourceapi.Device{Name: fmt.Sprintf("z-%d", i), Attributes: attrs()})
+		}
+		objs.Slices = append(objs.Slices, s)
+	}
+	if rng.IntN(3) == 0 {
+		s := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "perdev"}, Spec: resourceapi.ResourceSliceSpec{
+			Driver: upDriver, Pool: resourceapi.ResourcePool{Name: "perdev", Generation: 1, ResourceSliceCount: 1}, PerDeviceNodeSelection: ptr.To(true)}}
+		for i, k := 0, 1+rng.IntN(3); i < k; i++ {
+			d := resourceapi.Device{Name: fmt.Sprintf("p-%d", i), Attributes: attrs()}
+			switch rng.IntN(3) {
+			case 0:
+				d.NodeName = ptr.To(objs.Nodes[rng.IntN(len(objs.Nodes))].Name)
+			case 1:
+				d.AllNodes = ptr.To(true)
+			default:
+				d.NodeSelector = inZone(zones[rng.IntN(2)])
+			}
+			s.Spec.Devices = append(s.Spec.Devices, d)
+		}
+		objs.Slices = append(objs.Slices, s)
+	}
+	for _, s := range objs.Slices {
+		for i := range s.Spec.Devices {
+			d := &s.Spec.Devices[i]
+			switch rng.IntN(12) {
+			case 0:
+				d.BindingConditions, d.BindingFailureConditions = []string{"ready"}, []string{"failed"}
+				d.BindsToNode = ptr.To(s.Spec.NodeName != nil || d.NodeName != nil)
+			case 1:
+				d.Taints = append(d.Taints, resourceapi.DeviceTaint{Key: "soft", Effect: resourceapi.DeviceTaintEffectNone})
+			case 2:
+				d.Taints = append(d.Taints, resourceapi.DeviceTaint{Key: "v", Value: []string{"x", "y"}[rng.IntN(2)], Effect: resourceapi.DeviceTaintEffectNoSchedule})
+			case 3:
+				if d.AllowMultipleAllocations == nil {
+					// Capacity on a device that is not shared: a request
+					// for it must fit in the value, and takes the device.
+					d.Capacity = map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{"bw": {Value: *resource.NewQuantity(int64(2+rng.IntN(4)), resource.DecimalSI)}}
+				}
+			}
+			if ptr.Deref(d.AllowMultipleAllocations, false) && rng.IntN(3) == 0 {
+				bw := d.Capacity["bw"]
+				bw.RequestPolicy = &resourceapi.CapacityRequestPolicy{Default: resource.NewQuantity(2, resource.DecimalSI),
+					ValidValues: []resource.Quantity{*resource.NewQuantity(2, resource.DecimalSI), *resource.NewQuantity(4, resource.DecimalSI)}}
+				d.Capacity["bw"] = bw
+			}
+		}
+	}
+	for _, c := range claims {
+		reqs := c.Spec.Devices.Requests
+		for i := range reqs {
+			r := &reqs[i]
+			switch {
+			case r.Exactly != nil && rng.IntN(8) == 0:
+				r.Exactly.AdminAccess = ptr.To(true)
+			case r.Exactly != nil && rng.IntN(6) == 0:
+				r.Exactly.Tolerations = append(r.Exactly.Tolerations, resourceapi.DeviceToleration{Key: "v", Operator: resourceapi.DeviceTolerationOpEqual, Value: "x"})
+			case r.Exactly != nil && r.Exactly.Capacity == nil && rng.IntN(8) == 0:
+				r.Exactly.Capacity = &resourceapi.CapacityRequirements{Requests: map[resourceapi.QualifiedName]resource.Quantity{
+					"bw": *resource.NewQuantity(int64(1+rng.IntN(4)), resource.DecimalSI)}}
+			case len(r.FirstAvailable) > 1 && rng.IntN(3) == 0:
+				r.FirstAvailable[1].AllocationMode, r.FirstAvailable[1].Count = resourceapi.DeviceAllocationModeAll, 0
+			}
+		}
+		for i := range c.Spec.Devices.Constraints {
+			if len(reqs) > 1 && rng.IntN(3) == 0 {
+				name := reqs[rng.IntN(len(reqs))].Name
+				if len(reqs[0].FirstAvailable) > 0 && rng.IntN(2) == 0 {
+					name = reqs[0].Name + "/" + reqs[0].FirstAvailable[rng.IntN(2)].Name
+				}
+				c.Spec.Devices.Constraints[i].Requests = []string{name}
+			}
+		}
+	}
 }
 
 // upstreamErrorsSomewhere runs the upstream allocator for the instance's
 // pending claim on each node alone and returns the first error that would
 // abort the scheduling attempt ("" if none): the sequential baseline stops
 // at the first node that fits and never sees errors on later nodes.
-func upstreamErrorsSomewhere(t *testing.T, objs *model.Objects) string {
+func upstreamErrorsSomewhere(t *testing.T, label string, objs *model.Objects) string {
 	for _, n := range objs.Nodes {
 		one := *objs
 		one.Nodes = []*corev1.Node{n}
-		res := runUpstream(t, &one, UpstreamFeatures{Allocator: &allFeatures})
+		res, err := Upstream(context.Background(), &one, UpstreamFeatures{Allocator: &allFeatures})
+		if err != nil {
+			t.Fatalf("Upstream: %v", err)
+		}
+		validateAllocations(t, label+" on "+n.Name+" alone: upstream", &one, res.Allocated)
 		for _, r := range res.Rejected {
 			if !strings.HasPrefix(r.Reason, "cannot allocate all claims on any of") {
 				return "node " + n.Name + ": " + r.Reason
@@ -287,14 +399,14 @@ func TestSingleClaimFeasibilityMatchesUpstream(t *testing.T) {
 			if upOK {
 				// The scheduler filters every node at once, and an
 				// error on any of them aborts the attempt.
-				if why := upstreamErrorsSomewhere(t, &objs); why != "" {
+				if why := upstreamErrorsSomewhere(t, fmt.Sprintf("seed %d, %s", seed, c.Name), &objs); why != "" {
 					upOK = false
 					up.Rejected = append(up.Rejected, UpstreamRejection{Reason: why})
 				}
 			}
 			if upOK {
 				feasible++
-				validateAllocations(t, "upstream", &objs, up.Allocated)
+				validateAllocations(t, fmt.Sprintf("seed %d, %s: upstream", seed, c.Name), &objs, up.Allocated)
 			}
 			if upOK != drOK {
 				disagree++

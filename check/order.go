@@ -297,7 +297,11 @@ func (s *orderSearch) valid(ri, ai int, constraints bool) bool {
 	out := in.DeepCopy()
 	out.Status.Allocation = &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{Results: slices.Clone(s.results)}}
 	for _, r := range s.results {
-		if d := s.c.w.usable(keyOf(&r)); s.node != nil && (d == nil || !availableEverywhere(d)) {
+		var d *device
+		if v := s.c.w.view(s.node, keyOf(&r).pool()); v != nil {
+			d = v.byName[r.Device] // the node's generation of the device
+		}
+		if s.node != nil && (d == nil || !availableEverywhere(d)) {
 			out.Status.Allocation.NodeSelector = &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
 				MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{s.node.Name}}}}}}
 			break

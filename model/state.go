@@ -67,6 +67,11 @@ func (s *State) FitsFor(d int, a *Alternative, exclusive bool) bool {
 			return false
 		}
 	}
+	// Admin access does not occupy the device: only devices that take
+	// their device exclude each other (as in the SAT model).
+	if !exclusive && !dev.MultiAlloc {
+		return true
+	}
 	for _, o := range dev.Incompatible {
 		if s.Taken(o) {
 			return false
