@@ -315,10 +315,28 @@ func diffExtend(seed uint64, objs *model.Objects, claims []*resourceapi.Resource
 			}
 		}
 	}
+	celErrors := os.Getenv("DRASAT_DIFF_CELERR") != ""
+	if celErrors {
+		for _, s := range objs.Slices {
+			for i := range s.Spec.Devices {
+				if rng.IntN(4) > 0 {
+					s.Spec.Devices[i].Attributes["opt"] = resourceapi.DeviceAttribute{IntValue: ptr.To(int64(rng.IntN(3)))}
+				}
+			}
+		}
+	}
 	for _, c := range claims {
 		reqs := c.Spec.Devices.Requests
 		for i := range reqs {
 			r := &reqs[i]
+			if celErrors && rng.IntN(4) == 0 {
+				sel := upSel(fmt.Sprintf(`device.attributes["%s"].opt >= %d`, upDriver, rng.IntN(3)))
+				if r.Exactly != nil {
+					r.Exactly.Selectors = sel
+				} else {
+					r.FirstAvailable[rng.IntN(len(r.FirstAvailable))].Selectors = sel
+				}
+			}
 			switch {
 			case r.Exactly != nil && rng.IntN(8) == 0:
 				r.Exactly.AdminAccess = ptr.To(true)

@@ -124,49 +124,8 @@ func (c *checker) checkNode(nc *newClaim) {
 			witnesses = []*corev1.Node{n}
 		}
 	}
-	c.checkSelectorErrors(nc, witnesses)
 	c.checkDerivedErrors(nc, witnesses)
 	c.checkAll(nc, witnesses)
-}
-
-// checkSelectorErrors: the upstream allocator evaluates the class and
-// request selectors on the devices of the node it tries, and a run-time
-// error there ends the try. So some node the claim may have been allocated
-// for must reach no device on which a selector of the claim's chosen
-// requests fails at run time.
-func (c *checker) checkSelectorErrors(nc *newClaim, witnesses []*corev1.Node) {
-	var failing []failure
-	for _, a := range nc.alts {
-		class := c.classes[a.class]
-		if class == nil {
-			continue
-		}
-		sels := append(append([]resourceapi.DeviceSelector(nil), class.Spec.Selectors...), a.selectors...)
-		for _, p := range c.w.poolOrder {
-			if p.issue != "" {
-				continue
-			}
-			for _, d := range p.devices {
-				for _, s := range sels {
-					if s.CEL == nil {
-						break
-					}
-					ok, err := c.w.eval(s.CEL.Expression, d)
-					if err != nil {
-						failing = append(failing, failure{d, err})
-					}
-					if err != nil || !ok {
-						break // upstream stops at the first false selector
-					}
-				}
-			}
-		}
-	}
-	if c.someNodeAvoids(witnesses, failing) {
-		return
-	}
-	c.errorf("claim %s: a selector fails at run time on device %s, and every node the allocation admits reaches such a device (the upstream allocator fails there): %v",
-		nc.key, failing[0].d.key, failing[0].err)
 }
 
 // failure is a run-time evaluation error on a device.

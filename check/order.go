@@ -15,30 +15,30 @@ import (
 // orderSteps bounds the checker's search per claim and node.
 const orderSteps = 20000
 
-// checkSearchOrder: rule 10, claims whose outcome depends on the allocator's
-// search order. The allocator takes a claim's requests in order and each
-// request's first fitting devices in publication order (pools by driver and
-// name, those with binding conditions last; slices by name), backtracking
-// only on a miss. allocationMode All must take every matching device the
-// node sees, and one that breaks a claim constraint is an error, which
-// aborts the pod's scheduling attempt whatever other nodes offer. So for a
-// claim with an All request (or subrequest) under a constraint:
-//   - on no node the claim may be tried on does that search, run from the
-//     existing allocations alone, end in such an error;
-//   - where the search may reach the All request after other picks (a later
-//     request, or a later subrequest), the claim's results are the devices
-//     the search picks on some node: whether the scheduler gets there
-//     without an error depends on those picks.
+// checkSearchOrder: rule 10, selector errors and the allocator's search
+// order. The allocator takes a claim's requests in order and each request's
+// first fitting devices in publication order (pools by driver and name,
+// those with binding conditions last; slices by name), backtracking only on
+// a miss. An error aborts the pod's scheduling attempt, whatever other
+// nodes offer. Errors are: a class or request selector failing at run time
+// on a device of the node's slices, for allocationMode All on any of them
+// (evaluated before the search), for other requests on a device the search
+// reaches that is not held; and, for All, a device that breaks a claim
+// constraint. So:
+//   - no All request or subrequest of the claim has a selector failing on a
+//     device some node's slices publish;
+//   - where the claim has an All request under a constraint, or a selector
+//     failing at run time: on no node the claim may be tried on does the
+//     search, run from the existing allocations alone, end in an error;
+//   - where that depends on the search's earlier picks (an All request
+//     under a constraint after other picks, or a selector error), the
+//     claim's results are the devices the search picks on some node.
 //
 // The search asks the checker itself whether a partial allocation is valid:
 // the claim cut after the request being filled, that request asking for
 // exactly the devices picked so far.
 func (c *checker) checkSearchOrder(nc *newClaim) {
 	if c.inSearch {
-		return
-	}
-	first, ordered := orderKinds(nc.in)
-	if !first && !ordered {
 		return
 	}
 	nodes := c.w.nodes
@@ -51,6 +51,14 @@ func (c *checker) checkSearchOrder(nc *newClaim) {
 	}
 	if len(nodes) == 0 {
 		nodes = []*corev1.Node{nil}
+	}
+	if err := c.allSelectorError(nc, nodes); err != "" {
+		c.errorf("claim %s: %s (the scheduler's allocator fails there)", nc.key, err)
+		return
+	}
+	first, ordered := c.orderKinds(nc.in)
+	if !first && !ordered {
+		return
 	}
 	var picks []string
 	matched := false
@@ -80,17 +88,26 @@ func (c *checker) checkSearchOrder(nc *newClaim) {
 		}
 	}
 	if ordered && !matched {
-		c.errorf("claim %s: allocationMode All under a constraint after other picks: the results (%s) must be what the scheduler's allocator picks from the existing allocations (%s)",
+		c.errorf("claim %s: whether the scheduler's allocator fails depends on its search order, so the results (%s) must be what it picks from the existing allocations (%s)",
 			nc.key, resultList(nc.alloc.Devices.Results), strings.Join(picks, "; "))
 	}
 }
 
 // orderKinds: first, the claim's first request (first subrequest) is All
-// under a constraint; ordered, an All request or subrequest elsewhere is.
-func orderKinds(claim *resourceapi.ResourceClaim) (first, ordered bool) {
+// under a constraint; ordered, an All request or subrequest elsewhere is,
+// or a selector of a request that is not All fails at run time on some
+// device.
+func (c *checker) orderKinds(claim *resourceapi.ResourceClaim) (first, ordered bool) {
 	for ri := range claim.Spec.Devices.Requests {
 		for ai, a := range requestAlts(&claim.Spec.Devices.Requests[ri]) {
 			if a.mode != resourceapi.DeviceAllocationModeAll {
+				for _, pl := range c.w.poolOrder {
+					for _, d := range pl.devices {
+						if pl.issue == "" && c.selectorError(a, d) != nil {
+							ordered = true
+						}
+					}
+				}
 				continue
 			}
 			for _, con := range claim.Spec.Devices.Constraints {
@@ -105,6 +122,77 @@ func orderKinds(claim *resourceapi.ResourceClaim) (first, ordered bool) {
 		}
 	}
 	return first, ordered
+}
+
+// selectorError is the run-time error of a's class or request selectors on
+// d (nil if none).
+func (c *checker) selectorError(a *alt, d *device) error {
+	class := c.classes[a.class]
+	if class == nil {
+		return nil
+	}
+	for _, sels := range [][]resourceapi.DeviceSelector{class.Spec.Selectors, a.selectors} {
+		for _, sel := range sels {
+			if sel.CEL == nil {
+				return nil
+			}
+			ok, err := c.w.eval(sel.CEL.Expression, d)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return nil // upstream stops at the first false selector
+			}
+		}
+	}
+	return nil
+}
+
+// slicesOn lists, in the allocator's order, the usable pools' slices the
+// node's search looks at (nil node: every slice of the pools in use).
+func (c *checker) slicesOn(n *corev1.Node) []*pool {
+	pools := c.w.poolOrder
+	if n != nil {
+		pools = c.w.viewsOf(n)
+	}
+	var early, late []*pool
+	for _, pl := range pools {
+		if n != nil && !slices.ContainsFunc(pl.slices, func(sl *resourceapi.ResourceSlice) bool { return c.w.sliceRelevant(sl, n) }) {
+			continue
+		}
+		if slices.ContainsFunc(pl.devices, func(d *device) bool { return d.spec.BindingConditions != nil }) {
+			late = append(late, pl)
+		} else {
+			early = append(early, pl)
+		}
+	}
+	return append(early, late...)
+}
+
+// allSelectorError: the allocator evaluates an All request's selectors on
+// every device of the node's slices before it searches; a run-time error on
+// any node fails the claim.
+func (c *checker) allSelectorError(nc *newClaim, nodes []*corev1.Node) string {
+	for ri := range nc.in.Spec.Devices.Requests {
+		for _, a := range requestAlts(&nc.in.Spec.Devices.Requests[ri]) {
+			if a.mode != resourceapi.DeviceAllocationModeAll {
+				continue
+			}
+			for _, n := range nodes {
+				for _, pl := range c.slicesOn(n) {
+					for _, d := range pl.devices {
+						if !c.w.sliceRelevant(d.slice, n) && n != nil || pl.issue != "" {
+							continue
+						}
+						if err := c.selectorError(a, d); err != nil {
+							return fmt.Sprintf("request %s (allocationMode All): a selector fails on device %s: %v", a.name, d.key, err)
+						}
+					}
+				}
+			}
+		}
+	}
+	return ""
 }
 
 func requestAlts(r *resourceapi.DeviceRequest) []*alt {
@@ -157,14 +245,15 @@ func (s *orderSearch) request(ri int) bool {
 		if len(s.results)+count > maxResults {
 			continue
 		}
-		if s.pick(ri, ai, a, s.devices(a, false), 0, count) {
+		devs, errs := s.devices(a, false)
+		if s.pick(ri, ai, a, devs, errs, 0, count) {
 			return true
 		}
 	}
 	return false
 }
 
-func (s *orderSearch) pick(ri, ai int, a *alt, devs []*device, from, need int) bool {
+func (s *orderSearch) pick(ri, ai int, a *alt, devs []*device, errs map[*device]error, from, need int) bool {
 	if need == 0 {
 		return s.request(ri + 1)
 	}
@@ -172,8 +261,15 @@ func (s *orderSearch) pick(ri, ai int, a *alt, devs []*device, from, need int) b
 		if s.steps--; s.steps <= 0 || s.err != "" {
 			return false
 		}
+		if err := errs[devs[i]]; err != nil {
+			if !s.held(a, devs[i]) {
+				s.err = fmt.Sprintf("request %s: a selector fails on device %s: %v", a.name, devs[i].key, err)
+				return false
+			}
+			continue
+		}
 		s.results = append(s.results, s.result(a, devs[i]))
-		if s.valid(ri, ai, true) && s.pick(ri, ai, a, devs, i+1, need-1) {
+		if s.valid(ri, ai, true) && s.pick(ri, ai, a, devs, errs, i+1, need-1) {
 			return true
 		}
 		s.results = s.results[:len(s.results)-1]
@@ -184,7 +280,7 @@ func (s *orderSearch) pick(ri, ai int, a *alt, devs []*device, from, need int) b
 // all adds every matching device the node sees; a device that cannot be
 // added ends the attempt, one that only breaks a constraint is an error.
 func (s *orderSearch) all(ri, ai int, a *alt) bool {
-	devs := s.devices(a, true)
+	devs, _ := s.devices(a, true)
 	if devs == nil || len(s.results)+len(devs) > maxResults {
 		return false
 	}
@@ -212,29 +308,31 @@ func (s *orderSearch) all(ri, ai int, a *alt) bool {
 	return false
 }
 
-// devices lists, in the allocator's order, the devices of the node's pools
+// devices lists, in the allocator's order, the devices of the node's slices
 // that match a's class and selectors: for All every one the node sees (nil
 // when a pool the node sees is not usable, or none matches), else those it
-// may allocate.
-func (s *orderSearch) devices(a *alt, all bool) []*device {
-	pools := s.c.w.poolOrder
-	if s.node != nil {
-		pools = s.c.w.viewsOf(s.node)
-	}
-	var early, late []*device
+// may allocate, and those where a selector fails (in errs).
+func (s *orderSearch) devices(a *alt, all bool) (devs []*device, errs map[*device]error) {
 	class := s.c.classes[a.class]
-	for _, pl := range pools {
-		if s.node != nil && !slices.ContainsFunc(pl.slices, func(sl *resourceapi.ResourceSlice) bool { return s.c.w.sliceRelevant(sl, s.node) }) {
-			continue
-		}
+	for _, pl := range s.c.slicesOn(s.node) {
 		if pl.issue != "" {
 			if all {
-				return nil
+				return nil, nil
 			}
 			continue
 		}
-		binding := slices.ContainsFunc(pl.devices, func(d *device) bool { return d.spec.BindingConditions != nil })
 		for _, d := range pl.devices {
+			if s.node != nil && !s.c.w.sliceRelevant(d.slice, s.node) {
+				continue
+			}
+			if err := s.c.selectorError(a, d); err != nil && !all {
+				if errs == nil {
+					errs = map[*device]error{}
+				}
+				errs[d] = err
+				devs = append(devs, d)
+				continue
+			}
 			var ok bool
 			switch {
 			case s.node == nil:
@@ -244,17 +342,36 @@ func (s *orderSearch) devices(a *alt, all bool) []*device {
 			default:
 				ok, _ = s.c.w.allocatable(d, s.node)
 			}
-			if _, fits, _ := consumption(a.capacity, d.spec.Capacity); !ok || !fits || !s.c.matchesAll(class, a.selectors, d) {
-				continue
-			}
-			if binding {
-				late = append(late, d)
-			} else {
-				early = append(early, d)
+			if _, fits, _ := consumption(a.capacity, d.spec.Capacity); ok && fits && s.c.matchesAll(class, a.selectors, d) {
+				devs = append(devs, d)
 			}
 		}
 	}
-	return append(early, late...)
+	return devs, errs
+}
+
+// held tells whether the allocator passes over d without evaluating
+// selectors: an existing claim holds it, or (unless shared) this claim
+// took it already.
+func (s *orderSearch) held(a *alt, d *device) bool {
+	mine := false
+	for _, r := range s.results {
+		if keyOf(&r) == d.key {
+			mine = true
+		}
+	}
+	if a.admin {
+		return mine && !shared(d)
+	}
+	if mine && !shared(d) {
+		return true
+	}
+	for _, p := range s.c.placements {
+		if !p.isNew && !p.admin && !p.isShare() && keyOf(p.res) == d.key {
+			return true
+		}
+	}
+	return false
 }
 
 // result is the allocation result the allocator writes for d serving a.

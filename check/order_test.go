@@ -87,7 +87,66 @@ func TestCheckSearchOrder(t *testing.T) {
 		t.Errorf("a with c: %v", err)
 	}
 	err = Check(objs, orderAllocation(objs, "b"), Options{})
-	if err == nil || !strings.Contains(err.Error(), "must be what the scheduler's allocator picks from the existing allocations (on node node-1: all=gpu.example.com/p1/c,one=gpu.example.com/p1/a)") {
+	if err == nil || !strings.Contains(err.Error(), "must be what it picks from the existing allocations (on node node-1: all=gpu.example.com/p1/c,one=gpu.example.com/p1/a)") {
 		t.Errorf("b with c where the allocator picks a: Check = %v", err)
+	}
+}
+
+// Rule 10 for selector errors: the allocator evaluates a request's
+// selectors on the devices it reaches, so an error on a device after the
+// one it takes does not matter, one before it fails the claim.
+func TestCheckSearchOrderSelectorError(t *testing.T) {
+	objs := func(first, second string) *model.Objects {
+		docs := `
+apiVersion: v1
+kind: Node
+metadata: {name: node-1}
+---
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: gpu}
+spec: {selectors: [{cel: {expression: 'device.driver == "gpu.example.com"'}}]}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: s1}
+spec:
+  driver: gpu.example.com
+  nodeName: node-1
+  pool: {name: p1, generation: 1, resourceSliceCount: 1}
+  devices:
+  - ` + first + `
+  - ` + second + `
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: x, namespace: default}
+spec:
+  devices:
+    requests:
+    - name: one
+      exactly:
+        deviceClassName: gpu
+        selectors: [{cel: {expression: 'device.attributes["gpu.example.com"].opt >= 1'}}]
+`
+		o, _, err := model.Load([]string{"-"}, strings.NewReader(docs))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	alloc := func(o *model.Objects) []*resourceapi.ResourceClaim {
+		out := o.Claims[0].DeepCopy()
+		out.Status.Allocation = &resourceapi.AllocationResult{NodeSelector: nodeSel("node-1"), Devices: resourceapi.DeviceAllocationResult{
+			Results: []resourceapi.DeviceRequestAllocationResult{{Request: "one", Driver: gpuDriver, Pool: "p1", Device: "a"}}}}
+		return []*resourceapi.ResourceClaim{out}
+	}
+	withOpt, without := "{name: a, attributes: {opt: {int: 1}}}", "{name: b}"
+	if o := objs(withOpt, without); Check(o, alloc(o), Options{}) != nil {
+		t.Errorf("a taken before b is reached: %v", Check(o, alloc(o), Options{}))
+	}
+	o := objs(without, withOpt)
+	if err := Check(o, alloc(o), Options{}); err == nil || !strings.Contains(err.Error(), "fails on node node-1: request one: a selector fails on device gpu.example.com/p1/b") {
+		t.Errorf("b reached before a: Check = %v", err)
 	}
 }

@@ -100,6 +100,8 @@ type builder struct {
 	// altCaps are the alternatives' capacity consumptions, scaled at the end.
 	existingCap map[int]map[resourceapi.QualifiedName]resource.Quantity
 	altCaps     []*altCapacity
+	uses        int64 // counterUses, once computed
+	sliceNodes  map[*resourceapi.ResourceSlice][]int
 }
 
 // attribute is attributeValue, cached: constraints of many claims look up
@@ -160,12 +162,35 @@ func (b *builder) buildNodes() {
 	}
 }
 
+// counterUses bounds how often one device's counter consumption can count:
+// its holder, and each pending claim with admin access (which, as upstream,
+// consumes the counters of a device even when it is held).
+func (b *builder) counterUses() int64 {
+	if b.uses > 0 {
+		return b.uses
+	}
+	uses := int64(1)
+	for _, c := range b.objs.Claims {
+		if c.Status.Allocation != nil {
+			continue
+		}
+		for _, r := range c.Spec.Devices.Requests {
+			if r.Exactly != nil && r.Exactly.AdminAccess != nil && *r.Exactly.AdminAccess {
+				uses++
+				break
+			}
+		}
+	}
+	b.uses = uses
+	return uses
+}
+
 func (b *builder) buildPools(copies []poolCopy) error {
 	b.copies, b.copyOf = copies, map[int]int{}
 	for ci, pc := range copies {
 		slices := pc.slices
 		driver, pool := slices[0].Spec.Driver, slices[0].Spec.Pool.Name
-		if err := CounterQuantitiesFit(slices); err != nil {
+		if err := CounterQuantitiesFit(slices, b.counterUses()); err != nil {
 			// Too large for exact integer arithmetic: this pool is left
 			// out (with a warning), the rest of the run goes on.
 			b.p.Issues = append(b.p.Issues, PoolIssue{Driver: driver, Pool: pool, Reason: err.Error(), TooLarge: slices})
@@ -239,7 +264,7 @@ func (b *builder) buildPools(copies []poolCopy) error {
 			set := info.set
 			for _, c := range set.Counters {
 				qs := info.quant[c]
-				units, unit, err := scaleQuantities(qs)
+				units, unit, err := scaleQuantities(qs, b.counterUses())
 				if err != nil {
 					return fmt.Errorf("pool %s/%s: counter set %s, counter %s: %w", driver, pool, name, c, err)
 				}
@@ -837,10 +862,15 @@ func limitResults(c *Claim) error {
 	return nil
 }
 
-// excludeCELErrorNodes: a selector that fails at run time on a device makes
-// the claim unallocatable on every node that reaches the device (upstream
-// evaluates the selectors on the devices of the node it tries, and the
-// error ends that try). When that leaves no node, the claim fails with the
+// excludeCELErrorNodes: the allocator evaluates an allocationMode All
+// request's selectors on every device of the node's pools before it
+// searches, so a selector failing at run time there is an error on every
+// node that sees the device, and an error on any node aborts the pod's
+// scheduling attempt: the claim fails. Other requests evaluate their
+// selectors as the search reaches a device; whether it gets there is
+// decided by following the search (searchOrderError). A derived attribute
+// that fails on a device makes the claim unallocatable on every node that
+// reaches the device; when that leaves no node, the claim fails with the
 // first error.
 func (b *builder) excludeCELErrorNodes(c *Claim) error {
 	var first error
@@ -848,16 +878,12 @@ func (b *builder) excludeCELErrorNodes(c *Claim) error {
 	excluded := map[int]bool{}
 	for _, r := range c.Requests {
 		for _, a := range r.Alternatives {
-
-			errs := a.celErrs
-			if len(a.derivedErrs) > 0 {
-				errs = maps.Clone(a.celErrs)
-				if errs == nil {
-					errs = map[int]error{}
+			if a.All {
+				for _, d := range slices.Sorted(maps.Keys(a.celErrs)) {
+					return a.celErrs[d]
 				}
-				maps.Copy(errs, a.derivedErrs)
 			}
-			for d, err := range errs {
+			for d, err := range a.derivedErrs {
 				if first == nil || d < firstDev {
 					first, firstDev = err, d
 				}
@@ -973,8 +999,9 @@ func (b *builder) match(class *resourceapi.DeviceClass, sels []resourceapi.Devic
 		return nil, nil, nil, err // Build reports it
 	}
 	for _, d := range b.p.Devices {
-		if !d.All && len(d.Reach) == 0 {
-			continue // no node reaches it: upstream never looks at it
+		unreachable := !d.All && len(d.Reach) == 0
+		if unreachable && len(b.selectorNodes(d)) == 0 {
+			continue // upstream never looks at it
 		}
 		match := true
 		for _, e := range exprs {
@@ -999,7 +1026,7 @@ func (b *builder) match(class *resourceapi.DeviceClass, sels []resourceapi.Devic
 				break
 			}
 		}
-		if !match {
+		if !match || unreachable {
 			continue
 		}
 		// Capacity, as the allocator checks it for every device: a device

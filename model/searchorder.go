@@ -2,30 +2,36 @@ package model
 
 import (
 	"fmt"
+	"maps"
 	"slices"
+
+	resourceapi "k8s.io/api/resource/v1"
 )
 
 // The allocator's search order, where a claim's outcome depends on it.
 //
-// For allocationMode All the allocator must take every matching device the
-// node sees, and a device that breaks a claim constraint is an error ("cannot
-// add device ... because a claim constraint would not be satisfied"), not a
-// miss; an error on any node aborts the pod's scheduling attempt. Whether the
-// search ever gets there depends on what it picked before: the requests
-// before the All request take their first fitting devices, in publication
-// order, and only a miss (never an error) makes it backtrack. So a claim can
-// be unallocatable for the scheduler although some other choice for its
-// earlier requests would satisfy everything.
+// The allocator searches a claim's requests in order, each request's first
+// fitting devices in publication order, and backtracks only on a miss, never
+// on an error; an error on any node aborts the pod's scheduling attempt.
+// Two errors depend on how far the search gets: allocationMode All must take
+// every matching device the node sees, and one that breaks a claim
+// constraint is an error ("cannot add device ... because a claim constraint
+// would not be satisfied"); and a request's selectors are evaluated on each
+// device the search reaches (not held already), where a run-time error is an
+// error. Whether the search reaches them depends on what it picked before.
 //
 // Such claims are decided by running that search, node by node, against the
-// state before any pending claim is placed (existing allocations only), and
-// the claim is held to what it finds: an error on some node makes the claim
-// fail, else the claim may only take the devices the search picked on the
-// first node where it succeeded. Pending claims placed first only take
-// devices and counters away, which turns errors into misses and never a miss
-// into an error, so that placement stays one the scheduler produces without
-// an error whatever it placed before.
-
+// state before any pending claim is placed (existing allocations only): an
+// error on some node makes the claim fail, else the claim may only take the
+// devices the search picked on the first node where it succeeded (unless
+// the only possible error is the first request's All walk, which no earlier
+// pick influences). Pending claims placed before it only take devices and
+// counters away: on that node the search still ends at the same devices
+// without an error, but on another node where it succeeded it may now go
+// past its first success and meet an error. So when the search on another
+// node can meet an error after its first success, and some other pending
+// claim could take what that success used, the claim fails too: its outcome
+// would depend on which claims the scheduler places first.
 // SearchSteps bounds the search per claim and node; a claim whose search
 // does not finish within it on some node is not allocated.
 const SearchSteps = 20000
@@ -36,6 +42,7 @@ type searchPick struct{ req, alt, dev int }
 // upstreamSearch is the allocator's depth-first search for one claim on one
 // node, with its errors.
 type upstreamSearch struct {
+	b     *builder
 	p     *Problem
 	s     *State
 	c     *Claim
@@ -44,24 +51,35 @@ type upstreamSearch struct {
 	late  []bool // devices of pools with binding conditions: tried last
 	// until is the request at which the search counts as done: only the
 	// first request matters when no later one can fail with an error.
-	until   int
-	picks   []searchPick
-	inClaim map[int]int
-	err     error
+	until int
+	// exhaustive: a complete placement counts as a miss, so the search
+	// goes on through every placement (does an error lie beyond?).
+	exhaustive bool
+	picks      []searchPick
+	inClaim    map[int]int
+	err        error
 }
 
-// orderedAll: a claim with an allocationMode All alternative, under a
-// constraint, that the search may reach after picking other devices of the
-// claim (a later request, or a later firstAvailable subrequest).
-func orderedAll(c *Claim) bool {
+// searchKinds: first, the claim's first request (its first subrequest) is
+// All under a constraint; ordered, the search may reach an All request
+// under a constraint after other picks (a later request, or a later
+// subrequest), or a request's selectors fail at run time on some device.
+func searchKinds(c *Claim) (first, ordered bool) {
 	for ri, r := range c.Requests {
 		for ai, a := range r.Alternatives {
-			if a.All && !a.OverLimit && (ri > 0 || ai > 0) && constrained(c, r, a) {
-				return true
+			if a.All && !a.OverLimit && constrained(c, r, a) {
+				if ri == 0 && ai == 0 {
+					first = true
+				} else {
+					ordered = true
+				}
+			}
+			if !a.All && len(a.celErrs) > 0 {
+				ordered = true
 			}
 		}
 	}
-	return false
+	return first, ordered
 }
 
 func constrained(c *Claim, r *Request, a *Alternative) bool {
@@ -78,35 +96,89 @@ func constrained(c *Claim, r *Request, a *Alternative) bool {
 // outcome depends on the search order (orderedAll) is then held to the
 // devices found on the first node where the search succeeds.
 func (b *builder) searchOrderError(c *Claim) error {
-	first := len(c.Requests) > 0 && c.Requests[0].Alternatives[0].All && constrained(c, c.Requests[0], c.Requests[0].Alternatives[0])
-	ordered := orderedAll(c)
+	first, ordered := searchKinds(c)
 	if !first && !ordered {
 		return nil
 	}
 	late := b.lateDevices()
-	var found []searchPick
-	foundNode := -2
-	for _, n := range b.searchNodes(c) {
-		g := &upstreamSearch{p: b.p, s: NewState(b.p), c: c, node: n, steps: SearchSteps, late: late, inClaim: map[int]int{}, until: len(c.Requests)}
+	search := func(n int, exhaustive bool) (*upstreamSearch, bool) {
+		g := &upstreamSearch{b: b, p: b.p, s: NewState(b.p), c: c, node: n, steps: SearchSteps, late: late, inClaim: map[int]int{},
+			until: len(c.Requests), exhaustive: exhaustive}
 		if !ordered {
 			g.until = 1
 		}
 		ok := g.request(0)
-		where := ""
-		if n >= 0 {
-			where = " on node " + b.p.Nodes[n].Name
+		return g, ok
+	}
+	where := func(n int) string {
+		if n < 0 {
+			return ""
 		}
+		return " on node " + b.p.Nodes[n].Name
+	}
+	found := map[int][]searchPick{}
+	var fits []int
+	for _, n := range b.searchNodes(c) {
+		g, ok := search(n, false)
 		switch {
 		case g.err != nil:
-			return fmt.Errorf("%s%s (the scheduler's allocator searches in publication order and fails there)", g.err, where)
+			return fmt.Errorf("%s%s (the scheduler's allocator searches in publication order and fails there)", g.err, where(n))
 		case g.steps <= 0 && ordered:
-			return fmt.Errorf("the scheduler's allocator could not be followed%s within %d search steps: its outcome depends on its search order (allocationMode All under a constraint)", where, SearchSteps)
-		case ok && foundNode == -2:
-			found, foundNode = slices.Clone(g.picks), n
+			return fmt.Errorf("the scheduler's allocator could not be followed%s within %d search steps, and its outcome depends on its search order", where(n), SearchSteps)
+		case ok:
+			found[n] = slices.Clone(g.picks)
+			fits = append(fits, n)
 		}
 	}
-	if ordered && foundNode != -2 {
-		b.holdTo(c, foundNode, found)
+	if !ordered || len(fits) == 0 {
+		return nil
+	}
+	for _, m := range fits[1:] {
+		g, _ := search(m, true)
+		if g.err == nil && g.steps > 0 {
+			continue
+		}
+		if o := b.contender(c, found[m]); o != nil {
+			why := "an error"
+			if g.err != nil {
+				why = g.err.Error()
+			}
+			return fmt.Errorf("the scheduler's outcome depends on the order of the pending claims: if claim %s came first, the allocator could go past its first placement%s and meet %s", o.Key, where(m), why)
+		}
+	}
+	b.holdTo(c, fits[0], found[fits[0]])
+	return nil
+}
+
+// contender is another pending claim that could take a device of picks, or
+// counters or capacity they use (nil if none).
+func (b *builder) contender(c *Claim, picks []searchPick) *Claim {
+	touched := map[int]bool{}
+	for _, pk := range picks {
+		dev := b.p.Devices[pk.dev]
+		touched[pk.dev] = true
+		for _, o := range dev.Incompatible {
+			touched[o] = true
+		}
+		for _, cons := range dev.Consumes {
+			for _, o := range b.p.CounterSets[cons.Set].Devices {
+				touched[o] = true
+			}
+		}
+	}
+	for _, o := range b.p.Claims {
+		if o == c {
+			continue
+		}
+		for _, r := range o.Requests {
+			for _, a := range r.Alternatives {
+				for _, d := range a.Candidates {
+					if touched[d] {
+						return o
+					}
+				}
+			}
+		}
 	}
 	return nil
 }
@@ -164,6 +236,46 @@ func (b *builder) holdTo(c *Claim, n int, picks []searchPick) {
 	c.nodes = nil
 }
 
+// selectorNodes are the nodes whose search evaluates selectors on d: those
+// that see it and, for a slice with perDeviceNodeSelection, those that see
+// any device of the slice (the allocator takes the whole slice and
+// evaluates selectors before it checks the device's own nodes).
+func (b *builder) selectorNodes(d *Device) []int {
+	seen := func(o *Device) []int {
+		if o.Sees != nil {
+			return o.Sees
+		}
+		if o.All {
+			nodes := make([]int, len(b.p.Nodes))
+			for i := range nodes {
+				nodes[i] = i
+			}
+			return nodes
+		}
+		return o.Reach
+	}
+	if d.Slice == nil || d.Slice.Spec.PerDeviceNodeSelection == nil || !*d.Slice.Spec.PerDeviceNodeSelection {
+		return seen(d)
+	}
+	if b.sliceNodes == nil {
+		b.sliceNodes = map[*resourceapi.ResourceSlice][]int{}
+	}
+	nodes, ok := b.sliceNodes[d.Slice]
+	if !ok {
+		set := map[int]bool{}
+		for _, o := range b.p.Devices {
+			if o.Slice == d.Slice {
+				for _, n := range seen(o) {
+					set[n] = true
+				}
+			}
+		}
+		nodes = slices.Sorted(maps.Keys(set))
+		b.sliceNodes[d.Slice] = nodes
+	}
+	return nodes
+}
+
 // lateDevices marks the devices of pools with binding conditions: the
 // allocator tries those pools after all others.
 func (b *builder) lateDevices() []bool {
@@ -207,7 +319,7 @@ func (g *upstreamSearch) order(devs []int) []int {
 
 func (g *upstreamSearch) request(ri int) bool {
 	if ri == g.until {
-		return true
+		return !g.exhaustive
 	}
 	for ai, a := range g.c.Requests[ri].Alternatives {
 		if g.steps <= 0 || g.err != nil {
@@ -266,12 +378,20 @@ func (g *upstreamSearch) devices(ri, ai int, a *Alternative, from, need int) boo
 	if need == 0 {
 		return g.request(ri + 1)
 	}
-	cands := g.order(a.CandidatesOn(g.node))
+	cands := g.order(g.reached(a))
 	for i := from; i < len(cands); i++ {
 		if g.steps--; g.steps <= 0 || g.err != nil {
 			return false
 		}
 		d := cands[i]
+		if err := a.celErrs[d]; err != nil {
+			// Evaluated unless held (by an existing claim or this one).
+			if !(a.AdminAccess && g.inClaim[d] > 0 && !g.p.Devices[d].MultiAlloc || !a.AdminAccess && g.s.Used(d)) {
+				g.err = fmt.Errorf("request %s: %w", a.Name, err)
+				return false
+			}
+			continue
+		}
 		if !g.fits(d, a) || !g.allowed(ri, a, d) {
 			continue
 		}
@@ -282,6 +402,23 @@ func (g *upstreamSearch) devices(ri, ai int, a *Alternative, from, need int) boo
 		g.release(a, d)
 	}
 	return false
+}
+
+// reached lists the devices the search looks at for a on the node: its
+// candidates and, in device order among them, those where a selector fails.
+func (g *upstreamSearch) reached(a *Alternative) []int {
+	cands := a.CandidatesOn(g.node)
+	if len(a.celErrs) == 0 {
+		return cands
+	}
+	out := slices.Clone(cands)
+	for d := range a.celErrs {
+		if g.node < 0 && g.p.Devices[d].All || g.node >= 0 && slices.Contains(g.b.selectorNodes(g.p.Devices[d]), g.node) {
+			out = append(out, d)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // all takes every matching device the node sees, in order; a device that
