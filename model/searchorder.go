@@ -28,10 +28,11 @@ import (
 // pick influences). Pending claims placed before it only take devices and
 // counters away: on that node the search still ends at the same devices
 // without an error, but on another node where it succeeded it may now go
-// past its first success and meet an error. So when the search on another
-// node can meet an error after its first success, and some other pending
-// claim could take what that success used, the claim fails too: its outcome
-// would depend on which claims the scheduler places first.
+// past its first success and meet an error. Claims whose own allocation
+// does not depend on the order can be placed after it; but when the search
+// on another node can meet an error after its first success, and another
+// order-dependent pending claim could take what that success used, the
+// claim fails too: one of the two would have to come second.
 // SearchSteps bounds the search per claim and node; a claim whose search
 // does not finish within it on some node is not allocated.
 const SearchSteps = 20000
@@ -150,8 +151,9 @@ func (b *builder) searchOrderError(c *Claim) error {
 	return nil
 }
 
-// contender is another pending claim that could take a device of picks, or
-// counters or capacity they use (nil if none).
+// contender is another pending claim whose outcome also depends on the
+// search order (it cannot simply be placed after c) that could take a
+// device of picks, or counters or capacity they use (nil if none).
 func (b *builder) contender(c *Claim, picks []searchPick) *Claim {
 	touched := map[int]bool{}
 	for _, pk := range picks {
@@ -167,7 +169,9 @@ func (b *builder) contender(c *Claim, picks []searchPick) *Claim {
 		}
 	}
 	for _, o := range b.p.Claims {
-		if o == c {
+		// Claims whose allocation does not depend on the search order
+		// can be placed after c; so can those that fail anyway.
+		if _, ordered := searchKinds(o); o == c || o.Err != nil || !ordered {
 			continue
 		}
 		for _, r := range o.Requests {

@@ -114,3 +114,72 @@ status: {allocation: {devices: {results: [{request: r, driver: gpu.example.com, 
 		t.Fatalf("a in use: claim error %v, want none (b then c)", err)
 	}
 }
+
+// A selector failing on b2 (no opt): node-1's search takes a1, node-2's
+// takes b1 before it reaches b2. Alone, the claim is held to a1. With a
+// rival that could take b1 and is itself held (its selector fails on b2
+// too), one of the two must be placed second; if the rival came first,
+// node-2's search would reach b2 and fail: the claim fails.
+func TestSearchOrderSelectorErrorRival(t *testing.T) {
+	docs := `
+apiVersion: v1
+kind: Node
+metadata: {name: node-1}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: node-2}
+---
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: gpu}
+spec: {selectors: [{cel: {expression: 'device.driver == "gpu.example.com"'}}]}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: s1}
+spec:
+  driver: gpu.example.com
+  nodeName: node-1
+  pool: {name: p1, generation: 1, resourceSliceCount: 1}
+  devices: [{name: a1, attributes: {opt: {int: 1}}}]
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: s2}
+spec:
+  driver: gpu.example.com
+  nodeName: node-2
+  pool: {name: p2, generation: 1, resourceSliceCount: 1}
+  devices: [{name: b1, attributes: {opt: {int: 1}}}, {name: b2}]
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: x, namespace: default}
+spec:
+  devices:
+    requests:
+    - name: r
+      exactly:
+        deviceClassName: gpu
+        selectors: [{cel: {expression: 'device.attributes["gpu.example.com"].opt >= 1'}}]
+`
+	p := buildYAML(t, docs)
+	c := p.Claims[0]
+	if c.Err != nil {
+		t.Fatalf("alone: claim error %v", c.Err)
+	}
+	if got := c.Requests[0].Alternatives[0].Candidates; len(got) != 1 || p.Devices[got[0]].ID.Device != "a1" || !c.ExcludedNodes[1] {
+		t.Fatalf("alone: want the claim held to a1 on node-1, got candidates %v, excluded %v", got, c.ExcludedNodes)
+	}
+	// A plain claim can always be placed after it.
+	if err := buildYAML(t, docs+claimYAML("plain", "gpu", "")).Claims[0].Err; err != nil {
+		t.Fatalf("with a plain claim for b1: claim error %v", err)
+	}
+	rival := claimYAML("rival", "gpu", "        selectors: [{cel: {expression: 'device.attributes[\"gpu.example.com\"].opt >= 0'}}]\n")
+	p = buildYAML(t, docs+rival)
+	want := "the scheduler's outcome depends on the order of the pending claims: if claim default/rival came first, the allocator could go past its first placement on node node-2"
+	if err := p.Claims[0].Err; err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("with a rival for b1: claim error %v, want %q", err, want)
+	}
+}
