@@ -13,6 +13,7 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/dynamic-resource-allocation/structured"
 	"k8s.io/utils/ptr"
 
@@ -241,7 +242,8 @@ func diffInstance(seed uint64) (*model.Objects, []*resourceapi.ResourceClaim) {
 // a slice with per-device node selection (a device per node, on all nodes,
 // by selector), binding conditions (their pools come last in the
 // allocator's order) and bindsToNode, taints with effect None and
-// tolerations by value, a validValues capacity and capacity on a device
+// tolerations by value, compatibility groups, an existing share and an
+// existing admin-access result, a validValues capacity and capacity on a device
 // that is not shared, admin access, an All subrequest in firstAvailable,
 // constraints limited to some requests, and selectors reading an attribute
 // only some devices have (DRASAT_DIFF_NO_CELERR=1 leaves them out).
@@ -293,6 +295,11 @@ func diffExtend(seed uint64, objs *model.Objects, claims []*resourceapi.Resource
 	for _, s := range objs.Slices {
 		for i := range s.Spec.Devices {
 			d := &s.Spec.Devices[i]
+			if len(d.ConsumesCounters) > 0 && rng.IntN(3) == 0 {
+				// Compatibility groups (KEP-5963): devices drawing on one
+				// counter set must share a group.
+				d.ConsumesCounters[0].CompatibilityGroups = [][]string{{"x"}, {"y"}, {"x", "y"}}[rng.IntN(3)]
+			}
 			switch rng.IntN(12) {
 			case 0:
 				d.BindingConditions, d.BindingFailureConditions = []string{"ready"}, []string{"failed"}
@@ -315,6 +322,27 @@ func diffExtend(seed uint64, objs *model.Objects, claims []*resourceapi.Resource
 				d.Capacity["bw"] = bw
 			}
 		}
+	}
+	// An existing share of a shared device, and an existing admin-access
+	// result.
+	for _, s := range objs.Slices {
+		if s.Name != "nics" || rng.IntN(2) == 0 {
+			continue
+		}
+		q := *resource.NewQuantity(int64(1+rng.IntN(4)), resource.DecimalSI)
+		r := resourceapi.DeviceRequestAllocationResult{Request: "r", Driver: upDriver, Pool: "nics", Device: s.Spec.Devices[0].Name,
+			ShareID: ptr.To(types.UID("00000000-0000-4000-8000-000000000001")), ConsumedCapacity: map[resourceapi.QualifiedName]resource.Quantity{"bw": q}}
+		c := upClaim("existing-share", upExact("r", 1, nil))
+		c.Status.Allocation = &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{r}}}
+		objs.Claims = append(objs.Claims, c)
+	}
+	if rng.IntN(4) == 0 && len(objs.Slices[0].Spec.Devices) > 0 {
+		s := objs.Slices[0]
+		r := resourceapi.DeviceRequestAllocationResult{Request: "r", Driver: upDriver, Pool: s.Spec.Pool.Name, Device: s.Spec.Devices[rng.IntN(len(s.Spec.Devices))].Name, AdminAccess: ptr.To(true)}
+		c := upClaim("existing-admin", upExact("r", 1, nil))
+		c.Spec.Devices.Requests[0].Exactly.AdminAccess = ptr.To(true)
+		c.Status.Allocation = &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{r}}}
+		objs.Claims = append(objs.Claims, c)
 	}
 	// Selectors reading an attribute only some devices have fail at run
 	// time on the others: whether the allocator meets that error depends

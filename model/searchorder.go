@@ -390,7 +390,8 @@ func (g *upstreamSearch) devices(ri, ai int, a *Alternative, from, need int) boo
 		d := cands[i]
 		if err := a.celErrs[d]; err != nil {
 			// Evaluated unless held (by an existing claim or this one).
-			if !(a.AdminAccess && g.inClaim[d] > 0 && !g.p.Devices[d].MultiAlloc || !a.AdminAccess && g.s.Used(d)) {
+			mine := g.inClaim[d] > 0 && !g.p.Devices[d].MultiAlloc
+			if !(mine || !a.AdminAccess && g.s.Used(d)) {
 				g.err = fmt.Errorf("request %s: %w", a.Name, err)
 				return false
 			}
