@@ -101,12 +101,8 @@ func (c *checker) orderKinds(claim *resourceapi.ResourceClaim) (first, ordered b
 	for ri := range claim.Spec.Devices.Requests {
 		for ai, a := range requestAlts(&claim.Spec.Devices.Requests[ri]) {
 			if a.mode != resourceapi.DeviceAllocationModeAll {
-				for _, pl := range c.w.poolOrder {
-					for _, d := range pl.devices {
-						if pl.issue == "" && c.selectorError(a, d) != nil {
-							ordered = true
-						}
-					}
+				if c.anySelectorError(a) {
+					ordered = true
 				}
 				continue
 			}
@@ -122,6 +118,33 @@ func (c *checker) orderKinds(claim *resourceapi.ResourceClaim) (first, ordered b
 		}
 	}
 	return first, ordered
+}
+
+// anySelectorError tells whether a's selectors fail at run time on some
+// device of a usable pool (cached per class and selectors: many claims
+// share them).
+func (c *checker) anySelectorError(a *alt) bool {
+	key := a.class
+	for _, sel := range a.selectors {
+		if sel.CEL == nil {
+			key += "\x00<none>"
+		} else {
+			key += "\x00" + sel.CEL.Expression
+		}
+	}
+	if v, ok := c.w.selErr[key]; ok {
+		return v
+	}
+	v := false
+	for _, pl := range c.w.poolOrder {
+		for _, d := range pl.devices {
+			if pl.issue == "" && c.selectorError(a, d) != nil {
+				v = true
+			}
+		}
+	}
+	c.w.selErr[key] = v
+	return v
 }
 
 // selectorError is the run-time error of a's class or request selectors on

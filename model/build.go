@@ -102,6 +102,7 @@ type builder struct {
 	altCaps     []*altCapacity
 	uses        int64 // counterUses, once computed
 	sliceNodes  map[*resourceapi.ResourceSlice][]int
+	late        []bool // lateDevices, once computed
 }
 
 // attribute is attributeValue, cached: constraints of many claims look up

@@ -283,7 +283,11 @@ func (b *builder) selectorNodes(d *Device) []int {
 // lateDevices marks the devices of pools with binding conditions: the
 // allocator tries those pools after all others.
 func (b *builder) lateDevices() []bool {
+	if b.late != nil {
+		return b.late
+	}
 	late := make([]bool, len(b.p.Devices))
+	b.late = late
 	for ci, pc := range b.copies {
 		has := false
 		for _, s := range pc.slices {
