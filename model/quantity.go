@@ -63,9 +63,12 @@ func scaleQuantities(qs []resource.Quantity, uses int64) ([]int64, string, error
 		for _, q := range qs[1:] {
 			sum.Add(q)
 		}
-		total := sum.AsDec()
-		total.Mul(total, resource.NewQuantity(max(uses, 1), resource.DecimalSI).AsDec())
-		if sum = *resource.NewDecimalQuantity(*total, resource.DecimalSI); qs[0].Cmp(sum) > 0 {
+		if uses > 1 {
+			total := sum.AsDec()
+			total.Mul(total, resource.NewQuantity(uses, resource.DecimalSI).AsDec())
+			sum = *resource.NewDecimalQuantity(*total, resource.DecimalSI)
+		}
+		if qs[0].Cmp(sum) > 0 {
 			qs = append([]resource.Quantity{sum}, qs[1:]...)
 		}
 	}
