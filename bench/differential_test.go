@@ -381,7 +381,18 @@ func diffExtend(seed uint64, objs *model.Objects, claims []*resourceapi.Resource
 				r.FirstAvailable[1].AllocationMode, r.FirstAvailable[1].Count = resourceapi.DeviceAllocationModeAll, 0
 			}
 		}
-		for i := range c.Spec.Devices.Constraints {
+		for i, k := range c.Spec.Devices.Constraints {
+			if celErrors && k.MatchAttribute != nil && rng.IntN(3) == 0 {
+				// A derived attribute (alpha) shadowing the constraint's,
+				// failing where opt is missing.
+				r := &reqs[rng.IntN(len(reqs))]
+				da := []resourceapi.DeviceDerivedAttribute{{Name: *k.MatchAttribute, Expression: fmt.Sprintf(`device.attributes["%s"].opt`, upDriver)}}
+				if r.Exactly != nil {
+					r.Exactly.DerivedAttributes = da
+				} else {
+					r.FirstAvailable[0].DerivedAttributes = da
+				}
+			}
 			if len(reqs) > 1 && rng.IntN(3) == 0 {
 				name := reqs[rng.IntN(len(reqs))].Name
 				if len(reqs[0].FirstAvailable) > 0 && rng.IntN(2) == 0 {

@@ -23,15 +23,18 @@ const orderSteps = 20000
 // nodes offer. Errors are: a class or request selector failing at run time
 // on a device of the node's slices, for allocationMode All on any of them
 // (evaluated before the search), for other requests on a device the search
-// reaches that is not held; and, for All, a device that breaks a claim
-// constraint. So:
+// reaches that is not held; a derivedAttributes expression a constraint
+// uses failing on a device the search tries (after its counters and
+// capacity fit); and, for All, a device that breaks a claim constraint. So:
 //   - no All request or subrequest of the claim has a selector failing on a
 //     device some node's slices publish;
-//   - where the claim has an All request under a constraint, or a selector
-//     failing at run time: on no node the claim may be tried on does the
+//   - where the claim has an All request under a constraint, a selector
+//     failing at run time, or a derived attribute failing on a device the
+//     search may try: on no node the claim may be tried on does the
 //     search, run from the existing allocations alone, end in an error;
 //   - where that depends on the search's earlier picks (an All request
-//     under a constraint after other picks, or a selector error), the
+//     under a constraint after other picks, a selector or derived
+//     attribute error), the
 //     claim's results are the devices the search picks on some node.
 //
 // The search asks the checker itself whether a partial allocation is valid:
@@ -100,6 +103,9 @@ func (c *checker) checkSearchOrder(nc *newClaim) {
 func (c *checker) orderKinds(claim *resourceapi.ResourceClaim) (first, ordered bool) {
 	for ri := range claim.Spec.Devices.Requests {
 		for ai, a := range requestAlts(&claim.Spec.Devices.Requests[ri]) {
+			if c.derivedErrorAnywhere(claim, a) {
+				ordered = true
+			}
 			if a.mode != resourceapi.DeviceAllocationModeAll {
 				if c.anySelectorError(a) {
 					ordered = true
@@ -118,6 +124,67 @@ func (c *checker) orderKinds(claim *resourceapi.ResourceClaim) (first, ordered b
 		}
 	}
 	return first, ordered
+}
+
+// derivedErrors lists the derivedAttributes expressions of a that a
+// constraint of the claim uses.
+func derivedErrors(claim *resourceapi.ResourceClaim, a *alt) []string {
+	var exprs []string
+	for _, con := range claim.Spec.Devices.Constraints {
+		attr := con.MatchAttribute
+		if attr == nil {
+			attr = con.DistinctAttribute
+		}
+		if attr == nil || !constraintApplies(con.Requests, a.name) {
+			continue
+		}
+		if expr, ok := derivedExpression(claim, a.name, *attr); ok {
+			exprs = append(exprs, expr)
+		}
+	}
+	return exprs
+}
+
+// derivedError is the error of a derivedAttributes expression a's
+// constraints use, on d (nil if none).
+func (c *checker) derivedError(claim *resourceapi.ResourceClaim, a *alt, d *device) error {
+	for _, expr := range derivedErrors(claim, a) {
+		if _, err := c.derivedAttribute(expr, d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// derivedErrorAnywhere tells whether such an expression fails on a device
+// the allocator could try for a: in a usable pool, matching its selectors,
+// tolerated, not held by an existing claim (unless admin access), its
+// capacities able to serve the request.
+func (c *checker) derivedErrorAnywhere(claim *resourceapi.ResourceClaim, a *alt) bool {
+	if len(derivedErrors(claim, a)) == 0 {
+		return false
+	}
+	held := map[devKey]bool{}
+	for _, p := range c.placements {
+		if !p.isNew && !p.admin && !p.isShare() {
+			held[keyOf(p.res)] = true
+		}
+	}
+	class := c.classes[a.class]
+	for _, pl := range c.w.poolOrder {
+		if pl.issue != "" {
+			continue
+		}
+		for _, d := range pl.devices {
+			if !c.matchesAll(class, a.selectors, d) || untoleratedTaint(d.spec, a.tolerations) != nil || held[d.key] && !a.admin {
+				continue
+			}
+			if _, fits, _ := consumption(a.capacity, d.spec.Capacity); fits && c.derivedError(claim, a, d) != nil {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // anySelectorError tells whether a's selectors fail at run time on some
@@ -292,8 +359,15 @@ func (s *orderSearch) pick(ri, ai int, a *alt, devs []*device, errs map[*device]
 			continue
 		}
 		s.results = append(s.results, s.result(a, devs[i]))
-		if s.valid(ri, ai, true) && s.pick(ri, ai, a, devs, errs, i+1, need-1) {
-			return true
+		if s.valid(ri, ai, false) {
+			if err := s.c.derivedError(s.nc.in, a, devs[i]); err != nil {
+				s.err = fmt.Sprintf("request %s: derived attribute on device %s: %v", a.name, devs[i].key, err)
+				s.results = s.results[:len(s.results)-1]
+				return false
+			}
+			if s.valid(ri, ai, true) && s.pick(ri, ai, a, devs, errs, i+1, need-1) {
+				return true
+			}
 		}
 		s.results = s.results[:len(s.results)-1]
 	}
@@ -315,6 +389,11 @@ func (s *orderSearch) all(ri, ai int, a *alt) bool {
 		}
 		s.results = append(s.results, s.result(a, d))
 		if !s.valid(ri, ai, false) {
+			s.results = s.results[:before]
+			return false
+		}
+		if err := s.c.derivedError(s.nc.in, a, d); err != nil {
+			s.err = fmt.Sprintf("request %s: derived attribute on device %s: %v", a.name, d.key, err)
 			s.results = s.results[:before]
 			return false
 		}

@@ -750,7 +750,7 @@ func (b *builder) buildRequests(c *Claim) error {
 		}
 		c.Constraints = append(c.Constraints, k)
 	}
-	return b.excludeCELErrorNodes(c)
+	return b.allSelectorError(c)
 }
 
 func (b *builder) alternative(c *Claim, reqName, subName, className string, sels []resourceapi.DeviceSelector,
@@ -863,20 +863,15 @@ func limitResults(c *Claim) error {
 	return nil
 }
 
-// excludeCELErrorNodes: the allocator evaluates an allocationMode All
-// request's selectors on every device of the node's pools before it
+// allSelectorError: the allocator evaluates an allocationMode All
+// request's selectors on every device of the node's slices before it
 // searches, so a selector failing at run time there is an error on every
 // node that sees the device, and an error on any node aborts the pod's
 // scheduling attempt: the claim fails. Other requests evaluate their
-// selectors as the search reaches a device; whether it gets there is
-// decided by following the search (searchOrderError). A derived attribute
-// that fails on a device makes the claim unallocatable on every node that
-// reaches the device; when that leaves no node, the claim fails with the
-// first error.
-func (b *builder) excludeCELErrorNodes(c *Claim) error {
-	var first error
-	firstDev := -1
-	excluded := map[int]bool{}
+// selectors, and derived attributes, as the search reaches a device;
+// whether it gets there is decided by following the search
+// (searchOrderError).
+func (b *builder) allSelectorError(c *Claim) error {
 	for _, r := range c.Requests {
 		for _, a := range r.Alternatives {
 			if a.All {
@@ -884,27 +879,8 @@ func (b *builder) excludeCELErrorNodes(c *Claim) error {
 					return a.celErrs[d]
 				}
 			}
-			for d, err := range a.derivedErrs {
-				if first == nil || d < firstDev {
-					first, firstDev = err, d
-				}
-				dev := b.p.Devices[d]
-				if dev.All {
-					return err
-				}
-				for _, n := range dev.Reach {
-					excluded[n] = true
-				}
-			}
 		}
 	}
-	if first == nil {
-		return nil
-	}
-	if c.FixedNode >= 0 && excluded[c.FixedNode] || len(excluded) >= len(b.p.Nodes) {
-		return first
-	}
-	c.ExcludedNodes = excluded
 	return nil
 }
 

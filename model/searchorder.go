@@ -75,7 +75,7 @@ func searchKinds(c *Claim) (first, ordered bool) {
 					ordered = true
 				}
 			}
-			if !a.All && len(a.celErrs) > 0 {
+			if !a.All && len(a.celErrs) > 0 || len(a.derivedErrs) > 0 {
 				ordered = true
 			}
 		}
@@ -362,11 +362,17 @@ func (g *upstreamSearch) fits(d int, a *Alternative) bool {
 	return g.s.FitsFor(d, a, !a.AdminAccess)
 }
 
+// allowed tells whether d keeps the claim's constraints, in their order; a
+// derived attribute that fails on d is an error (g.err).
 func (g *upstreamSearch) allowed(ri int, a *Alternative, d int) bool {
 	req := g.c.Requests[ri]
 	for _, k := range g.c.Constraints {
 		if !k.Applies(req, a) {
 			continue
+		}
+		if _, derived := a.Derived[k.Attribute]; derived && a.derivedErrs[d] != nil {
+			g.err = fmt.Errorf("request %s: device %s: %w", a.Name, g.p.Devices[d].ID, a.derivedErrs[d])
+			return false
 		}
 		var chosen [][]string
 		for _, p := range g.picks {
@@ -450,7 +456,7 @@ func (g *upstreamSearch) all(ri, ai int, a *Alternative) bool {
 		if !slices.Contains(a.Candidates, d) || !g.fits(d, a) {
 			break
 		}
-		if !g.allowed(ri, a, d) {
+		if !g.allowed(ri, a, d) && g.err == nil {
 			g.err = fmt.Errorf("request %s: cannot add device %s because a claim constraint would not be satisfied", a.Name, g.p.Devices[d].ID)
 			break
 		}

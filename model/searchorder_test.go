@@ -183,3 +183,50 @@ spec:
 		t.Fatalf("with a rival for b1: claim error %v, want %q", err, want)
 	}
 }
+
+// A derived attribute (alpha) a constraint uses is evaluated when the
+// search tries a device: failing on b, which the search tries first, it
+// fails the claim; tried after a, which it takes, it does not matter.
+func TestSearchOrderDerivedAttributeError(t *testing.T) {
+	docs := func(devices string) string {
+		return `
+apiVersion: v1
+kind: Node
+metadata: {name: node-1}
+---
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: gpu}
+spec: {selectors: [{cel: {expression: 'device.driver == "gpu.example.com"'}}]}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: s1}
+spec:
+  driver: gpu.example.com
+  nodeName: node-1
+  pool: {name: p1, generation: 1, resourceSliceCount: 1}
+  devices: ` + devices + `
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: x, namespace: default}
+spec:
+  devices:
+    requests:
+    - name: r
+      exactly:
+        deviceClassName: gpu
+        derivedAttributes: [{name: gpu.example.com/numa, expression: 'device.attributes["gpu.example.com"].opt'}]
+    constraints: [{matchAttribute: gpu.example.com/numa}]
+`
+	}
+	p := buildYAML(t, docs("[{name: b}, {name: a, attributes: {opt: {int: 1}}}]"))
+	if err := p.Claims[0].Err; err == nil || !strings.Contains(err.Error(), "request r: device gpu.example.com/p1/b: derived attribute gpu.example.com/numa") {
+		t.Errorf("b tried first: claim error %v, want the derived attribute's error on b", err)
+	}
+	p = buildYAML(t, docs("[{name: a, attributes: {opt: {int: 1}}}, {name: b}]"))
+	if err := p.Claims[0].Err; err != nil {
+		t.Errorf("a taken first: claim error %v", err)
+	}
+}
