@@ -89,6 +89,8 @@ type checker struct {
 	// inSearch: this checker judges a partial allocation for the search of
 	// rule 10, which does not apply to it again.
 	inSearch bool
+	// noCapacity: the search asks without the capacity rule (checkCapacity).
+	noCapacity bool
 }
 
 // newClaim is one newly allocated claim.
@@ -136,7 +138,9 @@ func (c *checker) run(allocated []*resourceapi.ResourceClaim) {
 		c.checkSearchOrder(nc)
 	}
 	c.checkOccupancy()
-	c.checkCapacity()
+	if !c.noCapacity {
+		c.checkCapacity()
+	}
 	c.checkCounters()
 	c.checkGroups()
 	c.checkCompatibleOnlyWith()

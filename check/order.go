@@ -359,13 +359,13 @@ func (s *orderSearch) pick(ri, ai int, a *alt, devs []*device, errs map[*device]
 			continue
 		}
 		s.results = append(s.results, s.result(a, devs[i]))
-		if s.valid(ri, ai, false) {
+		if s.valid(ri, ai, false, true) {
 			if err := s.c.derivedError(s.nc.in, a, devs[i]); err != nil {
 				s.err = fmt.Sprintf("request %s: derived attribute on device %s: %v", a.name, devs[i].key, err)
 				s.results = s.results[:len(s.results)-1]
 				return false
 			}
-			if s.valid(ri, ai, true) && s.pick(ri, ai, a, devs, errs, i+1, need-1) {
+			if s.valid(ri, ai, true, true) && s.pick(ri, ai, a, devs, errs, i+1, need-1) {
 				return true
 			}
 		}
@@ -387,8 +387,9 @@ func (s *orderSearch) all(ri, ai int, a *alt) bool {
 			s.results = s.results[:before]
 			return false
 		}
+		// The allocator checks the constraints before the capacity left.
 		s.results = append(s.results, s.result(a, d))
-		if !s.valid(ri, ai, false) {
+		if !s.valid(ri, ai, false, false) {
 			s.results = s.results[:before]
 			return false
 		}
@@ -397,8 +398,12 @@ func (s *orderSearch) all(ri, ai int, a *alt) bool {
 			s.results = s.results[:before]
 			return false
 		}
-		if !s.valid(ri, ai, true) {
+		if !s.valid(ri, ai, true, false) {
 			s.err = fmt.Sprintf("request %s: adding device %s breaks a claim constraint", a.name, d.key)
+			s.results = s.results[:before]
+			return false
+		}
+		if !s.valid(ri, ai, true, true) {
 			s.results = s.results[:before]
 			return false
 		}
@@ -494,9 +499,9 @@ func (s *orderSearch) result(a *alt, d *device) resourceapi.DeviceRequestAllocat
 
 // valid asks the checker whether the results so far are a valid allocation
 // of the claim cut after request ri, which asks for exactly the devices
-// picked for it (with or without the claim's constraints), given the
-// existing allocations.
-func (s *orderSearch) valid(ri, ai int, constraints bool) bool {
+// picked for it (with or without the claim's constraints, and the capacity
+// left on shared devices), given the existing allocations.
+func (s *orderSearch) valid(ri, ai int, constraints, capacity bool) bool {
 	in := s.nc.in.DeepCopy()
 	in.Spec.Devices.Requests = in.Spec.Devices.Requests[:ri+1]
 	n := int64(0)
@@ -526,7 +531,7 @@ func (s *orderSearch) valid(ri, ai int, constraints bool) bool {
 			break
 		}
 	}
-	sub := &checker{objs: s.c.objs, compat: s.c.compat, w: s.c.w, classes: s.c.classes, input: s.c.input, fixed: s.c.fixed, inSearch: true}
+	sub := &checker{objs: s.c.objs, compat: s.c.compat, w: s.c.w, classes: s.c.classes, input: s.c.input, fixed: s.c.fixed, inSearch: true, noCapacity: !capacity}
 	saved := s.c.input[s.nc.key]
 	s.c.input[s.nc.key] = in
 	sub.run([]*resourceapi.ResourceClaim{out})

@@ -350,7 +350,7 @@ func (g *upstreamSearch) request(ri int) bool {
 }
 
 // fits: the checks the allocator makes before the constraints, which only
-// make it pass over a device.
+// make it pass over a device (the capacity left is checked apart).
 func (g *upstreamSearch) fits(d int, a *Alternative) bool {
 	dev := g.p.Devices[d]
 	if g.node >= 0 && !dev.Reaches(g.node) || g.node < 0 && !dev.All {
@@ -359,7 +359,7 @@ func (g *upstreamSearch) fits(d int, a *Alternative) bool {
 	if g.inClaim[d] > 0 && !dev.MultiAlloc {
 		return false
 	}
-	return g.s.FitsFor(d, a, !a.AdminAccess)
+	return g.s.fitsBesidesCapacity(d, a, !a.AdminAccess)
 }
 
 // allowed tells whether d keeps the claim's constraints, in their order; a
@@ -407,7 +407,7 @@ func (g *upstreamSearch) devices(ri, ai int, a *Alternative, from, need int) boo
 			}
 			continue
 		}
-		if !g.fits(d, a) || !g.allowed(ri, a, d) {
+		if !g.s.capacityFits(d, a) || !g.fits(d, a) || !g.allowed(ri, a, d) {
 			continue
 		}
 		g.take(ri, ai, a, d)
@@ -448,16 +448,32 @@ func (g *upstreamSearch) all(ri, ai int, a *Alternative) bool {
 	if len(take) == 0 || len(g.picks)+len(take) > MaxResults {
 		return false
 	}
+	// The allocator checks, in order: held, counters and groups, taints,
+	// the constraints (an error), the capacity left.
 	n := 0
 	for _, d := range take {
 		if g.steps--; g.steps <= 0 {
 			break
 		}
-		if !slices.Contains(a.Candidates, d) || !g.fits(d, a) {
+		dev := g.p.Devices[d]
+		capacityLeft := true
+		if !slices.Contains(a.Candidates, d) {
+			if TaintPrevents(dev.Spec, a.Tolerations) || !FitsAlone(g.p, dev) || dev.InUse && !a.AdminAccess {
+				break
+			}
+			capacityLeft = false // only what existing shares left rules it out
+		} else if !g.fits(d, a) {
+			break
+		} else {
+			capacityLeft = g.s.capacityFits(d, a)
+		}
+		if !g.allowed(ri, a, d) {
+			if g.err == nil {
+				g.err = fmt.Errorf("request %s: cannot add device %s because a claim constraint would not be satisfied", a.Name, dev.ID)
+			}
 			break
 		}
-		if !g.allowed(ri, a, d) && g.err == nil {
-			g.err = fmt.Errorf("request %s: cannot add device %s because a claim constraint would not be satisfied", a.Name, g.p.Devices[d].ID)
+		if !capacityLeft {
 			break
 		}
 		g.take(ri, ai, a, d)

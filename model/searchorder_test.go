@@ -230,3 +230,49 @@ spec:
 		t.Errorf("a taken first: claim error %v", err)
 	}
 }
+
+// All over shared devices: the allocator checks a device's constraints
+// before the capacity left, so n1, whose capacity an existing share has
+// taken, still breaks matchAttribute with n0: an error, not a miss.
+func TestSearchOrderAllConstraintBeforeCapacity(t *testing.T) {
+	docs := `
+apiVersion: v1
+kind: Node
+metadata: {name: node-1}
+---
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: gpu}
+spec: {selectors: [{cel: {expression: 'device.driver == "gpu.example.com"'}}]}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: nics}
+spec:
+  driver: gpu.example.com
+  allNodes: true
+  pool: {name: nics, generation: 1, resourceSliceCount: 1}
+  devices:
+  - {name: n0, allowMultipleAllocations: true, attributes: {numa: {int: 0}}, capacity: {bw: {value: "4"}}}
+  - {name: n1, allowMultipleAllocations: true, attributes: {numa: {int: 1}}, capacity: {bw: {value: "4"}}}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: old, namespace: default}
+spec: {devices: {requests: [{name: r, exactly: {deviceClassName: gpu, capacity: {requests: {bw: "1"}}}}]}}
+status: {allocation: {devices: {results: [{request: r, driver: gpu.example.com, pool: nics, device: n1, shareID: 00000000-0000-4000-8000-000000000001, consumedCapacity: {bw: "1"}}]}}}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: x, namespace: default}
+spec:
+  devices:
+    requests:
+    - {name: all, exactly: {deviceClassName: gpu, allocationMode: All}}
+    constraints: [{matchAttribute: gpu.example.com/numa}]
+`
+	p := buildYAML(t, docs)
+	if err := p.Claims[0].Err; err == nil || !strings.Contains(err.Error(), "cannot add device gpu.example.com/nics/n1 because a claim constraint would not be satisfied") {
+		t.Fatalf("claim error %v, want the constraint error on n1", err)
+	}
+}
