@@ -102,7 +102,8 @@ type builder struct {
 	altCaps     []*altCapacity
 	uses        int64 // counterUses, once computed
 	sliceNodes  map[*resourceapi.ResourceSlice][]int
-	late        []bool // lateDevices, once computed
+	late        []bool   // lateDevices, once computed
+	ordered     []*Claim // claims whose outcome depends on the search order, once computed
 }
 
 // attribute is attributeValue, cached: constraints of many claims look up

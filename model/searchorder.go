@@ -135,11 +135,11 @@ func (b *builder) searchOrderError(c *Claim) error {
 		return nil
 	}
 	for _, m := range fits[1:] {
-		g, _ := search(m, true)
-		if g.err == nil && g.steps > 0 {
+		o := b.contender(c, found[m])
+		if o == nil {
 			continue
 		}
-		if o := b.contender(c, found[m]); o != nil {
+		if g, _ := search(m, true); g.err != nil || g.steps <= 0 {
 			why := "an error"
 			if g.err != nil {
 				why = g.err.Error()
@@ -168,10 +168,18 @@ func (b *builder) contender(c *Claim, picks []searchPick) *Claim {
 			}
 		}
 	}
-	for _, o := range b.p.Claims {
-		// Claims whose allocation does not depend on the search order
-		// can be placed after c; so can those that fail anyway.
-		if _, ordered := searchKinds(o); o == c || o.Err != nil || !ordered {
+	if b.ordered == nil {
+		b.ordered = []*Claim{}
+		for _, o := range b.p.Claims {
+			if _, ordered := searchKinds(o); ordered {
+				b.ordered = append(b.ordered, o)
+			}
+		}
+	}
+	// Claims whose allocation does not depend on the search order can be
+	// placed after c; so can those that fail anyway.
+	for _, o := range b.ordered {
+		if o == c || o.Err != nil {
 			continue
 		}
 		for _, r := range o.Requests {
