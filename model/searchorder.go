@@ -370,6 +370,30 @@ func (g *upstreamSearch) fits(d int, a *Alternative) bool {
 	return g.s.fitsBesidesCapacity(d, a, !a.AdminAccess)
 }
 
+// lookUpValues fills in the constraint values of d, a device that is not a
+// candidate of a; false when one is a derived attribute (not evaluated).
+func (g *upstreamSearch) lookUpValues(a *Alternative, d int) bool {
+	req := g.c.Requests[0]
+	for _, r := range g.c.Requests {
+		if slices.Contains(r.Alternatives, a) {
+			req = r
+		}
+	}
+	for _, k := range g.c.Constraints {
+		if !k.Applies(req, a) {
+			continue
+		}
+		if _, derived := a.Derived[k.Attribute]; derived {
+			return false
+		}
+		if _, ok := k.Values[d]; !ok {
+			dev := g.p.Devices[d]
+			k.Values[d] = attributeValues(dev.ID.Driver, dev.Spec, k.Attribute)
+		}
+	}
+	return true
+}
+
 // allowed tells whether d keeps the claim's constraints, in their order; a
 // derived attribute that fails on d is an error (g.err).
 func (g *upstreamSearch) allowed(ri int, a *Alternative, d int) bool {
@@ -469,7 +493,12 @@ func (g *upstreamSearch) all(ri, ai int, a *Alternative) bool {
 			if TaintPrevents(dev.Spec, a.Tolerations) || !FitsAlone(g.p, dev) || dev.InUse && !a.AdminAccess {
 				break
 			}
-			capacityLeft = false // only what existing shares left rules it out
+			// Only what existing shares left rules it out: its constraint
+			// values were not looked up with the candidates'.
+			capacityLeft = false
+			if !g.lookUpValues(a, d) {
+				break
+			}
 		} else if !g.fits(d, a) {
 			break
 		} else {
