@@ -147,27 +147,30 @@ func TestSelectorWithoutCELFailsTheClaim(t *testing.T) {
 	}
 }
 
-func TestCELErrorOnlyOnNodesReachingTheDevice(t *testing.T) {
-	// node-2's device lacks the attribute: the selector fails on it, which
-	// rules out node-2 only.
+func TestCELErrorWhereTheSearchReachesIt(t *testing.T) {
+	// node-2's device lacks the attribute: the allocator's search on
+	// node-2 evaluates the selector there and fails, which aborts the
+	// pod's scheduling attempt although node-1 fits.
 	good := plainPool("node-1", "p1", 1, map[string]string{"dev-0": "    attributes: {a: {int: 1}}\n"}, "")
 	bad := plainPool("node-2", "p2", 1, nil, "")
 	sel := pendingClaim("c", `    requests: [{name: r, exactly: {deviceClassName: gpu, selectors: [{cel: {expression: 'device.attributes["gpu.example.com"].a == 1'}}]}}]
 `)
 	objs := load(t, node1, good, bad, sel)
 	got, res := solve(t, objs, Options{}, "")
-	a := got["default/c"]
-	if a == nil || a.Devices.Results[0].Pool != "p1" {
-		t.Fatalf("want p1/dev-0, got %v (%v)", devicesOf(a), res.Rejected)
-	}
-	// Reachable from every node, the error fails the claim.
-	objs = load(t, node1, strings.Replace(good, "nodeName: node-1", "allNodes: true", 1),
-		strings.Replace(bad, "nodeName: node-2", "allNodes: true", 1), sel)
-	got, res = solve(t, objs, Options{}, "")
 	if got["default/c"] != nil {
-		t.Fatal("claim allocated although its selector fails on a device every node reaches")
+		t.Fatalf("claim allocated although the search on node-2 meets the selector error: %v", devicesOf(got["default/c"]))
 	}
-	rejectedWith(t, res, "c", func(s string) bool { return strings.Contains(s, "no such key") })
+	rejectedWith(t, res, "c", func(s string) bool {
+		return strings.Contains(s, "no such key") && strings.Contains(s, "on node node-2")
+	})
+	// node-2's search takes its dev-0 before it reaches dev-1, which lacks
+	// the attribute: no error, and the claim is held to that placement.
+	bad = plainPool("node-2", "p2", 2, map[string]string{"dev-0": "    attributes: {a: {int: 1}}\n"}, "")
+	objs = load(t, node1, good, bad, sel)
+	got, res = solve(t, objs, Options{}, "")
+	if a := got["default/c"]; a == nil || a.Devices.Results[0].Pool != "p1" {
+		t.Fatalf("want p1/dev-0 (the first node where the search succeeds), got %v (%v)", devicesOf(a), res.Rejected)
+	}
 }
 
 func TestResultFieldsCopiedAsUpstream(t *testing.T) {

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -12,6 +13,7 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/dynamic-resource-allocation/structured"
 	"k8s.io/utils/ptr"
 
@@ -35,8 +37,8 @@ var allFeatures = structured.Features{
 // with selectors, counts, capacity requests, allocationMode All,
 // firstAvailable, tolerations and matchAttribute / distinctAttribute on
 // scalar and list attributes.
-// Selectors only read attributes every device has: upstream's reaction to
-// a selector error depends on its search order.
+// diffExtend adds the rest (see there), among it selectors that fail at
+// run time on some devices.
 func diffInstance(seed uint64) (*model.Objects, []*resourceapi.ResourceClaim) {
 	rng := rand.New(rand.NewPCG(seed, 37))
 	objs := &model.Objects{Classes: []*resourceapi.DeviceClass{upClass()}}
@@ -231,18 +233,190 @@ func diffInstance(seed uint64) (*model.Objects, []*resourceapi.ResourceClaim) {
 		}
 		claims = append(claims, c)
 	}
+	diffExtend(seed, objs, claims)
 	return objs, claims
+}
+
+// diffExtend widens diffInstance's instances with the rest of the API, from
+// its own random stream: node labels with a slice for a node selector and
+// a slice with per-device node selection (a device per node, on all nodes,
+// by selector), binding conditions (their pools come last in the
+// allocator's order) and bindsToNode, taints with effect None and
+// tolerations by value, compatibility groups, an existing share and an
+// existing admin-access result, a validValues capacity and capacity on a device
+// that is not shared, admin access, an All subrequest in firstAvailable,
+// constraints limited to some requests, and selectors reading an attribute
+// only some devices have (DRASAT_DIFF_NO_CELERR=1 leaves them out).
+func diffExtend(seed uint64, objs *model.Objects, claims []*resourceapi.ResourceClaim) {
+	rng := rand.New(rand.NewPCG(seed, 41))
+	zones := []string{"a", "b"}
+	for i, n := range objs.Nodes {
+		n.Labels = map[string]string{"zone": zones[(i+rng.IntN(2))%2]}
+	}
+	attrs := func() map[resourceapi.QualifiedName]resourceapi.DeviceAttribute {
+		m := map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{
+			"size":  {IntValue: ptr.To(int64(1 + rng.IntN(3)))},
+			"model": {StringValue: ptr.To([]string{"a", "b"}[rng.IntN(2)])},
+		}
+		if rng.IntN(3) > 0 {
+			m["numa"] = resourceapi.DeviceAttribute{IntValues: []int64{int64(rng.IntN(3))}}
+		}
+		return m
+	}
+	inZone := func(z string) *corev1.NodeSelector {
+		return &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+			{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{z}}}}}}
+	}
+	if rng.IntN(3) == 0 {
+		s := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "zoned"}, Spec: resourceapi.ResourceSliceSpec{
+			Driver: upDriver, Pool: resourceapi.ResourcePool{Name: "zoned", Generation: 1, ResourceSliceCount: 1}, NodeSelector: inZone(zones[rng.IntN(2)])}}
+		for i, k := 0, 1+rng.IntN(2); i < k; i++ {
+			s.Spec.Devices = append(s.Spec.Devices, resourceapi.Device{Name: fmt.Sprintf("z-%d", i), Attributes: attrs()})
+		}
+		objs.Slices = append(objs.Slices, s)
+	}
+	if rng.IntN(3) == 0 {
+		s := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "perdev"}, Spec: resourceapi.ResourceSliceSpec{
+			Driver: upDriver, Pool: resourceapi.ResourcePool{Name: "perdev", Generation: 1, ResourceSliceCount: 1}, PerDeviceNodeSelection: ptr.To(true)}}
+		for i, k := 0, 1+rng.IntN(3); i < k; i++ {
+			d := resourceapi.Device{Name: fmt.Sprintf("p-%d", i), Attributes: attrs()}
+			switch rng.IntN(3) {
+			case 0:
+				d.NodeName = ptr.To(objs.Nodes[rng.IntN(len(objs.Nodes))].Name)
+			case 1:
+				d.AllNodes = ptr.To(true)
+			default:
+				d.NodeSelector = inZone(zones[rng.IntN(2)])
+			}
+			s.Spec.Devices = append(s.Spec.Devices, d)
+		}
+		objs.Slices = append(objs.Slices, s)
+	}
+	for _, s := range objs.Slices {
+		for i := range s.Spec.Devices {
+			d := &s.Spec.Devices[i]
+			if len(d.ConsumesCounters) > 0 && rng.IntN(3) == 0 {
+				// Compatibility groups (KEP-5963): devices drawing on one
+				// counter set must share a group.
+				d.ConsumesCounters[0].CompatibilityGroups = [][]string{{"x"}, {"y"}, {"x", "y"}}[rng.IntN(3)]
+			}
+			switch rng.IntN(12) {
+			case 0:
+				d.BindingConditions, d.BindingFailureConditions = []string{"ready"}, []string{"failed"}
+				d.BindsToNode = ptr.To(s.Spec.NodeName != nil || d.NodeName != nil)
+			case 1:
+				d.Taints = append(d.Taints, resourceapi.DeviceTaint{Key: "soft", Effect: resourceapi.DeviceTaintEffectNone})
+			case 2:
+				d.Taints = append(d.Taints, resourceapi.DeviceTaint{Key: "v", Value: []string{"x", "y"}[rng.IntN(2)], Effect: resourceapi.DeviceTaintEffectNoSchedule})
+			case 3:
+				if d.AllowMultipleAllocations == nil {
+					// Capacity on a device that is not shared: a request
+					// for it must fit in the value, and takes the device.
+					d.Capacity = map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{"bw": {Value: *resource.NewQuantity(int64(2+rng.IntN(4)), resource.DecimalSI)}}
+				}
+			}
+			if ptr.Deref(d.AllowMultipleAllocations, false) && rng.IntN(3) == 0 {
+				bw := d.Capacity["bw"]
+				bw.RequestPolicy = &resourceapi.CapacityRequestPolicy{Default: resource.NewQuantity(2, resource.DecimalSI),
+					ValidValues: []resource.Quantity{*resource.NewQuantity(2, resource.DecimalSI), *resource.NewQuantity(4, resource.DecimalSI)}}
+				d.Capacity["bw"] = bw
+			}
+		}
+	}
+	// An existing share of a shared device, and an existing admin-access
+	// result.
+	for _, s := range objs.Slices {
+		if s.Name != "nics" || rng.IntN(2) == 0 {
+			continue
+		}
+		q := *resource.NewQuantity(int64(1+rng.IntN(4)), resource.DecimalSI)
+		r := resourceapi.DeviceRequestAllocationResult{Request: "r", Driver: upDriver, Pool: "nics", Device: s.Spec.Devices[0].Name,
+			ShareID: ptr.To(types.UID("00000000-0000-4000-8000-000000000001")), ConsumedCapacity: map[resourceapi.QualifiedName]resource.Quantity{"bw": q}}
+		c := upClaim("existing-share", upExact("r", 1, nil))
+		c.Status.Allocation = &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{r}}}
+		objs.Claims = append(objs.Claims, c)
+	}
+	if rng.IntN(4) == 0 && len(objs.Slices[0].Spec.Devices) > 0 {
+		s := objs.Slices[0]
+		r := resourceapi.DeviceRequestAllocationResult{Request: "r", Driver: upDriver, Pool: s.Spec.Pool.Name, Device: s.Spec.Devices[rng.IntN(len(s.Spec.Devices))].Name, AdminAccess: ptr.To(true)}
+		c := upClaim("existing-admin", upExact("r", 1, nil))
+		c.Spec.Devices.Requests[0].Exactly.AdminAccess = ptr.To(true)
+		c.Status.Allocation = &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{r}}}
+		objs.Claims = append(objs.Claims, c)
+	}
+	// Selectors reading an attribute only some devices have fail at run
+	// time on the others: whether the allocator meets that error depends
+	// on its search order.
+	celErrors := os.Getenv("DRASAT_DIFF_NO_CELERR") == ""
+	if celErrors {
+		for _, s := range objs.Slices {
+			for i := range s.Spec.Devices {
+				if rng.IntN(4) > 0 {
+					s.Spec.Devices[i].Attributes["opt"] = resourceapi.DeviceAttribute{IntValue: ptr.To(int64(rng.IntN(3)))}
+				}
+			}
+		}
+	}
+	for _, c := range claims {
+		reqs := c.Spec.Devices.Requests
+		for i := range reqs {
+			r := &reqs[i]
+			if celErrors && rng.IntN(4) == 0 {
+				sel := upSel(fmt.Sprintf(`device.attributes["%s"].opt >= %d`, upDriver, rng.IntN(3)))
+				if r.Exactly != nil {
+					r.Exactly.Selectors = sel
+				} else {
+					r.FirstAvailable[rng.IntN(len(r.FirstAvailable))].Selectors = sel
+				}
+			}
+			switch {
+			case r.Exactly != nil && rng.IntN(8) == 0:
+				r.Exactly.AdminAccess = ptr.To(true)
+			case r.Exactly != nil && rng.IntN(6) == 0:
+				r.Exactly.Tolerations = append(r.Exactly.Tolerations, resourceapi.DeviceToleration{Key: "v", Operator: resourceapi.DeviceTolerationOpEqual, Value: "x"})
+			case r.Exactly != nil && r.Exactly.Capacity == nil && rng.IntN(8) == 0:
+				r.Exactly.Capacity = &resourceapi.CapacityRequirements{Requests: map[resourceapi.QualifiedName]resource.Quantity{
+					"bw": *resource.NewQuantity(int64(1+rng.IntN(4)), resource.DecimalSI)}}
+			case len(r.FirstAvailable) > 1 && rng.IntN(3) == 0:
+				r.FirstAvailable[1].AllocationMode, r.FirstAvailable[1].Count = resourceapi.DeviceAllocationModeAll, 0
+			}
+		}
+		for i, k := range c.Spec.Devices.Constraints {
+			if celErrors && k.MatchAttribute != nil && rng.IntN(3) == 0 {
+				// A derived attribute (alpha) shadowing the constraint's,
+				// failing where opt is missing.
+				r := &reqs[rng.IntN(len(reqs))]
+				da := []resourceapi.DeviceDerivedAttribute{{Name: *k.MatchAttribute, Expression: fmt.Sprintf(`device.attributes["%s"].opt`, upDriver)}}
+				if r.Exactly != nil {
+					r.Exactly.DerivedAttributes = da
+				} else {
+					r.FirstAvailable[0].DerivedAttributes = da
+				}
+			}
+			if len(reqs) > 1 && rng.IntN(3) == 0 {
+				name := reqs[rng.IntN(len(reqs))].Name
+				if len(reqs[0].FirstAvailable) > 0 && rng.IntN(2) == 0 {
+					name = reqs[0].Name + "/" + reqs[0].FirstAvailable[rng.IntN(2)].Name
+				}
+				c.Spec.Devices.Constraints[i].Requests = []string{name}
+			}
+		}
+	}
 }
 
 // upstreamErrorsSomewhere runs the upstream allocator for the instance's
 // pending claim on each node alone and returns the first error that would
 // abort the scheduling attempt ("" if none): the sequential baseline stops
 // at the first node that fits and never sees errors on later nodes.
-func upstreamErrorsSomewhere(t *testing.T, objs *model.Objects) string {
+func upstreamErrorsSomewhere(t *testing.T, label string, objs *model.Objects) string {
 	for _, n := range objs.Nodes {
 		one := *objs
 		one.Nodes = []*corev1.Node{n}
-		res := runUpstream(t, &one, UpstreamFeatures{Allocator: &allFeatures})
+		res, err := Upstream(context.Background(), &one, UpstreamFeatures{Allocator: &allFeatures})
+		if err != nil {
+			t.Fatalf("Upstream: %v", err)
+		}
+		validateAllocations(t, label+" on "+n.Name+" alone: upstream", &one, res.Allocated)
 		for _, r := range res.Rejected {
 			if !strings.HasPrefix(r.Reason, "cannot allocate all claims on any of") {
 				return "node " + n.Name + ": " + r.Reason
@@ -264,28 +438,39 @@ func TestSingleClaimFeasibilityMatchesUpstream(t *testing.T) {
 	if n, err := strconv.Atoi(os.Getenv("DRASAT_DIFF_SEEDS")); err == nil && n > 0 {
 		seeds = n // a longer run by hand: DRASAT_DIFF_SEEDS=5000
 	}
-	var total, feasible int
-	for seed := uint64(1); seed <= uint64(seeds); seed++ {
+	first := uint64(1)
+	if n, err := strconv.ParseUint(os.Getenv("DRASAT_DIFF_FIRST"), 10, 64); err == nil && n > 0 {
+		first = n // reproduce one seed: DRASAT_DIFF_FIRST=846 DRASAT_DIFF_SEEDS=1
+	}
+	var total, feasible, disagree int
+	for seed := first; seed < first+uint64(seeds); seed++ {
 		base, claims := diffInstance(seed)
 		for _, c := range claims {
 			objs := *base
 			objs.Claims = append(append([]*resourceapi.ResourceClaim(nil), base.Claims...), c)
-			up := runUpstream(t, &objs, UpstreamFeatures{Allocator: &allFeatures})
+			// Validated below, once the other nodes are known not to fail:
+			// the baseline stops at the first node that fits.
+			up, err := Upstream(context.Background(), &objs, UpstreamFeatures{Allocator: &allFeatures})
+			if err != nil {
+				t.Fatalf("Upstream: %v", err)
+			}
 			dr := runDrasat(t, &objs, model.CompatKEP5963)
 			total++
 			upOK, drOK := len(up.Allocated) == 1, len(dr) == 1
 			if upOK {
 				// The scheduler filters every node at once, and an
 				// error on any of them aborts the attempt.
-				if why := upstreamErrorsSomewhere(t, &objs); why != "" {
+				if why := upstreamErrorsSomewhere(t, fmt.Sprintf("seed %d, %s", seed, c.Name), &objs); why != "" {
 					upOK = false
 					up.Rejected = append(up.Rejected, UpstreamRejection{Reason: why})
 				}
 			}
 			if upOK {
 				feasible++
+				validateAllocations(t, fmt.Sprintf("seed %d, %s: upstream", seed, c.Name), &objs, up.Allocated)
 			}
 			if upOK != drOK {
+				disagree++
 				var why []string
 				for _, r := range up.Rejected {
 					why = append(why, r.Reason)
@@ -295,7 +480,7 @@ func TestSingleClaimFeasibilityMatchesUpstream(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d single claims on %d instances: %d feasible for upstream, drasat agrees on all", total, seeds, feasible)
+	t.Logf("%d single claims on %d instances (seeds %d-%d): %d feasible for upstream, %d disagreements", total, seeds, first, first+uint64(seeds)-1, feasible, disagree)
 	if feasible == 0 || feasible == total {
 		t.Errorf("degenerate instances: %d of %d feasible", feasible, total)
 	}

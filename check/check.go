@@ -86,6 +86,11 @@ type checker struct {
 	newClaims  []*newClaim
 	placements []*placement // existing, then new
 	errs       []error
+	// inSearch: this checker judges a partial allocation for the search of
+	// rule 10, which does not apply to it again.
+	inSearch bool
+	// noCapacity: the search asks without the capacity rule (checkCapacity).
+	noCapacity bool
 }
 
 // newClaim is one newly allocated claim.
@@ -130,9 +135,12 @@ func (c *checker) run(allocated []*resourceapi.ResourceClaim) {
 	c.collect(allocated)
 	for _, nc := range c.newClaims {
 		c.checkClaim(nc)
+		c.checkSearchOrder(nc)
 	}
 	c.checkOccupancy()
-	c.checkCapacity()
+	if !c.noCapacity {
+		c.checkCapacity()
+	}
 	c.checkCounters()
 	c.checkGroups()
 	c.checkCompatibleOnlyWith()

@@ -525,21 +525,21 @@ func TestCheck(t *testing.T) {
 			_, out := fx.claim("a")
 			out.Status.ReservedFor = []resourceapi.ResourceClaimConsumerReference{{Resource: "pods", Name: "p", UID: "1"}}
 		}, want: []string{"claim default/a: status other than allocation differs from the input claim"}},
-		{name: "selector error on a device the node reaches", mutate: func(fx *fixture) {
+		{name: "selector error on a device the search reaches", mutate: func(fx *fixture) {
 			fx.device("node-1-devices", "half-0").Attributes["extra"] = resourceapi.DeviceAttribute{IntValue: ptr.To(int64(1))}
 			fx.spec("a", func(s *resourceapi.ResourceClaimSpec) {
 				s.Devices.Requests[0].Exactly.Selectors = sel(`device.attributes["gpu.example.com"].size != 2 || device.attributes["gpu.example.com"].extra == 1`)
 			})
-		}, want: []string{"claim default/a: a selector fails at run time on device gpu.example.com/node-1/half-1"}},
-		{name: "derived attribute error on a device the node reaches", mutate: func(fx *fixture) {
+		}, want: []string{"claim default/a: the scheduler's allocator fails on node node-2: request r: a selector fails on device gpu.example.com/node-2/half-0"}},
+		{name: "derived attribute error on a device the search tries", mutate: func(fx *fixture) {
 			fx.device("node-1-devices", "half-0").Attributes["extra"] = resourceapi.DeviceAttribute{IntValue: ptr.To(int64(1))}
 			fx.spec("a", derivedOnExtra)
-		}, want: []string{"claim default/a: a derived attribute fails on device gpu.example.com/node-1/half-1"}},
-		{name: "derived attribute error only on another node", mutate: func(fx *fixture) {
+		}, want: []string{"claim default/a: the scheduler's allocator fails on node node-2: request r: derived attribute on device gpu.example.com/node-2/half-1: no such key: extra"}},
+		{name: "derived attribute error only on another node still fails the pod", mutate: func(fx *fixture) {
 			fx.device("node-1-devices", "half-0").Attributes["extra"] = resourceapi.DeviceAttribute{IntValue: ptr.To(int64(1))}
 			fx.device("node-1-devices", "half-1").Attributes["extra"] = resourceapi.DeviceAttribute{IntValue: ptr.To(int64(2))}
 			fx.spec("a", derivedOnExtra)
-		}},
+		}, want: []string{"claim default/a: the scheduler's allocator fails on node node-2: request r: derived attribute on device gpu.example.com/node-2/half-1"}},
 		{name: "DeviceTaintRule not tolerated", mutate: func(fx *fixture) {
 			fx.objs.TaintRules = []*resourceapi.DeviceTaintRule{{Spec: resourceapi.DeviceTaintRuleSpec{
 				DeviceSelector: &resourceapi.DeviceTaintSelector{Device: ptr.To("half-0")},

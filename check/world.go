@@ -66,6 +66,7 @@ type world struct {
 	selectors  map[*corev1.NodeSelector]*nodeaffinity.NodeSelector
 	cel        *dracel.Cache
 	celMemo    map[celKey]celOut
+	selErr     map[string]bool // anySelectorError per class and selectors
 }
 
 type celKey struct {
@@ -88,6 +89,7 @@ func newWorld(slices []*resourceapi.ResourceSlice, nodes []*corev1.Node) *world 
 		selectors:  map[*corev1.NodeSelector]*nodeaffinity.NodeSelector{},
 		cel:        dracel.NewCache(1000, dracel.Features{EnableConsumableCapacity: true, EnableListTypeAttributes: true}),
 		celMemo:    map[celKey]celOut{},
+		selErr:     map[string]bool{},
 	}
 	w.buildNodes(slices, nodes)
 	w.buildPools(slices)

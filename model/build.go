@@ -77,78 +77,11 @@ func build(ctx context.Context, objs *Objects, opts Options) (*Problem, error) {
 	b.scaleCapacities()
 	for _, c := range b.p.Claims {
 		if c.Err == nil {
-			c.Err = b.allConstraintError(c)
+			c.Err = b.searchOrderError(c)
 		}
 	}
 	b.p.CELCost = b.cel.spent
 	return b.p, nil
-}
-
-// allConstraintError: for allocationMode All the allocator adds every
-// matching device the node sees, in publication order, and a device that
-// breaks a constraint of the claim is an error ("cannot add device ...
-// because a claim constraint would not be satisfied"), not a miss; an
-// error on any node aborts the pod's scheduling attempt. Walking the
-// devices stops without an error at the first that cannot be taken (in
-// use, not allowed on the node, counters, groups or capacity left), as
-// upstream's does. Only the claim's first request is decided here: there
-// the walk starts from no devices at all, so the outcome does not depend on
-// the allocator's search; an All request after others is left to the
-// search (the node then simply does not fit).
-func (b *builder) allConstraintError(c *Claim) error {
-	if len(c.Requests) == 0 || len(c.Constraints) == 0 {
-		return nil
-	}
-	req := c.Requests[0]
-	a := req.Alternatives[0]
-	if !a.All || a.OverLimit {
-		return nil
-	}
-	var cons []*Constraint
-	for _, k := range c.Constraints {
-		if k.Applies(req, a) {
-			cons = append(cons, k)
-		}
-	}
-	if len(cons) == 0 {
-		return nil
-	}
-	candidate := map[int]bool{}
-	for _, d := range a.Candidates {
-		candidate[d] = true
-	}
-	nodes := make([]int, len(b.p.Nodes))
-	for i := range nodes {
-		nodes[i] = i
-	}
-	if len(nodes) == 0 {
-		nodes = []int{-1}
-	}
-	for _, n := range nodes {
-		if c.FixedNode >= 0 && n != c.FixedNode || c.ExcludedNodes[n] {
-			continue
-		}
-		s := NewState(b.p)
-		chosen := make([][][]string, len(cons))
-		for _, d := range a.AllMatch {
-			dev := b.p.Devices[d]
-			if n >= 0 && !dev.SeenFrom(n) {
-				continue
-			}
-			if !candidate[d] || n >= 0 && !dev.Reaches(n) || !s.FitsFor(d, a, !a.AdminAccess) {
-				break // cannot be taken: this node just does not fit
-			}
-			for i, k := range cons {
-				v := k.ValuesOf(a, d)
-				if !k.Allows(chosen[i], v) {
-					return fmt.Errorf("request %s: cannot add device %s because a claim constraint would not be satisfied", a.Name, dev.ID)
-				}
-				chosen[i] = append(chosen[i], v)
-			}
-			s.TakeFor(d, a, !a.AdminAccess)
-		}
-	}
-	return nil
 }
 
 type builder struct {
@@ -167,6 +100,10 @@ type builder struct {
 	// altCaps are the alternatives' capacity consumptions, scaled at the end.
 	existingCap map[int]map[resourceapi.QualifiedName]resource.Quantity
 	altCaps     []*altCapacity
+	uses        int64 // counterUses, once computed
+	sliceNodes  map[*resourceapi.ResourceSlice][]int
+	late        []bool   // lateDevices, once computed
+	ordered     []*Claim // claims whose outcome depends on the search order, once computed
 }
 
 // attribute is attributeValue, cached: constraints of many claims look up
@@ -227,12 +164,35 @@ func (b *builder) buildNodes() {
 	}
 }
 
+// counterUses bounds how often one device's counter consumption can count:
+// its holder, and each pending claim with admin access (which, as upstream,
+// consumes the counters of a device even when it is held).
+func (b *builder) counterUses() int64 {
+	if b.uses > 0 {
+		return b.uses
+	}
+	uses := int64(1)
+	for _, c := range b.objs.Claims {
+		if c.Status.Allocation != nil {
+			continue
+		}
+		for _, r := range c.Spec.Devices.Requests {
+			if r.Exactly != nil && r.Exactly.AdminAccess != nil && *r.Exactly.AdminAccess {
+				uses++
+				break
+			}
+		}
+	}
+	b.uses = uses
+	return uses
+}
+
 func (b *builder) buildPools(copies []poolCopy) error {
 	b.copies, b.copyOf = copies, map[int]int{}
 	for ci, pc := range copies {
 		slices := pc.slices
 		driver, pool := slices[0].Spec.Driver, slices[0].Spec.Pool.Name
-		if err := CounterQuantitiesFit(slices); err != nil {
+		if err := CounterQuantitiesFit(slices, b.counterUses()); err != nil {
 			// Too large for exact integer arithmetic: this pool is left
 			// out (with a warning), the rest of the run goes on.
 			b.p.Issues = append(b.p.Issues, PoolIssue{Driver: driver, Pool: pool, Reason: err.Error(), TooLarge: slices})
@@ -306,7 +266,7 @@ func (b *builder) buildPools(copies []poolCopy) error {
 			set := info.set
 			for _, c := range set.Counters {
 				qs := info.quant[c]
-				units, unit, err := scaleQuantities(qs)
+				units, unit, err := scaleQuantities(qs, b.counterUses())
 				if err != nil {
 					return fmt.Errorf("pool %s/%s: counter set %s, counter %s: %w", driver, pool, name, c, err)
 				}
@@ -758,7 +718,7 @@ func (b *builder) buildRequests(c *Claim) error {
 		}
 		c.Constraints = append(c.Constraints, k)
 	}
-	return b.excludeCELErrorNodes(c)
+	return b.allSelectorError(c)
 }
 
 func (b *builder) alternative(c *Claim, reqName, subName, className string, sels []resourceapi.DeviceSelector,
@@ -871,47 +831,24 @@ func limitResults(c *Claim) error {
 	return nil
 }
 
-// excludeCELErrorNodes: a selector that fails at run time on a device makes
-// the claim unallocatable on every node that reaches the device (upstream
-// evaluates the selectors on the devices of the node it tries, and the
-// error ends that try). When that leaves no node, the claim fails with the
-// first error.
-func (b *builder) excludeCELErrorNodes(c *Claim) error {
-	var first error
-	firstDev := -1
-	excluded := map[int]bool{}
+// allSelectorError: the allocator evaluates an allocationMode All
+// request's selectors on every device of the node's slices before it
+// searches, so a selector failing at run time there is an error on every
+// node that sees the device, and an error on any node aborts the pod's
+// scheduling attempt: the claim fails. Other requests evaluate their
+// selectors, and derived attributes, as the search reaches a device;
+// whether it gets there is decided by following the search
+// (searchOrderError).
+func (b *builder) allSelectorError(c *Claim) error {
 	for _, r := range c.Requests {
 		for _, a := range r.Alternatives {
-
-			errs := a.celErrs
-			if len(a.derivedErrs) > 0 {
-				errs = maps.Clone(a.celErrs)
-				if errs == nil {
-					errs = map[int]error{}
-				}
-				maps.Copy(errs, a.derivedErrs)
-			}
-			for d, err := range errs {
-				if first == nil || d < firstDev {
-					first, firstDev = err, d
-				}
-				dev := b.p.Devices[d]
-				if dev.All {
-					return err
-				}
-				for _, n := range dev.Reach {
-					excluded[n] = true
+			if a.All {
+				for _, d := range slices.Sorted(maps.Keys(a.celErrs)) {
+					return a.celErrs[d]
 				}
 			}
 		}
 	}
-	if first == nil {
-		return nil
-	}
-	if c.FixedNode >= 0 && excluded[c.FixedNode] || len(excluded) >= len(b.p.Nodes) {
-		return first
-	}
-	c.ExcludedNodes = excluded
 	return nil
 }
 
@@ -1007,8 +944,9 @@ func (b *builder) match(class *resourceapi.DeviceClass, sels []resourceapi.Devic
 		return nil, nil, nil, err // Build reports it
 	}
 	for _, d := range b.p.Devices {
-		if !d.All && len(d.Reach) == 0 {
-			continue // no node reaches it: upstream never looks at it
+		unreachable := !d.All && len(d.Reach) == 0
+		if unreachable && len(b.selectorNodes(d)) == 0 {
+			continue // upstream never looks at it
 		}
 		match := true
 		for _, e := range exprs {
@@ -1033,7 +971,7 @@ func (b *builder) match(class *resourceapi.DeviceClass, sels []resourceapi.Devic
 				break
 			}
 		}
-		if !match {
+		if !match || unreachable {
 			continue
 		}
 		// Capacity, as the allocator checks it for every device: a device

@@ -11,9 +11,9 @@ import (
 )
 
 // CounterQuantitiesFit tells whether every counter of a pool's slices
-// scales to exact int64 integers (scaleQuantities), naming the first that
-// does not.
-func CounterQuantitiesFit(slices []*resourceapi.ResourceSlice) error {
+// scales to exact int64 integers (scaleQuantities, uses as there), naming
+// the first that does not.
+func CounterQuantitiesFit(slices []*resourceapi.ResourceSlice, uses int64) error {
 	quant := map[[2]string][]resource.Quantity{}
 	var keys [][2]string
 	for _, s := range slices {
@@ -41,7 +41,7 @@ func CounterQuantitiesFit(slices []*resourceapi.ResourceSlice) error {
 		return keys[i][0] < keys[j][0] || keys[i][0] == keys[j][0] && keys[i][1] < keys[j][1]
 	})
 	for _, k := range keys {
-		if _, _, err := scaleQuantities(quant[k]); err != nil {
+		if _, _, err := scaleQuantities(quant[k], uses); err != nil {
 			return fmt.Errorf("counter set %s, counter %s: %w: drasat computes counters exactly in 64-bit integers and does not use this pool", k[0], k[1], err)
 		}
 	}
@@ -51,15 +51,22 @@ func CounterQuantitiesFit(slices []*resourceapi.ResourceSlice) error {
 // scaleQuantities turns quantities of one counter into exact integers in a
 // common unit: the greatest common divisor of all of them. Floats never enter.
 // qs[0] is the counter's value, the rest every device's consumption of it.
-// A value above the sum of all consumptions can never bind, so it is taken
-// as that sum (exact, and it keeps huge capacities such as 10E usable).
-// It returns the integers and the unit as a quantity string; an error when
-// the result does not fit in int64 (the caller leaves the pool out).
-func scaleQuantities(qs []resource.Quantity) ([]int64, string, error) {
+// A device's consumption counts at most uses times (its holder, and each
+// claim taking it with admin access), so a value above uses times the sum
+// of all consumptions can never bind: it is taken as that (exact, and it
+// keeps huge capacities such as 10E usable). It returns the integers and
+// the unit as a quantity string; an error when the result does not fit in
+// int64 (the caller leaves the pool out).
+func scaleQuantities(qs []resource.Quantity, uses int64) ([]int64, string, error) {
 	if len(qs) > 1 {
 		sum := resource.Quantity{}
 		for _, q := range qs[1:] {
 			sum.Add(q)
+		}
+		if uses > 1 {
+			total := sum.AsDec()
+			total.Mul(total, resource.NewQuantity(uses, resource.DecimalSI).AsDec())
+			sum = *resource.NewDecimalQuantity(*total, resource.DecimalSI)
 		}
 		if qs[0].Cmp(sum) > 0 {
 			qs = append([]resource.Quantity{sum}, qs[1:]...)

@@ -46,26 +46,43 @@ func (s *State) Fits(d int, exclusive bool) bool { return s.FitsFor(d, nil, excl
 // dedicated result holds it); a share must fit in the capacity left, and
 // only the device's first share needs its counters and groups.
 func (s *State) FitsFor(d int, a *Alternative, exclusive bool) bool {
+	return s.capacityFits(d, a) && s.fitsBesidesCapacity(d, a, exclusive)
+}
+
+// capacityFits: a share of shared device d for a fits in the capacity left.
+func (s *State) capacityFits(d int, a *Alternative) bool {
+	if !s.P.Devices[d].MultiAlloc {
+		return true
+	}
+	amounts := a.CapacityAmounts(d)
+	for j, left := range s.capa[d] {
+		var need int64
+		if amounts != nil {
+			need = amounts[j]
+		}
+		if need > left {
+			return false
+		}
+	}
+	return true
+}
+
+// fitsBesidesCapacity is FitsFor without capacityFits (the allocator checks
+// the capacity left after a claim's constraints).
+func (s *State) fitsBesidesCapacity(d int, a *Alternative, exclusive bool) bool {
 	if exclusive && s.used[d] {
 		return false
 	}
 	dev := s.P.Devices[d]
-	if dev.MultiAlloc {
-		amounts := a.CapacityAmounts(d)
-		for j, left := range s.capa[d] {
-			var need int64
-			if amounts != nil {
-				need = amounts[j]
-			}
-			if need > left {
-				return false
-			}
-		}
-	}
 	if s.charges(d) {
 		if !s.countersFit(dev) {
 			return false
 		}
+	}
+	// Admin access does not occupy the device: only devices that take
+	// their device exclude each other (as in the SAT model).
+	if !exclusive && !dev.MultiAlloc {
+		return true
 	}
 	for _, o := range dev.Incompatible {
 		if s.Taken(o) {

@@ -528,7 +528,7 @@ func (v *validator) pools(ctx context.Context) error {
 			v.out = append(v.out, Finding{Severity: SeverityError, Origin: v.sliceOrigin(cur[0]), Pool: k.Driver + "/" + k.Pool, Field: "spec.pool.resourceSliceCount",
 				Message: fmt.Sprintf("incomplete pool: generation %d has %d of %d slices (%s); the allocator does not use it", gen, len(cur), want, strings.Join(names, ", "))})
 		}
-		if err := CounterQuantitiesFit(cur); err != nil {
+		if err := CounterQuantitiesFit(cur, 1); err != nil {
 			v.out = append(v.out, Finding{Severity: SeverityWarning, Origin: v.sliceOrigin(cur[0]), Pool: k.Driver + "/" + k.Pool, Field: "spec.sharedCounters",
 				Message: err.Error()})
 		}

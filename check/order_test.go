@@ -1,0 +1,152 @@
+package check
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	resourceapi "k8s.io/api/resource/v1"
+
+	"github.com/drasat/drasat/model"
+)
+
+// orderObjects: node-1 publishes a, b (kind one) and c (kind all) with the
+// given numa values; claim x asks for one device of kind one, then for all
+// devices of kind all, under matchAttribute numa.
+func orderObjects(t *testing.T, a, b, c int) *model.Objects {
+	t.Helper()
+	docs := fmt.Sprintf(`
+apiVersion: v1
+kind: Node
+metadata: {name: node-1}
+---
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: gpu}
+spec: {selectors: [{cel: {expression: 'device.driver == "gpu.example.com"'}}]}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: s1}
+spec:
+  driver: gpu.example.com
+  nodeName: node-1
+  pool: {name: p1, generation: 1, resourceSliceCount: 1}
+  devices:
+  - {name: a, attributes: {numa: {int: %d}, kind: {string: one}}}
+  - {name: b, attributes: {numa: {int: %d}, kind: {string: one}}}
+  - {name: c, attributes: {numa: {int: %d}, kind: {string: all}}}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: x, namespace: default}
+spec:
+  devices:
+    requests:
+    - name: one
+      exactly:
+        deviceClassName: gpu
+        selectors: [{cel: {expression: 'device.attributes["gpu.example.com"].kind == "one"'}}]
+    - name: all
+      exactly:
+        deviceClassName: gpu
+        allocationMode: All
+        selectors: [{cel: {expression: 'device.attributes["gpu.example.com"].kind == "all"'}}]
+    constraints: [{matchAttribute: gpu.example.com/numa}]
+`, a, b, c)
+	objs, _, err := model.Load([]string{"-"}, strings.NewReader(docs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return objs
+}
+
+func orderAllocation(objs *model.Objects, one string) []*resourceapi.ResourceClaim {
+	out := objs.Claims[0].DeepCopy()
+	res := func(req, dev string) resourceapi.DeviceRequestAllocationResult {
+		return resourceapi.DeviceRequestAllocationResult{Request: req, Driver: gpuDriver, Pool: "p1", Device: dev}
+	}
+	out.Status.Allocation = &resourceapi.AllocationResult{NodeSelector: nodeSel("node-1"),
+		Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{res("one", one), res("all", "c")}}}
+	return []*resourceapi.ResourceClaim{out}
+}
+
+// Rule 10: the allocator takes a for the first request, then c for All.
+func TestCheckSearchOrder(t *testing.T) {
+	// a on numa 0, c on numa 1: adding c after a is an error, so even b
+	// with c (which satisfies the constraint) is not an allocation the
+	// scheduler makes.
+	objs := orderObjects(t, 0, 1, 1)
+	err := Check(objs, orderAllocation(objs, "b"), Options{})
+	if err == nil || !strings.Contains(err.Error(), "the scheduler's allocator fails on node node-1: request all: adding device gpu.example.com/p1/c breaks a claim constraint") {
+		t.Errorf("b with c after an error on a: Check = %v", err)
+	}
+	// All on numa 0: the allocator picks a, never b.
+	objs = orderObjects(t, 0, 0, 0)
+	if err := Check(objs, orderAllocation(objs, "a"), Options{}); err != nil {
+		t.Errorf("a with c: %v", err)
+	}
+	err = Check(objs, orderAllocation(objs, "b"), Options{})
+	if err == nil || !strings.Contains(err.Error(), "must be what it picks from the existing allocations (on node node-1: all=gpu.example.com/p1/c,one=gpu.example.com/p1/a)") {
+		t.Errorf("b with c where the allocator picks a: Check = %v", err)
+	}
+}
+
+// Rule 10 for selector errors: the allocator evaluates a request's
+// selectors on the devices it reaches, so an error on a device after the
+// one it takes does not matter, one before it fails the claim.
+func TestCheckSearchOrderSelectorError(t *testing.T) {
+	objs := func(first, second string) *model.Objects {
+		docs := `
+apiVersion: v1
+kind: Node
+metadata: {name: node-1}
+---
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: gpu}
+spec: {selectors: [{cel: {expression: 'device.driver == "gpu.example.com"'}}]}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: s1}
+spec:
+  driver: gpu.example.com
+  nodeName: node-1
+  pool: {name: p1, generation: 1, resourceSliceCount: 1}
+  devices:
+  - ` + first + `
+  - ` + second + `
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: x, namespace: default}
+spec:
+  devices:
+    requests:
+    - name: one
+      exactly:
+        deviceClassName: gpu
+        selectors: [{cel: {expression: 'device.attributes["gpu.example.com"].opt >= 1'}}]
+`
+		o, _, err := model.Load([]string{"-"}, strings.NewReader(docs))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	alloc := func(o *model.Objects) []*resourceapi.ResourceClaim {
+		out := o.Claims[0].DeepCopy()
+		out.Status.Allocation = &resourceapi.AllocationResult{NodeSelector: nodeSel("node-1"), Devices: resourceapi.DeviceAllocationResult{
+			Results: []resourceapi.DeviceRequestAllocationResult{{Request: "one", Driver: gpuDriver, Pool: "p1", Device: "a"}}}}
+		return []*resourceapi.ResourceClaim{out}
+	}
+	withOpt, without := "{name: a, attributes: {opt: {int: 1}}}", "{name: b}"
+	if o := objs(withOpt, without); Check(o, alloc(o), Options{}) != nil {
+		t.Errorf("a taken before b is reached: %v", Check(o, alloc(o), Options{}))
+	}
+	o := objs(without, withOpt)
+	if err := Check(o, alloc(o), Options{}); err == nil || !strings.Contains(err.Error(), "fails on node node-1: request one: a selector fails on device gpu.example.com/p1/b") {
+		t.Errorf("b reached before a: Check = %v", err)
+	}
+}
