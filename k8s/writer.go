@@ -45,6 +45,7 @@ func (o *LiveOptions) defaults(batchWindow time.Duration) {
 func (r *Reconciler) writeAll(ctx context.Context, snap *Snapshot, todo []*resourceapi.ResourceClaim,
 	written map[string]*resourceapi.ResourceClaim, res *PassResult) error {
 	log := r.Log
+	res.toWrite += len(todo)
 	// Phase 1: approve.
 	approved := map[string]*resourceapi.ResourceClaim{}
 	var order []*resourceapi.ResourceClaim
