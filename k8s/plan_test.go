@@ -167,3 +167,27 @@ func histogramCount(t *testing.T, h prometheus.Histogram) uint64 {
 	}
 	return m.GetHistogram().GetSampleCount()
 }
+
+// The second check before ungating is skipped only when nobody else
+// allocated since the re-check: a foreign allocation must be seen.
+func TestForeignAllocationSince(t *testing.T) {
+	e := newEnv(t, Options{}, node("n1"), slice("n1", 2), class(), claim("mine", 1, nil))
+	base := e.r.cachedAllocations()
+	mine := e.claim(t, "mine")
+	mine.Status.Allocation = onN1()
+	if _, err := e.client.ResourceV1().ResourceClaims("default").UpdateStatus(context.Background(), mine, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitCache(t, "mine allocated", func(s *Snapshot) bool { return len(allocations(s)) == 1 })
+	written := map[string]*resourceapi.ResourceClaim{"default/mine": mine}
+	if e.r.foreignSince(base, written) {
+		t.Error("this pass's own write taken for someone else's")
+	}
+	other := claim("other", 1, nil)
+	other.Status.Allocation = onN1()
+	e.create(t, other)
+	e.waitCache(t, "other allocated", func(s *Snapshot) bool { return len(allocations(s)) == 2 })
+	if !e.r.foreignSince(base, written) {
+		t.Error("an allocation by someone else since the re-check not seen")
+	}
+}

@@ -55,8 +55,11 @@ type loadResult struct {
 	p50, p90      time.Duration
 	passes, parks string
 	firstTry      string // claims first solved within 1 pass of being seen / all
-	solves, cpu   string // drasat's solves and process CPU seconds
-	planned       string // claims written from a plan, without a solve
+	// lastClaim: when the resourceclaim controller created the last claim
+	// (after the start): no pod can bind before its claim exists.
+	lastClaim   time.Duration
+	solves, cpu string // drasat's solves and process CPU seconds
+	planned     string // claims written from a plan, without a solve
 }
 
 // loadPattern is how the pods arrive (LOAD_PATTERN and its parameters).
@@ -169,10 +172,10 @@ func TestLoadMIG(t *testing.T) {
 	if live.lastBind > 2*sched.lastBind+window {
 		timeTarget = "missed"
 	}
-	report := fmt.Sprintf("| %s, seed 1, %s, flags: max-window %s, max-batch %s | offline %d | scheduler alone: %d bound, last bind %.1fs, p50 %.1fs, p90 %.1fs | drasat: %d bound (%.0f %% of offline), last bind %.1fs (time target %s), p50 %.1fs, p90 %.1fs, passes %s, solves %s, planned %s, parked at end %s, first tried within 2 passes %s, CPU %ss |",
+	report := fmt.Sprintf("| %s, seed 1, %s, flags: max-window %s, max-batch %s | offline %d | scheduler alone: %d bound, last bind %.1fs, p50 %.1fs, p90 %.1fs, last claim created %.1fs | drasat: %d bound (%.0f %% of offline), last bind %.1fs (time target %s), last claim created %.1fs, p50 %.1fs, p90 %.1fs, passes %s, solves %s, planned %s, parked at end %s, first tried within 2 passes %s, CPU %ss |",
 		sizeSpec, lp, envOr("LOAD_MAX_WINDOW", "default"), envOr("LOAD_MAX_BATCH", "default"), offline,
-		sched.bound, sched.lastBind.Seconds(), sched.p50.Seconds(), sched.p90.Seconds(),
-		live.bound, 100*float64(live.bound)/float64(max(offline, 1)), live.lastBind.Seconds(), timeTarget, live.p50.Seconds(), live.p90.Seconds(),
+		sched.bound, sched.lastBind.Seconds(), sched.p50.Seconds(), sched.p90.Seconds(), sched.lastClaim.Seconds(),
+		live.bound, 100*float64(live.bound)/float64(max(offline, 1)), live.lastBind.Seconds(), timeTarget, live.lastClaim.Seconds(), live.p50.Seconds(), live.p90.Seconds(),
 		live.passes, live.solves, live.planned, live.parks, live.firstTry, live.cpu)
 	t.Log(report)
 	if f := os.Getenv("LOAD_OUT"); f != "" {
@@ -312,6 +315,11 @@ func runLoad(t *testing.T, objs *model.Objects, lp loadPattern, gated bool) load
 			}
 		}
 	}
+	for _, cl := range c.claims(ns) {
+		if len(cl.OwnerReferences) > 0 { // created from a template for a pod
+			res.lastClaim = max(res.lastClaim, cl.CreationTimestamp.Sub(start.Truncate(time.Second)))
+		}
+	}
 	slices.Sort(lat)
 	if len(lat) > 0 {
 		res.p50, res.p90 = lat[len(lat)*50/100], lat[min(len(lat)*90/100, len(lat)-1)]
@@ -324,8 +332,8 @@ func runLoad(t *testing.T, objs *model.Objects, lp loadPattern, gated bool) load
 		res.planned = metricValue(m, "drasat_planned_claims_total")
 		t.Logf("drasat metrics:\n%s", grepMetrics(m, "drasat_"))
 	}
-	t.Logf("%s: %d of %d pods bound, last bind %.1fs, p50 %.1fs, p90 %.1fs", res.mode, res.bound, res.pods,
-		res.lastBind.Seconds(), res.p50.Seconds(), res.p90.Seconds())
+	t.Logf("%s: %d of %d pods bound, last bind %.1fs, p50 %.1fs, p90 %.1fs; last claim created at %.1fs", res.mode, res.bound, res.pods,
+		res.lastBind.Seconds(), res.p50.Seconds(), res.p90.Seconds(), res.lastClaim.Seconds())
 	c.assertFeasible()
 	return res
 }
