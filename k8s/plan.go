@@ -2,6 +2,8 @@ package k8s
 
 import (
 	"reflect"
+	"slices"
+	"strings"
 
 	resourceapi "k8s.io/api/resource/v1"
 
@@ -66,35 +68,63 @@ func (pl *plan) ready(keys []string) int {
 	return n
 }
 
-// preferReal hands the allocation of an admitted stand-in to a real claim
-// of the same spec that was not admitted (the solver is indifferent between
-// them; a real claim can be written now, a stand-in only once it exists).
-// claims and rejected are alloc.Allocated's and alloc.Result's, indexed as
-// p.Claims; a swapped stand-in takes the real claim's rejection reason.
+// preferReal reorders, among claims of the same spec, who gets the
+// allocations the solve found for that spec: real claims first (they can
+// be written now, a stand-in only once it exists), then the older ones
+// (the resourceclaim controller creates the claims of older pods first, so
+// the pods it admits bind sooner). The solver is indifferent: any
+// allocation of one is valid for the other. claims and rejected are
+// alloc.Allocated's and alloc.Result's, indexed as p.Claims; a claim that
+// gives its allocation up takes the rejection reason of the one that gets
+// it. Claims fixed to a node or that failed to build keep their own.
 func preferReal(p *model.Problem, claims []*resourceapi.ResourceClaim, rejected map[int]string) {
-	var standIns []int // admitted stand-ins, in order
+	var groups [][]int // indices of claims with the same demand
 	for i, c := range claims {
-		if isProjected(c) && c.Status.Allocation != nil {
-			standIns = append(standIns, i)
-		}
-	}
-	if len(standIns) == 0 {
-		return
-	}
-	for i, c := range claims {
-		why, lost := rejected[i]
-		if isProjected(c) || !lost || p.Claims[i].FixedNode >= 0 || p.Claims[i].Err != nil {
+		if p.Claims[i].FixedNode >= 0 || p.Claims[i].Err != nil {
 			continue
 		}
-		for j, s := range standIns {
-			if s < 0 || !sameDemand(c, claims[s]) {
-				continue
+		g := slices.IndexFunc(groups, func(g []int) bool { return sameDemand(claims[g[0]], c) })
+		if g < 0 {
+			groups = append(groups, nil)
+			g = len(groups) - 1
+		}
+		groups[g] = append(groups[g], i)
+	}
+	for _, g := range groups {
+		var allocs []*resourceapi.AllocationResult
+		var whys []string
+		for _, i := range g {
+			if a := claims[i].Status.Allocation; a != nil {
+				allocs = append(allocs, a)
+			} else {
+				whys = append(whys, rejected[i])
 			}
-			c.Status.Allocation, claims[s].Status.Allocation = claims[s].Status.Allocation, nil
-			delete(rejected, i)
-			rejected[s] = why
-			standIns[j] = -1
-			break
+		}
+		if len(allocs) == 0 || len(whys) == 0 {
+			continue
+		}
+		order := slices.Clone(g)
+		slices.SortStableFunc(order, func(a, b int) int {
+			ca, cb := claims[a], claims[b]
+			if ra, rb := isProjected(ca), isProjected(cb); ra != rb {
+				if rb {
+					return -1
+				}
+				return 1
+			}
+			if c := ca.CreationTimestamp.Compare(cb.CreationTimestamp.Time); c != 0 {
+				return c
+			}
+			return strings.Compare(ca.Name, cb.Name)
+		})
+		for k, i := range order {
+			if k < len(allocs) {
+				claims[i].Status.Allocation = allocs[k]
+				delete(rejected, i)
+			} else {
+				claims[i].Status.Allocation = nil
+				rejected[i] = whys[k-len(allocs)]
+			}
 		}
 	}
 }

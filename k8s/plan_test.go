@@ -3,6 +3,7 @@ package k8s
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -115,20 +116,33 @@ func TestPlanDroppedWhenPlannedDemandLeaves(t *testing.T) {
 // admitted, the real one gets the allocation, since it can be written now;
 // a stand-in of another shape keeps its own.
 func TestPreferRealOverStandIn(t *testing.T) {
-	standIn := standIn(templatePod("later", "one"), "gpu", template("one", 1))
-	other := standIn.DeepCopy()
+	si := standIn(templatePod("later", "one"), "gpu", template("one", 1))
+	other := si.DeepCopy()
 	other.UID, other.Spec = "projected:other", claim("x", 2, nil).Spec
 	real := claim("now", 1, nil)
-	claims := []*resourceapi.ResourceClaim{standIn, other, real}
-	standIn.Status.Allocation, other.Status.Allocation = onN1(), onN1()
+	claims := []*resourceapi.ResourceClaim{si, other, real}
+	si.Status.Allocation, other.Status.Allocation = onN1(), onN1()
 	p := &model.Problem{Claims: []*model.Claim{{FixedNode: -1}, {FixedNode: -1}, {FixedNode: -1}}}
 	rejected := map[int]string{2: "lost"}
 	preferReal(p, claims, rejected)
-	if real.Status.Allocation == nil || standIn.Status.Allocation != nil || rejected[0] != "lost" || len(rejected) != 1 {
-		t.Fatalf("real %v, stand-in %v, rejected %v: want the real claim allocated and the stand-in rejected", real.Status.Allocation, standIn.Status.Allocation, rejected)
+	if real.Status.Allocation == nil || si.Status.Allocation != nil || rejected[0] != "lost" || len(rejected) != 1 {
+		t.Fatalf("real %v, stand-in %v, rejected %v: want the real claim allocated and the stand-in rejected", real.Status.Allocation, si.Status.Allocation, rejected)
 	}
 	if other.Status.Allocation == nil {
 		t.Error("a stand-in of another shape lost its allocation")
+	}
+
+	// Two stand-ins of one shape, one allocation: the older pod's gets it.
+	older, younger := templatePod("b", "one"), templatePod("a", "one")
+	older.CreationTimestamp = metav1.NewTime(time.Unix(1000, 0))
+	younger.CreationTimestamp = metav1.NewTime(time.Unix(1001, 0))
+	so, sy := standIn(older, "gpu", template("one", 1)), standIn(younger, "gpu", template("one", 1))
+	sy.Status.Allocation = onN1()
+	claims = []*resourceapi.ResourceClaim{sy, so}
+	rejected = map[int]string{1: "lost"}
+	preferReal(&model.Problem{Claims: []*model.Claim{{FixedNode: -1}, {FixedNode: -1}}}, claims, rejected)
+	if so.Status.Allocation == nil || sy.Status.Allocation != nil || rejected[0] != "lost" {
+		t.Errorf("older %v, younger %v: want the older pod's stand-in allocated", so.Status.Allocation, sy.Status.Allocation)
 	}
 }
 
