@@ -23,8 +23,9 @@ package e2e
 //     (default 3, bound or not) is deleted, releasing its claim, and the
 //     rest may take the freed devices. Offline is then drasat on the claims
 //     of the pods that stay.
-// LOAD_MAX_WINDOW and LOAD_MAX_BATCH set drasat's --max-window and
-// --max-batch (default: the controller's defaults); LOAD_SKIP_SCHEDULER=1
+// LOAD_MAX_WINDOW, LOAD_MAX_BATCH and LOAD_BATCH_WINDOW set drasat's
+// --max-window, --max-batch and --batch-window (default: the controller's
+// defaults); LOAD_SKIP_SCHEDULER=1
 // skips the scheduler-alone run; LOAD_OUT appends the result line to a file.
 
 import (
@@ -172,8 +173,8 @@ func TestLoadMIG(t *testing.T) {
 	if live.lastBind > 2*sched.lastBind+window {
 		timeTarget = "missed"
 	}
-	report := fmt.Sprintf("| %s, seed 1, %s, flags: max-window %s, max-batch %s | offline %d | scheduler alone: %d bound, last bind %.1fs, p50 %.1fs, p90 %.1fs, last claim created %.1fs | drasat: %d bound (%.0f %% of offline), last bind %.1fs (time target %s), last claim created %.1fs, p50 %.1fs, p90 %.1fs, passes %s, solves %s, planned %s, parked at end %s, first tried within 2 passes %s, CPU %ss |",
-		sizeSpec, lp, envOr("LOAD_MAX_WINDOW", "default"), envOr("LOAD_MAX_BATCH", "default"), offline,
+	report := fmt.Sprintf("| %s, seed 1, %s, flags: max-window %s, max-batch %s, batch-window %s | offline %d | scheduler alone: %d bound, last bind %.1fs, p50 %.1fs, p90 %.1fs, last claim created %.1fs | drasat: %d bound (%.0f %% of offline), last bind %.1fs (time target %s), last claim created %.1fs, p50 %.1fs, p90 %.1fs, passes %s, solves %s, planned %s, parked at end %s, first tried within 2 passes %s, CPU %ss |",
+		sizeSpec, lp, envOr("LOAD_MAX_WINDOW", "default"), envOr("LOAD_MAX_BATCH", "default"), envOr("LOAD_BATCH_WINDOW", "default"), offline,
 		sched.bound, sched.lastBind.Seconds(), sched.p50.Seconds(), sched.p90.Seconds(), sched.lastClaim.Seconds(),
 		live.bound, 100*float64(live.bound)/float64(max(offline, 1)), live.lastBind.Seconds(), timeTarget, live.lastClaim.Seconds(), live.p50.Seconds(), live.p90.Seconds(),
 		live.passes, live.solves, live.planned, live.parks, live.firstTry, live.cpu)
@@ -209,6 +210,9 @@ func runLoad(t *testing.T, objs *model.Objects, lp loadPattern, gated bool) load
 		}
 		if b := os.Getenv("LOAD_MAX_BATCH"); b != "" {
 			flags = append(flags, "--max-batch="+b)
+		}
+		if w := os.Getenv("LOAD_BATCH_WINDOW"); w != "" {
+			flags = append(flags, "--batch-window="+w)
 		}
 		d = c.startDrasat("drasat-load", flags...)
 	}
