@@ -32,6 +32,9 @@ func (r *Reconciler) adaptBatch(n int, optimal bool, gap float64, took time.Dura
 	if budget <= 0 {
 		return
 	}
+	if r.Metrics != nil {
+		defer func() { r.Metrics.BatchLimit.Set(float64(r.batchLimit)) }()
+	}
 	switch {
 	case !optimal && gap > maxUsefulGap && took >= budget*9/10:
 		r.batchLimit = max(n/2, minAdaptiveBatch)

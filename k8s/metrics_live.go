@@ -14,6 +14,8 @@ type liveMetrics struct {
 	// PlannedClaims: claims written from a plan, without a solve (plan.go).
 	ProjectedClaims prometheus.Gauge
 	PlannedClaims   prometheus.Counter
+	// BatchLimit: the batch bound learnt from the solver's cost (batch.go).
+	BatchLimit prometheus.Gauge
 }
 
 func (m *Metrics) registerLive(f func(prometheus.Collector)) {
@@ -29,7 +31,9 @@ func (m *Metrics) registerLive(f func(prometheus.Collector)) {
 		Help: "Stand-ins in the last solve: template claims of gated pods that the resourceclaim controller had not created yet."})
 	m.PlannedClaims = prometheus.NewCounter(prometheus.CounterOpts{Name: "drasat_planned_claims_total",
 		Help: "Claims written with the allocation the last solve planned for their stand-in, without solving again."})
-	for _, c := range []prometheus.Collector{m.ParkedClaims, m.WindowSeconds, m.Writes, m.PassesToFirstTry, m.ProjectedClaims, m.PlannedClaims} {
+	m.BatchLimit = prometheus.NewGauge(prometheus.GaugeOpts{Name: "drasat_batch_limit",
+		Help: "The batch bound learnt from the solver's cost (0: none); --max-batch applies on top."})
+	for _, c := range []prometheus.Collector{m.ParkedClaims, m.WindowSeconds, m.Writes, m.PassesToFirstTry, m.ProjectedClaims, m.PlannedClaims, m.BatchLimit} {
 		f(c)
 	}
 }
