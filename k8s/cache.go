@@ -16,8 +16,8 @@ import (
 )
 
 // Cache holds the informers drasat reads: ResourceClaims, ResourceSlices,
-// DeviceClasses and Nodes cluster-wide, Pods in the managed namespace (or
-// all). Changes that can affect an allocation are signalled on Changed.
+// DeviceClasses and Nodes cluster-wide, Pods and ResourceClaimTemplates in
+// the managed namespace (or all). Changes that can affect an allocation are signalled on Changed.
 type Cache struct {
 	factory, podFactory informers.SharedInformerFactory
 
@@ -29,6 +29,10 @@ type Cache struct {
 	// TaintRules: DeviceTaintRules, whose taints apply to the devices they
 	// select (model.ApplyTaintRules), as in the scheduler.
 	TaintRules resourcelisters.DeviceTaintRuleLister
+	// Templates: ResourceClaimTemplates in the managed namespace(s), so
+	// the claims gated pods will get can be counted before the
+	// resourceclaim controller has created them (projection.go).
+	Templates resourcelisters.ResourceClaimTemplateLister
 
 	synced  []cache.InformerSynced
 	changed chan struct{}
@@ -46,6 +50,8 @@ func NewCache(client kubernetes.Interface, opts Options) *Cache {
 	nodes := c.factory.Core().V1().Nodes()
 	pods := c.podFactory.Core().V1().Pods()
 	taintRules := c.factory.Resource().V1().DeviceTaintRules()
+	templates := c.podFactory.Resource().V1().ResourceClaimTemplates()
+	c.Templates = templates.Lister()
 	c.Claims, c.Slices, c.Classes, c.Nodes, c.Pods = claims.Lister(), slices.Lister(), classes.Lister(), nodes.Lister(), pods.Lister()
 	c.TaintRules = taintRules.Lister()
 
@@ -87,7 +93,8 @@ func NewCache(client kubernetes.Interface, opts Options) *Cache {
 	for _, x := range []struct {
 		inf cache.SharedIndexInformer
 		h   cache.ResourceEventHandler
-	}{{claims.Informer(), claimH}, {slices.Informer(), all}, {classes.Informer(), all}, {taintRules.Informer(), all}, {nodes.Informer(), nodeH}, {pods.Informer(), podH}} {
+	}{{claims.Informer(), claimH}, {slices.Informer(), all}, {classes.Informer(), all}, {taintRules.Informer(), all}, {nodes.Informer(), nodeH}, {pods.Informer(), podH},
+		{templates.Informer(), all}} {
 		// AddEventHandler only fails on a stopped informer.
 		reg, _ := x.inf.AddEventHandler(x.h)
 		if reg != nil {
@@ -138,6 +145,7 @@ type Snapshot struct {
 	Pods    []*corev1.Pod
 
 	TaintRules []*resourceapi.DeviceTaintRule
+	Templates  []*resourceapi.ResourceClaimTemplate
 }
 
 // Snapshot lists every cache.
@@ -162,6 +170,12 @@ func (c *Cache) Snapshot() (*Snapshot, error) {
 	if s.TaintRules, err = c.TaintRules.List(labels.Everything()); err != nil {
 		return nil, err
 	}
+	if s.Templates, err = c.Templates.List(labels.Everything()); err != nil {
+		return nil, err
+	}
+	sort.Slice(s.Templates, func(i, j int) bool {
+		return s.Templates[i].Namespace+"/"+s.Templates[i].Name < s.Templates[j].Namespace+"/"+s.Templates[j].Name
+	})
 	sort.Slice(s.TaintRules, func(i, j int) bool { return s.TaintRules[i].Name < s.TaintRules[j].Name })
 	sort.Slice(s.Claims, func(i, j int) bool { return claimKey(s.Claims[i]) < claimKey(s.Claims[j]) })
 	sort.Slice(s.Slices, func(i, j int) bool { return s.Slices[i].Name < s.Slices[j].Name })

@@ -61,19 +61,41 @@ func newFairness() *fairness {
 func (f *fairness) observe(s *Snapshot) {
 	f.passes++
 	f.inventory = inventoryFingerprint(s)
-	now := make(map[string]uint64, len(f.allocs))
+	now := allocations(s)
+	if f.released(now) {
+		f.releaseEpoch++
+	}
+	f.allocs = now
+}
+
+// allocations maps each allocated claim's UID to its allocation's hash.
+func allocations(s *Snapshot) map[string]uint64 {
+	now := make(map[string]uint64, len(s.Claims))
 	for _, c := range s.Claims {
 		if c.Status.Allocation != nil {
 			now[string(c.UID)] = allocationHash(c.Status.Allocation)
 		}
 	}
+	return now
+}
+
+// released reports whether an allocation seen at the last observe is gone
+// or changed in now.
+func (f *fairness) released(now map[string]uint64) bool {
 	for uid, h := range f.allocs {
 		if h2, ok := now[uid]; !ok || h2 != h {
-			f.releaseEpoch++
-			break
+			return true
 		}
 	}
-	f.allocs = now
+	return false
+}
+
+// epochOf is the release epoch observe would give s, without observing it.
+func (f *fairness) epochOf(s *Snapshot) int {
+	if f.released(allocations(s)) {
+		return f.releaseEpoch + 1
+	}
+	return f.releaseEpoch
 }
 
 // isParked reports whether a claim is left out because nothing it depends on

@@ -10,6 +10,12 @@ type liveMetrics struct {
 	// PassesToFirstTry: passes between the first that saw a claim pending
 	// and the one that first solved it (0: the same pass).
 	PassesToFirstTry prometheus.Histogram
+	// ProjectedClaims: stand-ins in the last solve (projection.go);
+	// PlannedClaims: claims written from a plan, without a solve (plan.go).
+	ProjectedClaims prometheus.Gauge
+	PlannedClaims   prometheus.Counter
+	// BatchLimit: the batch bound learnt from the solver's cost (batch.go).
+	BatchLimit prometheus.Gauge
 }
 
 func (m *Metrics) registerLive(f func(prometheus.Collector)) {
@@ -21,7 +27,13 @@ func (m *Metrics) registerLive(f func(prometheus.Collector)) {
 		Help: "API writes drasat made, by kind (claim, claim-status, pod)."}, []string{"kind"})
 	m.PassesToFirstTry = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "drasat_passes_to_first_try",
 		Help: "Passes between the first that saw a claim pending and the first that solved it (0: that same pass).", Buckets: []float64{0, 1, 2, 3, 5, 10}})
-	for _, c := range []prometheus.Collector{m.ParkedClaims, m.WindowSeconds, m.Writes, m.PassesToFirstTry} {
+	m.ProjectedClaims = prometheus.NewGauge(prometheus.GaugeOpts{Name: "drasat_projected_claims",
+		Help: "Stand-ins in the last solve: template claims of gated pods that the resourceclaim controller had not created yet."})
+	m.PlannedClaims = prometheus.NewCounter(prometheus.CounterOpts{Name: "drasat_planned_claims_total",
+		Help: "Claims written with the allocation the last solve planned for their stand-in, without solving again."})
+	m.BatchLimit = prometheus.NewGauge(prometheus.GaugeOpts{Name: "drasat_batch_limit",
+		Help: "The batch bound learnt from the solver's cost (0: none); --max-batch applies on top."})
+	for _, c := range []prometheus.Collector{m.ParkedClaims, m.WindowSeconds, m.Writes, m.PassesToFirstTry, m.ProjectedClaims, m.PlannedClaims, m.BatchLimit} {
 		f(c)
 	}
 }

@@ -66,6 +66,10 @@ type Reconciler struct {
 	// workload is the frag policy's distribution of claim shapes, learnt
 	// from the claims this controller allocated.
 	workload *frag.Workload
+	// plan: the last solve's decisions on claims not created yet (plan.go).
+	plan *plan
+	// batchLimit: the batch bound learnt from the solver's cost (batch.go).
+	batchLimit int
 }
 
 // PassResult summarises one pass.
@@ -78,6 +82,9 @@ type PassResult struct {
 	Withdrawn   int  // allocations withdrawn after a failed verification
 	Optimal     bool // the batch's solve was proven optimal
 	Parked      int  // pending claims left out: unplaceable, nothing changed since
+	Projected   int  // stand-ins solved for claims gated pods do not have yet
+	Planned     int  // claims written from the last solve's plan, without a solve
+	toWrite     int  // allocations the pass meant to write
 	// Requeue asks for another pass soon: claims beyond MaxBatch, or claims
 	// whose write hit a conflict or whose re-check failed.
 	Requeue bool
@@ -105,15 +112,33 @@ func (r *Reconciler) Pass(ctx context.Context) (PassResult, error) {
 		r.fair = newFairness()
 	}
 	r.fair.observe(snap)
-	batch, leftOut := r.fair.selectBatch(pending, claimOwners(snap), r.Opts.MaxBatch)
+	batch, leftOut := r.fair.selectBatch(pending, claimOwners(snap), r.maxBatch())
 	res.Parked = len(pending) - len(batch) - leftOut
 	res.Requeue = leftOut > 0
 	r.Metrics.ParkedClaims.Set(float64(res.Parked))
+	// The claims gated pods will get but do not have yet (projection.go),
+	// within what the batch bound leaves.
+	dem := projectDemand(snap, r.Opts.Namespace)
+	projected := dem.projected
+	if m := r.maxBatch(); m > 0 {
+		projected = projected[:min(len(projected), max(m-len(batch), 0))]
+	}
 	written := map[string]*resourceapi.ResourceClaim{}
-	if len(batch) > 0 {
-		if err := r.solveAndWrite(ctx, snap, batch, written, &res); err != nil {
-			return res, err
-		}
+	var err2 error
+	if r.plan.covers(demandKeys(dem, batch, projected), r.fair.inventory, r.fair.releaseEpoch) {
+		// Nothing relevant changed since the last solve: its plan decides.
+		err2 = r.writePlanned(ctx, snap, dem, batch, written, &res)
+	} else if len(batch)+len(projected) > 0 {
+		r.plan = nil
+		err2 = r.solveAndWrite(ctx, snap, batch, projected, dem, written, &res)
+	}
+	if err2 != nil || res.Allocated < res.toWrite {
+		// A claim the plan counts as written was not (a conflict, a failed
+		// re-check): the next pass solves again.
+		r.plan = nil
+	}
+	if err2 != nil {
+		return res, err2
 	}
 	if r.Opts.DryRun {
 		return res, nil
@@ -129,7 +154,7 @@ func (r *Reconciler) Pass(ctx context.Context) (PassResult, error) {
 
 // solveAndWrite solves the batch with every allocated claim fixed and writes
 // the allocations.
-func (r *Reconciler) solveAndWrite(ctx context.Context, snap *Snapshot, batch []*resourceapi.ResourceClaim,
+func (r *Reconciler) solveAndWrite(ctx context.Context, snap *Snapshot, batch, projected []*resourceapi.ResourceClaim, dem *demand,
 	written map[string]*resourceapi.ResourceClaim, res *PassResult) error {
 	log := r.Log
 	// A bad weight annotation would fail the whole build: leave such claims
@@ -145,7 +170,9 @@ func (r *Reconciler) solveAndWrite(ctx context.Context, snap *Snapshot, batch []
 		}
 		solve = append(solve, c)
 	}
-	res.Solved = len(solve)
+	res.Solved, res.Projected = len(solve), len(projected)
+	r.Metrics.ProjectedClaims.Set(float64(len(projected)))
+	solve = append(solve, projected...)
 	if len(solve) == 0 {
 		return nil
 	}
@@ -208,19 +235,25 @@ func (r *Reconciler) solveAndWrite(ctx context.Context, snap *Snapshot, batch []
 	for i, why := range explain.Reasons(ctx, p, out.Unplaceable, start.Add(r.Opts.Timeout)) {
 		out.Rejected[i] = why
 	}
-	if opts.Policy == alloc.Frag {
-		if r.workload == nil {
-			r.workload = frag.NewWorkload()
-		}
-		for _, a := range out.Assignments {
-			r.workload.Observe(a.Claim.Obj)
-		}
-	}
 	claims, err := alloc.Allocated(p, out)
 	if err != nil {
 		return fmt.Errorf("results: %w", err)
 	}
-	for _, w := range r.fair.solved(solve, cannotFit(p, out)) {
+	// Real claims before stand-ins of the same shape; then what the solve
+	// decided for the stand-ins is the plan for the claims to come.
+	preferReal(p, claims, out.Rejected)
+	r.plan = newPlan(r.fair, dem, solve, claims, out)
+	if opts.Policy == alloc.Frag {
+		if r.workload == nil {
+			r.workload = frag.NewWorkload()
+		}
+		for _, c := range claims {
+			if c.Status.Allocation != nil && !isProjected(c) {
+				r.workload.Observe(c)
+			}
+		}
+	}
+	for _, w := range r.fair.solved(realOnly(solve), realOnly(cannotFit(p, out))) {
 		r.Metrics.PassesToFirstTry.Observe(float64(w))
 	}
 	elapsed := time.Since(start)
@@ -233,20 +266,22 @@ func (r *Reconciler) solveAndWrite(ctx context.Context, snap *Snapshot, batch []
 		r.Metrics.Optimal.Set(0)
 	}
 	r.Metrics.Gap.Set(out.Stats.Gap())
-	log.Info("batch solved", zap.Int("claims", len(solve)), zap.Int("admitted", out.Stats.Admitted),
+	r.adaptBatch(len(solve), out.Stats.Optimal, out.Stats.Gap(), elapsed)
+	log.Info("batch solved", zap.Int("claims", len(solve)), zap.Int("projected", len(projected)), zap.Int("admitted", out.Stats.Admitted),
 		zap.Bool("optimal", out.Stats.Optimal), zap.Int64("bound", out.Stats.Bound), zap.Duration("took", elapsed))
 
-	// Rejected claims: Event and annotation.
+	// Rejected claims: Event and annotation (stand-ins are not objects).
 	for i, why := range out.Rejected {
-		c := p.Claims[i].Obj
-		r.unallocatable(ctx, c, why)
-		res.Unallocated++
+		if c := p.Claims[i].Obj; !isProjected(c) {
+			r.unallocatable(ctx, c, why)
+			res.Unallocated++
+		}
 	}
 	r.Metrics.UnallocatedClaims.Set(float64(res.Unallocated))
 
 	var todo []*resourceapi.ResourceClaim
 	for _, c := range claims {
-		if c.Status.Allocation != nil {
+		if c.Status.Allocation != nil && !isProjected(c) {
 			todo = append(todo, c)
 		}
 	}
@@ -273,6 +308,67 @@ func (r *Reconciler) solveAndWrite(ctx context.Context, snap *Snapshot, batch []
 	}
 	// Re-check, then write in parallel, ungating pods as they complete.
 	return r.writeAll(ctx, snap, todo, written, res)
+}
+
+// writePlanned writes, without a solve, the claims whose stand-ins the
+// plan admitted (plan.go); claims whose stand-ins it did not admit get the
+// solve's reason and stay pending until something relevant changes.
+func (r *Reconciler) writePlanned(ctx context.Context, snap *Snapshot, dem *demand, batch []*resourceapi.ResourceClaim,
+	written map[string]*resourceapi.ResourceClaim, res *PassResult) error {
+	var todo, decided []*resourceapi.ResourceClaim
+	for _, c := range batch {
+		k := dem.key(c)
+		if a := r.plan.alloc[k]; a != nil {
+			u := c.DeepCopy()
+			u.Status.Allocation = a.DeepCopy()
+			todo = append(todo, u)
+			decided = append(decided, c)
+			delete(r.plan.alloc, k)
+		} else if why, ok := r.plan.why[k]; ok {
+			r.unallocatable(ctx, c, why)
+			res.Unallocated++
+			decided = append(decided, c)
+			delete(r.plan.why, k)
+		}
+	}
+	if len(decided) > 0 {
+		for _, w := range r.fair.solved(decided, nil) {
+			r.Metrics.PassesToFirstTry.Observe(float64(w))
+		}
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	r.Metrics.PlannedClaims.Add(float64(len(todo)))
+	res.Planned = len(todo)
+	if r.Opts.DryRun {
+		res.Allocated += len(todo)
+		return nil
+	}
+	return r.writeAll(ctx, snap, todo, written, res)
+}
+
+// realOnly drops stand-ins.
+func realOnly(cs []*resourceapi.ResourceClaim) []*resourceapi.ResourceClaim {
+	var out []*resourceapi.ResourceClaim
+	for _, c := range cs {
+		if !isProjected(c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// demandKeys are the demand keys of a pass's claims and stand-ins.
+func demandKeys(dem *demand, batch, projected []*resourceapi.ResourceClaim) []string {
+	keys := make([]string, 0, len(batch)+len(projected))
+	for _, c := range batch {
+		keys = append(keys, dem.key(c))
+	}
+	for _, c := range projected {
+		keys = append(keys, dem.key(c))
+	}
+	return keys
 }
 
 // withoutBadPools returns objs without the ResourceSlices of pools that

@@ -9,26 +9,33 @@ import (
 
 // The adaptive batching window. A pass that sees only the claims of the
 // last two seconds allocates first come, first served, and the optimiser
-// has no choice. So after a change the controller keeps collecting while
-// claims keep arriving and capacity is contended, and acts at once when
-// nothing competes:
+// has no choice. What gives it a choice is seeing the demand, and demand
+// arrives with pods (and standalone claims), not with the claims the
+// resourceclaim controller creates for pods already there: those are
+// counted from their templates before they exist (projection.go). So after
+// a change the controller
 //
-//   - act now when the pending claims clearly all fit (fewer devices asked
-//     for than free devices that consume no shared counters) and no gated
-//     pod is still waiting for its claims to be created;
-//   - otherwise wait until no new claim arrived and no gated pod lacked a
-//     claim for BatchWindow (the arrivals stopped: a workload's pods are
-//     then decided together);
-//   - never wait longer than MaxWindow after the first change, nor once
+//   - acts at once when the last solve's plan still holds (no new demand,
+//     nothing released, the inventory unchanged) and claims it planned for
+//     have appeared: writing them needs no solve (plan.go);
+//   - acts at once when the pending claims clearly all fit (fewer devices
+//     asked for than free devices that consume no shared counters) and
+//     every gated pod's claims exist or are projected;
+//   - otherwise keeps collecting while new demand keeps arriving (a new
+//     pod, a new claim; or a gated pod's claim that can be neither found
+//     nor projected), and acts once none arrived for BatchWindow: a
+//     workload's pods are then decided together;
+//   - never waits longer than MaxWindow after the first change, nor once
 //     MaxBatch claims are pending.
 //
 // drasat_batch_window_seconds records the latency this added.
 
 // windowState is what the window looks at, from one snapshot.
 type windowState struct {
-	pending    int  // claims a pass would solve (parked ones excluded)
-	incomplete int  // gated pods some of whose claims do not exist yet
-	fits       bool // the pending claims clearly all fit
+	keys    []string // demand keys of the claims and stand-ins a pass would solve (parked ones excluded)
+	unknown int      // gated pods with a claim neither created nor projectable
+	fits    bool     // the pending claims clearly all fit
+	planned int      // claims the last solve's plan would write now
 }
 
 func (c *Controller) windowState() windowState {
@@ -44,16 +51,13 @@ func (c *Controller) windowState() windowState {
 			pending = append(pending, cl)
 		}
 	}
-	st.pending = len(pending)
-	for _, p := range s.Pods {
-		if !hasGate(p) || p.DeletionTimestamp != nil || (r.Opts.Namespace != "" && p.Namespace != r.Opts.Namespace) {
-			continue
-		}
-		if _, complete := podClaimNames(p); !complete {
-			st.incomplete++
-		}
+	dem := projectDemand(s, r.Opts.Namespace)
+	st.keys = demandKeys(dem, pending, dem.projected)
+	st.unknown = dem.unknown
+	st.fits = clearlyFits(s, append(pending, dem.projected...))
+	if r.plan != nil && r.fair != nil && r.plan.covers(st.keys, inventoryFingerprint(s), r.fair.epochOf(s)) {
+		st.planned = r.plan.ready(st.keys)
 	}
-	st.fits = clearlyFits(s, pending)
 	return st
 }
 
@@ -107,13 +111,22 @@ func (c *Controller) collect(ctx context.Context) bool {
 	tick := time.NewTicker(min(max(r.Opts.BatchWindow/4, time.Millisecond), 250*time.Millisecond))
 	defer tick.Stop()
 	st := c.windowState()
-	lastArrival, seen := start, st.pending
+	lastArrival := start
+	seen := map[string]bool{}
+	for _, k := range st.keys {
+		seen[k] = true
+	}
 	for {
 		now := time.Now()
-		if st.pending > seen || st.incomplete > 0 {
+		arrived := st.unknown > 0
+		for _, k := range st.keys {
+			if !seen[k] {
+				seen[k], arrived = true, true
+			}
+		}
+		if arrived {
 			lastArrival = now
 		}
-		seen = st.pending
 		if windowCloses(st, now.Sub(start), now.Sub(lastArrival), r.Opts) {
 			return true
 		}
@@ -128,14 +141,16 @@ func (c *Controller) collect(ctx context.Context) bool {
 }
 
 // windowCloses is the window's rule (see above): open is the time since the
-// first change, quiet the time since the last arrival.
+// first change, quiet the time since demand last arrived.
 func windowCloses(st windowState, open, quiet time.Duration, o Options) bool {
 	switch {
 	case open >= o.MaxWindow:
 		return true
-	case o.MaxBatch > 0 && st.pending >= o.MaxBatch:
+	case o.MaxBatch > 0 && len(st.keys) >= o.MaxBatch:
 		return true
-	case st.incomplete == 0 && st.fits:
+	case st.planned > 0:
+		return true
+	case st.unknown == 0 && st.fits:
 		return true
 	default:
 		return quiet >= o.BatchWindow

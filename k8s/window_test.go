@@ -1,11 +1,20 @@
 package k8s
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
 	resourceapi "k8s.io/api/resource/v1"
 )
+
+func keysN(n int) []string {
+	var ks []string
+	for i := range n {
+		ks = append(ks, fmt.Sprintf("claim:%d", i))
+	}
+	return ks
+}
 
 func TestWindowCloses(t *testing.T) {
 	o := Options{BatchWindow: 2 * time.Second, MaxBatch: 10, LiveOptions: LiveOptions{MaxWindow: 8 * time.Second}}
@@ -16,16 +25,21 @@ func TestWindowCloses(t *testing.T) {
 		open, quiet time.Duration
 		want        bool
 	}{
-		{"everything fits: act at once", windowState{pending: 3, fits: true}, 0, 0, true},
-		{"contended, claims still arriving: wait", windowState{pending: 3}, 3 * s, s, false},
-		{"contended, arrivals stopped: act", windowState{pending: 3}, 3 * s, 2 * s, true},
-		{"fits but a pod's claims are still being created: wait", windowState{pending: 3, incomplete: 1, fits: true}, s, 0, false},
-		{"bounded by the max window", windowState{pending: 3, incomplete: 1}, 8 * s, 0, true},
-		{"a full batch: act", windowState{pending: 10}, 0, 0, true},
+		{"everything fits: act at once", windowState{keys: keysN(3), fits: true}, 0, 0, true},
+		{"contended, demand still arriving: wait", windowState{keys: keysN(3)}, 3 * s, s, false},
+		{"contended, arrivals stopped: act", windowState{keys: keysN(3)}, 3 * s, 2 * s, true},
+		{"fits but a pod's claim can be neither found nor projected: wait", windowState{keys: keysN(3), unknown: 1, fits: true}, s, 0, false},
+		{"bounded by the max window", windowState{keys: keysN(3), unknown: 1}, 8 * s, 0, true},
+		{"a full batch: act", windowState{keys: keysN(10)}, 0, 0, true},
+		{"the plan holds and claims it decided appeared: act", windowState{keys: keysN(3), planned: 1}, 0, 0, true},
 	} {
 		if got := windowCloses(tc.st, tc.open, tc.quiet, o); got != tc.want {
 			t.Errorf("%s: closes = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+	o.MaxBatch = 0
+	if windowCloses(windowState{keys: keysN(5000)}, s, 0, o) {
+		t.Error("no batch bound: the number of claims alone must not close the window")
 	}
 }
 

@@ -45,6 +45,10 @@ func (o *LiveOptions) defaults(batchWindow time.Duration) {
 func (r *Reconciler) writeAll(ctx context.Context, snap *Snapshot, todo []*resourceapi.ResourceClaim,
 	written map[string]*resourceapi.ResourceClaim, res *PassResult) error {
 	log := r.Log
+	res.toWrite += len(todo)
+	// What the re-checks below see at least: an allocation not in base
+	// and not written by this pass is someone else's, made since.
+	base := r.cachedAllocations()
 	// Phase 1: approve.
 	approved := map[string]*resourceapi.ResourceClaim{}
 	var order []*resourceapi.ResourceClaim
@@ -124,7 +128,7 @@ func (r *Reconciler) writeAll(ctx context.Context, snap *Snapshot, todo []*resou
 				}
 				for _, i := range ready {
 					p, names := pw.pod(i)
-					r.ungateEarly(ctx, p, names, &mu, written, res)
+					r.ungateEarly(ctx, p, names, &mu, written, base, res)
 				}
 			}
 		}()
@@ -232,7 +236,7 @@ func (pw *podWaiter) failed(key string) {
 // (as the pass's final ungate step does). A pod it cannot ungate is left to
 // that step.
 func (r *Reconciler) ungateEarly(ctx context.Context, p *corev1.Pod, names []string, mu *sync.Mutex,
-	written map[string]*resourceapi.ResourceClaim, res *PassResult) {
+	written map[string]*resourceapi.ResourceClaim, base map[string]uint64, res *PassResult) {
 	mine := map[string]*resourceapi.ResourceClaim{}
 	mu.Lock()
 	for _, n := range names {
@@ -248,6 +252,10 @@ func (r *Reconciler) ungateEarly(ctx context.Context, p *corev1.Pod, names []str
 		all[k] = w
 	}
 	mu.Unlock()
+	// The claims this pass re-checked need no second check unless someone
+	// else allocated since (the check is most of a pass's CPU: it
+	// evaluates the claim's selectors on every device).
+	foreign := r.foreignSince(base, all)
 	for _, n := range names {
 		key := p.Namespace + "/" + n
 		c, ok := all[key]
@@ -258,6 +266,9 @@ func (r *Reconciler) ungateEarly(ctx context.Context, p *corev1.Pod, names []str
 			return
 		}
 		if c.Annotations[AllocatedByAnnotation] == "" || len(c.Status.ReservedFor) > 0 {
+			continue
+		}
+		if w, mine := all[key]; mine && w.UID == c.UID && !foreign {
 			continue
 		}
 		if err := r.verify(all, c); err != nil {
@@ -303,4 +314,37 @@ func (r *Reconciler) removeGate(ctx context.Context, p *corev1.Pod) error {
 	defer cancel()
 	_, err := r.Client.CoreV1().Pods(p.Namespace).Update(wctx, u, metav1.UpdateOptions{FieldManager: Component})
 	return err
+}
+
+// cachedAllocations maps each allocated claim in the cache to its
+// allocation's hash.
+func (r *Reconciler) cachedAllocations() map[string]uint64 {
+	s, err := r.Cache.Snapshot()
+	if err != nil {
+		return nil
+	}
+	return allocations(s)
+}
+
+// foreignSince reports whether the cache holds an allocation that is
+// neither in base nor one of this pass's writes: someone else allocated
+// (or changed an allocation) since base was taken. Unsure means yes.
+func (r *Reconciler) foreignSince(base map[string]uint64, written map[string]*resourceapi.ResourceClaim) bool {
+	if base == nil {
+		return true
+	}
+	mine := make(map[string]bool, len(written))
+	for _, w := range written {
+		mine[string(w.UID)] = true
+	}
+	now := r.cachedAllocations()
+	if now == nil {
+		return true
+	}
+	for uid, h := range now {
+		if h0, ok := base[uid]; (!ok || h0 != h) && !mine[uid] {
+			return true
+		}
+	}
+	return false
 }

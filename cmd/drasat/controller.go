@@ -24,7 +24,7 @@ func clusterFlags() []cli.Flag {
 		&cli.StringFlag{Name: "context", Usage: "kubeconfig context to use"},
 		&cli.StringFlag{Name: "namespace", Aliases: []string{"n"}, Usage: "manage only claims and pods in this namespace (default: all)"},
 		&cli.DurationFlag{Name: "batch-window", Value: 2 * time.Second, Usage: "under contention, solve once no claim arrived for this long (see --max-window)"},
-		&cli.IntFlag{Name: "max-batch", Value: 500, Usage: "solve at most this many claims together (never tried first, then least recently tried; 0: no limit); reaching it ends the window early"},
+		&cli.IntFlag{Name: "max-batch", Value: 0, Usage: "solve at most this many claims together, stand-ins for claims not created yet included (never tried first, then least recently tried); reaching it ends the window early. 0 (default): bounded by the solver's cost only (a solve that spends --timeout with a gap halves the next batches)"},
 		&cli.BoolFlag{Name: "dry-run", Usage: "print the claims that would be written (YAML on stdout) and write nothing"},
 		&cli.StringFlag{Name: "objective", Value: alloc.MaxClaims, Usage: "max-claims or ordered"},
 		&cli.StringFlag{Name: "policy", Value: alloc.Frag, Usage: "frag (default), binpack or spread: admits what binpack admits, placed to leave the cluster least fragmented for the claims allocated so far"},
