@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/urfave/cli/v2"
 )
@@ -158,9 +159,17 @@ func TestAllocateTimeoutCoversSelectors(t *testing.T) {
 	if err := os.WriteFile(path, []byte(sb.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	stdout, _, err := runCLI(t, "allocate", "-f", path, "--timeout", "300ms", "-o", "table")
+	// --timeout covers loading too, which a busy machine (or -race) slows
+	// tenfold; give it three times what loading took here, plus 300 ms:
+	// still far less than the ~3 s the selector's cost limit takes.
+	// (validate only times loading here: it rightly finds the huge
+	// counters invalid.)
+	start := time.Now()
+	_, _, _ = runCLI(t, "validate", "-f", path)
+	budget := 3*time.Since(start) + 300*time.Millisecond
+	stdout, stderr, err := runCLI(t, "allocate", "-f", path, "--timeout", budget.Round(time.Millisecond).String(), "-o", "table")
 	if err != nil {
-		t.Fatalf("allocate: %v", err)
+		t.Fatalf("allocate --timeout %v: %v\n%s", budget, err, stderr)
 	}
 	var slow, quick string
 	for _, l := range strings.Split(stdout, "\n") {
