@@ -22,6 +22,7 @@ import (
 
 	"github.com/drasat/drasat/frag"
 	"github.com/drasat/drasat/model"
+	"github.com/drasat/drasat/reserve"
 )
 
 // The openb scenario replays the Alibaba GPU cluster trace of 2023
@@ -55,6 +56,10 @@ type OpenBConfig struct {
 	// (annotation drasat.dev/weight, at most model.MaxWeight); only
 	// drasat reads weights.
 	Aging time.Duration
+	// NoReserve turns off the drasat policy's node reservation for a task
+	// that waits because it fits nowhere (package reserve): the replay as
+	// it was before, to measure what the reservation does.
+	NoReserve bool
 	// Batch is the number of tasks per batch of the inflation simulation.
 	Batch int
 }
@@ -416,6 +421,9 @@ func RunOpenB(ctx context.Context, cfg OpenBConfig, sz Size, seed uint64, policy
 		if cfg.Aging > 0 {
 			inst += " ageing " + cfg.Aging.String()
 		}
+		if cfg.NoReserve {
+			inst += " no reservation"
+		}
 	}
 	row := &Row{Scenario: scenario, Instance: inst, Size: Size{Nodes: len(nodes), Claims: len(tasks)}, Compat: model.CompatKEP5963,
 		Policy: policy, Claims: len(tasks), UnitName: "GPUs", UtilName: "memory slices (time mean)", Units: len(st.gpus)}
@@ -468,6 +476,10 @@ func RunOpenB(ctx context.Context, cfg OpenBConfig, sz Size, seed uint64, policy
 	var wall time.Duration
 	var peak uint64
 	wl := frag.NewWorkload()
+	var rv *reserve.Reserver
+	if policy == PolicyDrasat && !cfg.NoReserve {
+		rv = reserve.New()
+	}
 	var pending []int // task indices waiting, in arrival order
 	var waits []float64
 	var pendingSeries []TimePoint
@@ -535,7 +547,7 @@ func RunOpenB(ctx context.Context, cfg OpenBConfig, sz Size, seed uint64, policy
 		}
 		h := startHeapSampler()
 		start := time.Now()
-		out, err := runPolicy(ctx, policy, &objs, model.CompatKEP5963, timeout, wl, false)
+		out, err := runPolicy(ctx, policy, &objs, model.CompatKEP5963, timeout, wl, false, rv)
 		wall += time.Since(start)
 		if pk := h.Peak(); pk > peak {
 			peak = pk

@@ -15,6 +15,7 @@ import (
 	"github.com/drasat/drasat/check"
 	"github.com/drasat/drasat/frag"
 	"github.com/drasat/drasat/model"
+	"github.com/drasat/drasat/reserve"
 )
 
 // Policy names.
@@ -134,13 +135,17 @@ type outcome struct {
 	allocated []*resourceapi.ResourceClaim // the newly allocated claims
 	stats     *alloc.Stats
 	impl      string
+	// reservation is the drasat policy's node reservation for the batch
+	// (rv given to runPolicy).
+	reservation reserve.Reservation
 }
 
 // runPolicy allocates the pending claims of objs with one policy and
 // validates the result with the independent checker. wl is the workload the
 // fragmentation-aware policies (fgd, drasat) measure against; nil means the
-// batch's own pending claims.
-func runPolicy(ctx context.Context, policy string, objs *model.Objects, compat string, timeout time.Duration, wl *frag.Workload, useCBC bool) (*outcome, error) {
+// batch's own pending claims. rv, for the drasat policy, holds the node
+// reservation across the batches of a replay (package reserve); nil: none.
+func runPolicy(ctx context.Context, policy string, objs *model.Objects, compat string, timeout time.Duration, wl *frag.Workload, useCBC bool, rv *reserve.Reserver) (*outcome, error) {
 	out := &outcome{}
 	switch policy {
 	case PolicyUpstream:
@@ -185,6 +190,11 @@ func runPolicy(ctx context.Context, policy string, objs *model.Objects, compat s
 			}
 			out.stats = &res.Stats
 		default:
+			if rv != nil {
+				if out.reservation, err = rv.Apply(ctx, objs, p); err != nil {
+					return nil, err
+				}
+			}
 			res, err = alloc.Run(ctx, p, alloc.Options{Timeout: timeout, Policy: alloc.Frag, Lookahead: m, UseCBC: useCBC})
 			if err != nil {
 				return nil, err
@@ -374,7 +384,7 @@ func runRow(ctx context.Context, in *Instance, w *world, pol string, cfg Config)
 	for r := 0; r < cfg.Repeat; r++ {
 		h := startHeapSampler()
 		start := time.Now()
-		out, err := runPolicy(ctx, pol, in.Objs, in.Compat, cfg.Timeout, nil, cfg.UseCBC)
+		out, err := runPolicy(ctx, pol, in.Objs, in.Compat, cfg.Timeout, nil, cfg.UseCBC, nil)
 		wall := time.Since(start)
 		pk := h.Peak()
 		if err != nil {

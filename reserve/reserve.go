@@ -1,0 +1,189 @@
+// Package reserve keeps a node for a claim that waits because it fits
+// nowhere, the reservation of backfilling schedulers (EASY backfilling).
+//
+// Without it, maximising each batch's admitted claims starves a rare large
+// claim for good: a claim of 8 GPUs needs a whole node drained, and while
+// small claims keep arriving, every batch puts some of them on every node
+// that frees up, so no node ever drains. A reservation makes one node
+// drain: no new claim other than the waiting one is placed there until the
+// waiting claim is allocated. Departures are not known in advance, so the
+// node chosen is the one with the fewest running claims among those where
+// the waiting claim fits once they are gone.
+//
+// The Reserver lives through the batches (bench's replay, the controller):
+// a claim that was pending in the previous batch and still is has waited;
+// the first such claim in batch order (arrival order in both) that fits
+// nowhere even alone gets the reservation, which holds until that claim is
+// allocated or gone. A claim seen in one batch only (the dropping replay,
+// or a claim admitted where it arrived) never causes a reservation.
+package reserve
+
+import (
+	"context"
+	"fmt"
+
+	resourceapi "k8s.io/api/resource/v1"
+
+	"github.com/drasat/drasat/alloc"
+	"github.com/drasat/drasat/model"
+)
+
+// fitSteps bounds the search for one claim on one node when telling
+// whether it fits (as bench's first-fit).
+const fitSteps = 50_000
+
+// Reserver holds at most one reservation across batches.
+type Reserver struct {
+	prev  map[string]bool // claims pending in the previous batch
+	claim string          // the claim the node is kept for ("" none)
+	node  string          // the node kept
+	// drainable: nodes (by name) where the held claim fits once the
+	// node's running claims are gone; computed when the claim is chosen.
+	drainable map[string]bool
+}
+
+// New is a Reserver without a reservation.
+func New() *Reserver { return &Reserver{} }
+
+// Reservation is the outcome of one Apply.
+type Reservation struct {
+	Claim string // namespace/name of the claim the node is kept for; "" none
+	Node  string
+	// Drain is the number of running claims on the node when Apply ran.
+	Drain int
+	// KeptOff counts the other pending claims kept off the node.
+	KeptOff int
+}
+
+func (r Reservation) String() string {
+	if r.Claim == "" {
+		return "no reservation"
+	}
+	return fmt.Sprintf("node %s kept for %s (%d running claims to finish, %d claims kept off)", r.Node, r.Claim, r.Drain, r.KeptOff)
+}
+
+// Apply is called once per batch, after p is built from objs and before it
+// is solved: it updates the reservation and keeps every other pending
+// claim of p off the reserved node (model.Problem.KeepOff). The allocated
+// claims of objs are the running ones.
+func (r *Reserver) Apply(ctx context.Context, objs *model.Objects, p *model.Problem) (Reservation, error) {
+	waited := r.prev
+	r.prev = make(map[string]bool, len(p.Claims))
+	byKey := make(map[string]*model.Claim, len(p.Claims))
+	for _, c := range p.Claims {
+		r.prev[c.Key] = true
+		byKey[c.Key] = c
+	}
+	held := byKey[r.claim]
+	if held == nil {
+		r.claim, r.node, r.drainable = "", "", nil
+		for _, c := range p.Claims {
+			if !waited[c.Key] || c.Err != nil || fitsNow(p, c) {
+				continue
+			}
+			nodes, err := drainable(ctx, objs, p.Options, c)
+			if err != nil {
+				return Reservation{}, err
+			}
+			if len(nodes) > 0 {
+				held, r.claim, r.drainable = c, c.Key, nodes
+				break
+			}
+		}
+	}
+	if held == nil {
+		return Reservation{}, nil
+	}
+	// The node: fewest running claims among the drainable ones, the one
+	// held unless another is strictly better (running claims only leave
+	// the held node, so its count only falls), then name order.
+	running := runningPerNode(p)
+	best, bestRunning := -1, 0
+	for n, node := range p.Nodes {
+		if !r.drainable[node.Name] {
+			continue
+		}
+		k := running[n]
+		if node.Name == r.node {
+			k-- // ties keep the node held
+		}
+		if best < 0 || k < bestRunning {
+			best, bestRunning = n, k
+		}
+	}
+	if best < 0 {
+		// The nodes it could use are gone: give the reservation up.
+		r.claim, r.node, r.drainable = "", "", nil
+		return Reservation{}, nil
+	}
+	r.node = p.Nodes[best].Name
+	res := Reservation{Claim: r.claim, Node: r.node, Drain: running[best]}
+	for _, c := range p.Claims {
+		if c != held {
+			p.KeepOff(c, best)
+			res.KeptOff++
+		}
+	}
+	return res, nil
+}
+
+// fitsNow tells whether c fits alone, next to the running claims.
+func fitsNow(p *model.Problem, c *model.Claim) bool {
+	_, ok := alloc.FirstFit(model.NewState(p), c, fitSteps)
+	return ok
+}
+
+// drainable lists the nodes where c fits alone on the empty cluster: built
+// without any running claim, c is placed, its node noted and kept off, and
+// again until it fits nowhere.
+func drainable(ctx context.Context, objs *model.Objects, opts model.Options, c *model.Claim) (map[string]bool, error) {
+	empty := *objs
+	alone := c.Obj.DeepCopy()
+	alone.Status = c.Obj.Status
+	alone.Status.Allocation = nil
+	empty.Claims = append([]*resourceapi.ResourceClaim(nil), alone)
+	q, err := model.Build(ctx, &empty, opts)
+	if err != nil {
+		return nil, fmt.Errorf("reserve: claim %s alone: %w", c.Key, err)
+	}
+	out := map[string]bool{}
+	if len(q.Claims) != 1 {
+		return out, nil
+	}
+	qc := q.Claims[0]
+	for range q.Nodes {
+		a, ok := alloc.FirstFit(model.NewState(q), qc, fitSteps)
+		if !ok || a.Node < 0 {
+			break
+		}
+		out[q.Nodes[a.Node].Name] = true
+		q.KeepOff(qc, a.Node)
+	}
+	return out, nil
+}
+
+// runningPerNode counts, per node, the allocated claims with a device that
+// node reaches (devices on all nodes count for none).
+func runningPerNode(p *model.Problem) []int {
+	byID := make(map[model.DeviceID]*model.Device, len(p.Devices))
+	for _, d := range p.Devices {
+		byID[d.ID] = d
+	}
+	out := make([]int, len(p.Nodes))
+	for _, c := range p.Allocated {
+		on := map[int]bool{}
+		for _, res := range c.Status.Allocation.Devices.Results {
+			d := byID[model.DeviceID{Driver: res.Driver, Pool: res.Pool, Device: res.Device}]
+			if d == nil || d.All {
+				continue
+			}
+			for _, n := range d.Reach {
+				on[n] = true
+			}
+		}
+		for n := range on {
+			out[n]++
+		}
+	}
+	return out
+}

@@ -1,0 +1,186 @@
+package reserve
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/drasat/drasat/alloc"
+	"github.com/drasat/drasat/check"
+	"github.com/drasat/drasat/model"
+)
+
+// The fixture is examples/mig-a100: two nodes with two A100-40GB GPUs each.
+func cluster(t *testing.T) *model.Objects {
+	t.Helper()
+	paths, _ := filepath.Glob("../examples/mig-a100/[012]*.yaml")
+	objs, _, err := model.Load(paths, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return objs
+}
+
+// gpus is a claim for count whole GPUs.
+func gpus(name string, count int) *resourceapi.ResourceClaim {
+	return &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{Name: "r",
+			Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: "gpu.nvidia.com", Count: int64(count),
+				AllocationMode: resourceapi.DeviceAllocationModeExactCount}}}}}}
+}
+
+// replay runs a small life of the cluster, one batch per step: four
+// one-GPU claims run at the start and end at steps 1, 2, 3 and 4; a
+// two-GPU claim (it needs a whole node) arrives at step 0; from step 1 on,
+// one one-GPU claim arrives at every step and runs four steps. Every step
+// frees one GPU and brings one small claim, so the cluster never has a
+// node free unless a node is kept for the large claim. It returns the step
+// at which the large claim was allocated, or -1.
+func replay(t *testing.T, rv *Reserver, steps int) int {
+	t.Helper()
+	base := cluster(t)
+	type running struct {
+		c   *resourceapi.ResourceClaim
+		end int
+	}
+	var run []running
+	// The initial claims, one per GPU, placed by a first batch.
+	{
+		objs := *base
+		for i := 0; i < 4; i++ {
+			objs.Claims = append(objs.Claims, gpus(fmt.Sprintf("init-%d", i), 1))
+		}
+		out := solve(t, &objs, nil)
+		if len(out) != 4 {
+			t.Fatalf("initial claims: %d allocated, want 4", len(out))
+		}
+		for i, c := range out {
+			run = append(run, running{c, i + 1})
+		}
+	}
+	pending := []*resourceapi.ResourceClaim{gpus("large", 2)}
+	for step := 0; step < steps; step++ {
+		var keep []running
+		for _, r := range run {
+			if r.end > step {
+				keep = append(keep, r)
+			}
+		}
+		run = keep
+		if step > 0 {
+			pending = append(pending, gpus(fmt.Sprintf("small-%d", step), 1))
+		}
+		objs := *base
+		objs.Claims = nil
+		for _, r := range run {
+			objs.Claims = append(objs.Claims, r.c)
+		}
+		objs.Claims = append(objs.Claims, pending...)
+		admitted := map[string]bool{}
+		for _, c := range solve(t, &objs, rv) {
+			admitted[c.Name] = true
+			run = append(run, running{c, step + 4})
+			if c.Name == "large" {
+				return step
+			}
+		}
+		var still []*resourceapi.ResourceClaim
+		for _, c := range pending {
+			if !admitted[c.Name] {
+				still = append(still, c)
+			}
+		}
+		pending = still
+	}
+	return -1
+}
+
+// solve allocates the pending claims of objs (binpack, the reservation
+// when rv is given), checks the result independently and returns the
+// claims allocated.
+func solve(t *testing.T, objs *model.Objects, rv *Reserver) []*resourceapi.ResourceClaim {
+	t.Helper()
+	ctx := context.Background()
+	p, err := model.Build(ctx, objs, model.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rv != nil {
+		if _, err := rv.Apply(ctx, objs, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := alloc.Run(ctx, p, alloc.Options{Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claims, err := alloc.Allocated(p, res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*resourceapi.ResourceClaim
+	for _, c := range claims {
+		if c.Status.Allocation != nil {
+			out = append(out, c)
+		}
+	}
+	if err := check.Check(objs, out, check.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// Without a reservation the two-GPU claim starves: every GPU that frees
+// goes to the small claim arriving with it. With one, a node drains and
+// the large claim is allocated.
+func TestReservationAdmitsTheLargeClaim(t *testing.T) {
+	const steps = 12
+	if got := replay(t, nil, steps); got >= 0 {
+		t.Fatalf("without reservation the large claim was allocated at step %d: the instance does not starve it", got)
+	}
+	got := replay(t, New(), steps)
+	if got < 0 {
+		t.Fatalf("with the reservation the large claim still starves over %d steps", steps)
+	}
+	// It waited one batch (step 0) and a node is kept from step 1 on; no
+	// new claim goes there, and the initial claims are gone by step 4.
+	if got > 4 {
+		t.Fatalf("large claim allocated at step %d, want by step 4", got)
+	}
+}
+
+// A claim seen in one batch only causes no reservation (the dropping
+// replay), and claims that fit alone do not either.
+func TestNoReservationWithoutWait(t *testing.T) {
+	ctx := context.Background()
+	objs := cluster(t)
+	objs.Claims = []*resourceapi.ResourceClaim{gpus("a", 2), gpus("b", 2), gpus("c", 2)}
+	p, err := model.Build(ctx, objs, model.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rv := New()
+	if r, err := rv.Apply(ctx, objs, p); err != nil || r.Claim != "" {
+		t.Fatalf("first batch: %v, %v; want no reservation", r, err)
+	}
+	// Same claims again: they waited, but each fits alone on the empty
+	// cluster.
+	p, _ = model.Build(ctx, objs, model.Options{})
+	if r, err := rv.Apply(ctx, objs, p); err != nil || r.Claim != "" {
+		t.Fatalf("second batch: %v, %v; want no reservation (every claim fits alone)", r, err)
+	}
+	// A claim larger than any node fits nowhere even drained: no node is
+	// kept for it.
+	objs.Claims = []*resourceapi.ResourceClaim{gpus("huge", 3)}
+	for i := 0; i < 2; i++ {
+		p, _ = model.Build(ctx, objs, model.Options{})
+		if r, err := rv.Apply(ctx, objs, p); err != nil || r.Claim != "" {
+			t.Fatalf("batch %d with a claim no node can host: %v, %v; want no reservation", i, r, err)
+		}
+	}
+}
