@@ -547,13 +547,16 @@ func RunOpenB(ctx context.Context, cfg OpenBConfig, sz Size, seed uint64, policy
 		}
 		h := startHeapSampler()
 		start := time.Now()
-		out, err := runPolicy(ctx, policy, &objs, model.CompatKEP5963, timeout, wl, false, rv)
+		out, err := runPolicy(ctx, policy, &objs, model.CompatKEP5963, timeout, wl, false, rv, time.Unix(0, 0).Add(time.Duration(end*float64(time.Second))))
 		wall += time.Since(start)
 		if pk := h.Peak(); pk > peak {
 			peak = pk
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%s on %s, window at %.0fs: %w", policy, inst, end, err)
+		}
+		if os.Getenv("DRASAT_DEBUG_RESERVE") != "" && out.reservation.Claim != "" {
+			fmt.Fprintf(os.Stderr, "t=%.0f pending=%d %s\n", end, len(pending), out.reservation)
 		}
 		if err := validate(policy, fmt.Sprintf("%s, window at %.0fs", inst, end), &objs, model.CompatKEP5963, out.allocated); err != nil {
 			return nil, err
@@ -582,6 +585,9 @@ func RunOpenB(ctx context.Context, cfg OpenBConfig, sz Size, seed uint64, policy
 			}
 			deps = append(deps, departure{at: leave, name: c.Name})
 			waits = append(waits, end-t.arrive)
+			if os.Getenv("DRASAT_DEBUG_RESERVE") != "" && end-t.arrive > 3600 {
+				fmt.Fprintf(os.Stderr, "WAIT %s gpus=%d milli=%d waited %.0fs admitted at %.0f\n", t.name, t.numGPU, t.milli, end-t.arrive, end)
+			}
 		}
 		var still []int
 		for _, t := range pending {

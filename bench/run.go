@@ -144,8 +144,9 @@ type outcome struct {
 // validates the result with the independent checker. wl is the workload the
 // fragmentation-aware policies (fgd, drasat) measure against; nil means the
 // batch's own pending claims. rv, for the drasat policy, holds the node
-// reservation across the batches of a replay (package reserve); nil: none.
-func runPolicy(ctx context.Context, policy string, objs *model.Objects, compat string, timeout time.Duration, wl *frag.Workload, useCBC bool, rv *reserve.Reserver) (*outcome, error) {
+// reservation across the batches of a replay (package reserve), now being
+// the batch's trace time; nil: none.
+func runPolicy(ctx context.Context, policy string, objs *model.Objects, compat string, timeout time.Duration, wl *frag.Workload, useCBC bool, rv *reserve.Reserver, now time.Time) (*outcome, error) {
 	out := &outcome{}
 	switch policy {
 	case PolicyUpstream:
@@ -191,7 +192,7 @@ func runPolicy(ctx context.Context, policy string, objs *model.Objects, compat s
 			out.stats = &res.Stats
 		default:
 			if rv != nil {
-				if out.reservation, err = rv.Apply(ctx, objs, p); err != nil {
+				if out.reservation, err = rv.Apply(ctx, objs, p, now); err != nil {
 					return nil, err
 				}
 			}
@@ -384,7 +385,7 @@ func runRow(ctx context.Context, in *Instance, w *world, pol string, cfg Config)
 	for r := 0; r < cfg.Repeat; r++ {
 		h := startHeapSampler()
 		start := time.Now()
-		out, err := runPolicy(ctx, pol, in.Objs, in.Compat, cfg.Timeout, nil, cfg.UseCBC, nil)
+		out, err := runPolicy(ctx, pol, in.Objs, in.Compat, cfg.Timeout, nil, cfg.UseCBC, nil, time.Time{})
 		wall := time.Since(start)
 		pk := h.Peak()
 		if err != nil {

@@ -21,6 +21,8 @@ package reserve
 import (
 	"context"
 	"fmt"
+	"os"
+	"time"
 
 	resourceapi "k8s.io/api/resource/v1"
 
@@ -37,6 +39,8 @@ type Reserver struct {
 	prev  map[string]bool // claims pending in the previous batch
 	claim string          // the claim the node is kept for ("" none)
 	node  string          // the node kept
+	// since: when each running claim was first seen allocated.
+	since map[string]time.Time
 	// drainable: nodes (by name) where the held claim fits once the
 	// node's running claims are gone; computed when the claim is chosen.
 	drainable map[string]bool
@@ -49,8 +53,10 @@ func New() *Reserver { return &Reserver{} }
 type Reservation struct {
 	Claim string // namespace/name of the claim the node is kept for; "" none
 	Node  string
-	// Drain is the number of running claims on the node when Apply ran.
-	Drain int
+	// Drain is the number of running claims on the node when Apply ran,
+	// Oldest the time the oldest of them has run (as the Reserver saw it).
+	Drain  int
+	Oldest time.Duration
 	// KeptOff counts the other pending claims kept off the node.
 	KeptOff int
 }
@@ -59,14 +65,16 @@ func (r Reservation) String() string {
 	if r.Claim == "" {
 		return "no reservation"
 	}
-	return fmt.Sprintf("node %s kept for %s (%d running claims to finish, %d claims kept off)", r.Node, r.Claim, r.Drain, r.KeptOff)
+	return fmt.Sprintf("node %s kept for %s (%d running claims to finish, the oldest running for %s; %d claims kept off)", r.Node, r.Claim, r.Drain, r.Oldest, r.KeptOff)
 }
 
 // Apply is called once per batch, after p is built from objs and before it
 // is solved: it updates the reservation and keeps every other pending
 // claim of p off the reserved node (model.Problem.KeepOff). The allocated
-// claims of objs are the running ones.
-func (r *Reserver) Apply(ctx context.Context, objs *model.Objects, p *model.Problem) (Reservation, error) {
+// claims of objs are the running ones; now is the batch's time (the
+// controller's clock, the replay's trace time), which dates when the
+// Reserver first saw each running claim.
+func (r *Reserver) Apply(ctx context.Context, objs *model.Objects, p *model.Problem, now time.Time) (Reservation, error) {
 	waited := r.prev
 	r.prev = make(map[string]bool, len(p.Claims))
 	byKey := make(map[string]*model.Claim, len(p.Claims))
@@ -74,6 +82,7 @@ func (r *Reserver) Apply(ctx context.Context, objs *model.Objects, p *model.Prob
 		r.prev[c.Key] = true
 		byKey[c.Key] = c
 	}
+	load := r.nodeLoad(p, now) // every batch: it dates the running claims
 	held := byKey[r.claim]
 	if held == nil {
 		r.claim, r.node, r.drainable = "", "", nil
@@ -94,21 +103,30 @@ func (r *Reserver) Apply(ctx context.Context, objs *model.Objects, p *model.Prob
 	if held == nil {
 		return Reservation{}, nil
 	}
-	// The node: fewest running claims among the drainable ones, the one
-	// held unless another is strictly better (running claims only leave
-	// the held node, so its count only falls), then name order.
-	running := runningPerNode(p)
-	best, bestRunning := -1, 0
+	// The node: the one whose running claims are likely to finish first.
+	// Departures are not known; cluster job durations are heavy-tailed,
+	// where a job's remaining time grows with the time it has run, so a
+	// node is as far from drained as its oldest running claim is old. The
+	// node held stays unless another is less than half as far (a
+	// reservation moved loses what the held node drained), then the
+	// fewest running claims, then name order.
+	best := -1
+	better := func(n, m int) bool {
+		if load[n].oldest != load[m].oldest {
+			return load[n].oldest < load[m].oldest
+		}
+		return load[n].claims < load[m].claims
+	}
+	heldNode := -1
 	for n, node := range p.Nodes {
 		if !r.drainable[node.Name] {
 			continue
 		}
-		k := running[n]
 		if node.Name == r.node {
-			k-- // ties keep the node held
+			heldNode = n
 		}
-		if best < 0 || k < bestRunning {
-			best, bestRunning = n, k
+		if best < 0 || better(n, best) {
+			best = n
 		}
 	}
 	if best < 0 {
@@ -116,8 +134,16 @@ func (r *Reserver) Apply(ctx context.Context, objs *model.Objects, p *model.Prob
 		r.claim, r.node, r.drainable = "", "", nil
 		return Reservation{}, nil
 	}
+	if os.Getenv("DRASAT_DEBUG_RESERVE") != "" {
+		for n, node := range p.Nodes {
+			fmt.Fprintf(os.Stderr, "  %s drainable=%v claims=%d oldest=%s\n", node.Name, r.drainable[node.Name], load[n].claims, load[n].oldest)
+		}
+	}
+	if heldNode >= 0 && !(2*load[best].oldest < load[heldNode].oldest) {
+		best = heldNode
+	}
 	r.node = p.Nodes[best].Name
-	res := Reservation{Claim: r.claim, Node: r.node, Drain: running[best]}
+	res := Reservation{Claim: r.claim, Node: r.node, Drain: load[best].claims, Oldest: load[best].oldest}
 	for _, c := range p.Claims {
 		if c != held {
 			p.KeepOff(c, best)
@@ -162,15 +188,25 @@ func drainable(ctx context.Context, objs *model.Objects, opts model.Options, c *
 	return out, nil
 }
 
-// runningPerNode counts, per node, the allocated claims with a device that
-// node reaches (devices on all nodes count for none).
-func runningPerNode(p *model.Problem) []int {
+// nodeLoad is, per node, the allocated claims with a device the node
+// reaches (devices on all nodes count for none) and the age of the oldest:
+// the time since the Reserver first saw it allocated. It also records the
+// claims seen for the first time and forgets those gone.
+func (r *Reserver) nodeLoad(p *model.Problem, now time.Time) []nodeLoad {
 	byID := make(map[model.DeviceID]*model.Device, len(p.Devices))
 	for _, d := range p.Devices {
 		byID[d.ID] = d
 	}
-	out := make([]int, len(p.Nodes))
+	out := make([]nodeLoad, len(p.Nodes))
+	seen := make(map[string]time.Time, len(p.Allocated))
 	for _, c := range p.Allocated {
+		key := c.Namespace + "/" + c.Name
+		since, ok := r.since[key]
+		if !ok {
+			since = now
+		}
+		seen[key] = since
+		age := now.Sub(since)
 		on := map[int]bool{}
 		for _, res := range c.Status.Allocation.Devices.Results {
 			d := byID[model.DeviceID{Driver: res.Driver, Pool: res.Pool, Device: res.Device}]
@@ -182,8 +218,15 @@ func runningPerNode(p *model.Problem) []int {
 			}
 		}
 		for n := range on {
-			out[n]++
+			out[n].claims++
+			out[n].oldest = max(out[n].oldest, age)
 		}
 	}
+	r.since = seen
 	return out
+}
+
+type nodeLoad struct {
+	claims int
+	oldest time.Duration
 }

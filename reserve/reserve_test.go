@@ -55,7 +55,7 @@ func replay(t *testing.T, rv *Reserver, steps int) int {
 		for i := 0; i < 4; i++ {
 			objs.Claims = append(objs.Claims, gpus(fmt.Sprintf("init-%d", i), 1))
 		}
-		out := solve(t, &objs, nil)
+		out := solve(t, &objs, nil, 0)
 		if len(out) != 4 {
 			t.Fatalf("initial claims: %d allocated, want 4", len(out))
 		}
@@ -82,7 +82,7 @@ func replay(t *testing.T, rv *Reserver, steps int) int {
 		}
 		objs.Claims = append(objs.Claims, pending...)
 		admitted := map[string]bool{}
-		for _, c := range solve(t, &objs, rv) {
+		for _, c := range solve(t, &objs, rv, step) {
 			admitted[c.Name] = true
 			run = append(run, running{c, step + 4})
 			if c.Name == "large" {
@@ -103,7 +103,7 @@ func replay(t *testing.T, rv *Reserver, steps int) int {
 // solve allocates the pending claims of objs (binpack, the reservation
 // when rv is given), checks the result independently and returns the
 // claims allocated.
-func solve(t *testing.T, objs *model.Objects, rv *Reserver) []*resourceapi.ResourceClaim {
+func solve(t *testing.T, objs *model.Objects, rv *Reserver, step int) []*resourceapi.ResourceClaim {
 	t.Helper()
 	ctx := context.Background()
 	p, err := model.Build(ctx, objs, model.Options{})
@@ -111,7 +111,7 @@ func solve(t *testing.T, objs *model.Objects, rv *Reserver) []*resourceapi.Resou
 		t.Fatal(err)
 	}
 	if rv != nil {
-		if _, err := rv.Apply(ctx, objs, p); err != nil {
+		if _, err := rv.Apply(ctx, objs, p, time.Unix(int64(step), 0)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -165,13 +165,13 @@ func TestNoReservationWithoutWait(t *testing.T) {
 		t.Fatal(err)
 	}
 	rv := New()
-	if r, err := rv.Apply(ctx, objs, p); err != nil || r.Claim != "" {
+	if r, err := rv.Apply(ctx, objs, p, time.Time{}); err != nil || r.Claim != "" {
 		t.Fatalf("first batch: %v, %v; want no reservation", r, err)
 	}
 	// Same claims again: they waited, but each fits alone on the empty
 	// cluster.
 	p, _ = model.Build(ctx, objs, model.Options{})
-	if r, err := rv.Apply(ctx, objs, p); err != nil || r.Claim != "" {
+	if r, err := rv.Apply(ctx, objs, p, time.Time{}); err != nil || r.Claim != "" {
 		t.Fatalf("second batch: %v, %v; want no reservation (every claim fits alone)", r, err)
 	}
 	// A claim larger than any node fits nowhere even drained: no node is
@@ -179,7 +179,7 @@ func TestNoReservationWithoutWait(t *testing.T) {
 	objs.Claims = []*resourceapi.ResourceClaim{gpus("huge", 3)}
 	for i := 0; i < 2; i++ {
 		p, _ = model.Build(ctx, objs, model.Options{})
-		if r, err := rv.Apply(ctx, objs, p); err != nil || r.Claim != "" {
+		if r, err := rv.Apply(ctx, objs, p, time.Time{}); err != nil || r.Claim != "" {
 			t.Fatalf("batch %d with a claim no node can host: %v, %v; want no reservation", i, r, err)
 		}
 	}
