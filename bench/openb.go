@@ -60,6 +60,9 @@ type OpenBConfig struct {
 	// that waits because it fits nowhere (package reserve): the replay as
 	// it was before, to measure what the reservation does.
 	NoReserve bool
+	// Objective is the drasat policies' objective in the simulations over
+	// time (openb, openb-wait, inflation): max-claims ("") or ordered.
+	Objective string
 	// Batch is the number of tasks per batch of the inflation simulation.
 	Batch int
 }
@@ -89,7 +92,10 @@ type ReplayStats struct {
 	MeanWaitS float64 `json:"meanWaitSeconds,omitempty"`
 	P99WaitS  float64 `json:"p99WaitSeconds,omitempty"`
 	Dropped   int     `json:"dropped,omitempty"`
-	Unplaced  int     `json:"stillPending,omitempty"`
+	// ReservedWindows counts the windows in which the drasat policy kept a
+	// node for a waiting task (package reserve).
+	ReservedWindows int `json:"reservedWindows,omitempty"`
+	Unplaced        int `json:"stillPending,omitempty"`
 	// Waits samples the number of tasks pending over time.
 	Pending []TimePoint `json:"pending,omitempty"`
 }
@@ -425,6 +431,9 @@ func RunOpenB(ctx context.Context, cfg OpenBConfig, sz Size, seed uint64, policy
 			inst += " no reservation"
 		}
 	}
+	if cfg.Objective != "" && cfg.Objective != "max-claims" {
+		inst += " objective " + cfg.Objective
+	}
 	row := &Row{Scenario: scenario, Instance: inst, Size: Size{Nodes: len(nodes), Claims: len(tasks)}, Compat: model.CompatKEP5963,
 		Policy: policy, Claims: len(tasks), UnitName: "GPUs", UtilName: "memory slices (time mean)", Units: len(st.gpus)}
 	rs := &ReplayStats{GPUs: len(st.gpus), MinFreeGPUs: len(st.gpus)}
@@ -476,9 +485,9 @@ func RunOpenB(ctx context.Context, cfg OpenBConfig, sz Size, seed uint64, policy
 	var wall time.Duration
 	var peak uint64
 	wl := frag.NewWorkload()
-	var rv *reserve.Reserver
+	life := &lifecycle{objective: cfg.Objective}
 	if policy == PolicyDrasat && !cfg.NoReserve {
-		rv = reserve.New()
+		life.reserver = reserve.New()
 	}
 	var pending []int // task indices waiting, in arrival order
 	var waits []float64
@@ -545,9 +554,10 @@ func RunOpenB(ctx context.Context, cfg OpenBConfig, sz Size, seed uint64, policy
 			}
 			objs.Claims = append(objs.Claims, c)
 		}
+		life.now = time.Unix(0, 0).Add(time.Duration(end * float64(time.Second)))
 		h := startHeapSampler()
 		start := time.Now()
-		out, err := runPolicy(ctx, policy, &objs, model.CompatKEP5963, timeout, wl, false, rv, time.Unix(0, 0).Add(time.Duration(end*float64(time.Second))))
+		out, err := runPolicy(ctx, policy, &objs, model.CompatKEP5963, timeout, wl, false, life)
 		wall += time.Since(start)
 		if pk := h.Peak(); pk > peak {
 			peak = pk
@@ -555,8 +565,8 @@ func RunOpenB(ctx context.Context, cfg OpenBConfig, sz Size, seed uint64, policy
 		if err != nil {
 			return nil, fmt.Errorf("%s on %s, window at %.0fs: %w", policy, inst, end, err)
 		}
-		if os.Getenv("DRASAT_DEBUG_RESERVE") != "" && out.reservation.Claim != "" {
-			fmt.Fprintf(os.Stderr, "t=%.0f pending=%d %s\n", end, len(pending), out.reservation)
+		if out.reservation.Claim != "" {
+			rs.ReservedWindows++
 		}
 		if err := validate(policy, fmt.Sprintf("%s, window at %.0fs", inst, end), &objs, model.CompatKEP5963, out.allocated); err != nil {
 			return nil, err
@@ -585,9 +595,6 @@ func RunOpenB(ctx context.Context, cfg OpenBConfig, sz Size, seed uint64, policy
 			}
 			deps = append(deps, departure{at: leave, name: c.Name})
 			waits = append(waits, end-t.arrive)
-			if os.Getenv("DRASAT_DEBUG_RESERVE") != "" && end-t.arrive > 3600 {
-				fmt.Fprintf(os.Stderr, "WAIT %s gpus=%d milli=%d waited %.0fs admitted at %.0f\n", t.name, t.numGPU, t.milli, end-t.arrive, end)
-			}
 		}
 		var still []int
 		for _, t := range pending {

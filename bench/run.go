@@ -140,13 +140,21 @@ type outcome struct {
 	reservation reserve.Reservation
 }
 
+// lifecycle is what the drasat policy carries from batch to batch in the
+// simulations over time.
+type lifecycle struct {
+	objective string            // alloc.Options.Objective ("": max-claims)
+	reserver  *reserve.Reserver // nil: no reservation
+	now       time.Time         // the batch's trace time
+}
+
 // runPolicy allocates the pending claims of objs with one policy and
 // validates the result with the independent checker. wl is the workload the
 // fragmentation-aware policies (fgd, drasat) measure against; nil means the
-// batch's own pending claims. rv, for the drasat policy, holds the node
-// reservation across the batches of a replay (package reserve), now being
-// the batch's trace time; nil: none.
-func runPolicy(ctx context.Context, policy string, objs *model.Objects, compat string, timeout time.Duration, wl *frag.Workload, useCBC bool, rv *reserve.Reserver, now time.Time) (*outcome, error) {
+// batch's own pending claims. life, for the drasat policy in the
+// simulations over time, gives the objective and the node reservation
+// kept across batches; nil: the defaults, no reservation.
+func runPolicy(ctx context.Context, policy string, objs *model.Objects, compat string, timeout time.Duration, wl *frag.Workload, useCBC bool, life *lifecycle) (*outcome, error) {
 	out := &outcome{}
 	switch policy {
 	case PolicyUpstream:
@@ -191,12 +199,16 @@ func runPolicy(ctx context.Context, policy string, objs *model.Objects, compat s
 			}
 			out.stats = &res.Stats
 		default:
-			if rv != nil {
-				if out.reservation, err = rv.Apply(ctx, objs, p, now); err != nil {
-					return nil, err
+			opts := alloc.Options{Timeout: timeout, Policy: alloc.Frag, Lookahead: m, UseCBC: useCBC}
+			if life != nil {
+				opts.Objective = life.objective
+				if life.reserver != nil {
+					if out.reservation, err = life.reserver.Apply(ctx, objs, p, life.now); err != nil {
+						return nil, err
+					}
 				}
 			}
-			res, err = alloc.Run(ctx, p, alloc.Options{Timeout: timeout, Policy: alloc.Frag, Lookahead: m, UseCBC: useCBC})
+			res, err = alloc.Run(ctx, p, opts)
 			if err != nil {
 				return nil, err
 			}
@@ -385,7 +397,7 @@ func runRow(ctx context.Context, in *Instance, w *world, pol string, cfg Config)
 	for r := 0; r < cfg.Repeat; r++ {
 		h := startHeapSampler()
 		start := time.Now()
-		out, err := runPolicy(ctx, pol, in.Objs, in.Compat, cfg.Timeout, nil, cfg.UseCBC, nil, time.Time{})
+		out, err := runPolicy(ctx, pol, in.Objs, in.Compat, cfg.Timeout, nil, cfg.UseCBC, nil)
 		wall := time.Since(start)
 		pk := h.Peak()
 		if err != nil {

@@ -109,6 +109,9 @@ func (m *Measure) coverage(s *model.State) coverage {
 			}
 			continue
 		}
+		if sh.count < 2 {
+			continue // one device: FGD's measure is about those
+		}
 		g := m.shapeGap(s, k, views)
 		if g > 0 {
 			out.uncovered++
@@ -210,6 +213,9 @@ func (m *Measure) cover(s *model.State, as []*alloc.Assignment, deadline time.Ti
 	for _, k := range order {
 		if time.Now().After(deadline) {
 			return
+		}
+		if m.shapes[k].count < 2 {
+			continue
 		}
 		if !m.shapes[k].whole && m.shapeGap(s, k, map[int]*nodeView{}) == 0 {
 			continue

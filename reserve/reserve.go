@@ -13,15 +13,17 @@
 // The Reserver lives through the batches (bench's replay, the controller):
 // a claim that was pending in the previous batch and still is has waited;
 // the first such claim in batch order (arrival order in both) that fits
-// nowhere even alone gets the reservation, which holds until that claim is
-// allocated or gone. A claim seen in one batch only (the dropping replay,
+// nowhere even alone, although the devices it asks for are free in the
+// cluster as a whole (spread over nodes), gets the reservation, which
+// holds until that claim is allocated or gone. A claim that waits because
+// the cluster is full gets none: the next departure serves it, and a node
+// kept for it would idle. A claim seen in one batch only (the dropping replay,
 // or a claim admitted where it arrived) never causes a reservation.
 package reserve
 
 import (
 	"context"
 	"fmt"
-	"os"
 	"time"
 
 	resourceapi "k8s.io/api/resource/v1"
@@ -87,7 +89,7 @@ func (r *Reserver) Apply(ctx context.Context, objs *model.Objects, p *model.Prob
 	if held == nil {
 		r.claim, r.node, r.drainable = "", "", nil
 		for _, c := range p.Claims {
-			if !waited[c.Key] || c.Err != nil || fitsNow(p, c) {
+			if !waited[c.Key] || c.Err != nil || fitsNow(p, c) || !pooledFits(p, c) {
 				continue
 			}
 			nodes, err := drainable(ctx, objs, p.Options, c)
@@ -134,11 +136,6 @@ func (r *Reserver) Apply(ctx context.Context, objs *model.Objects, p *model.Prob
 		r.claim, r.node, r.drainable = "", "", nil
 		return Reservation{}, nil
 	}
-	if os.Getenv("DRASAT_DEBUG_RESERVE") != "" {
-		for n, node := range p.Nodes {
-			fmt.Fprintf(os.Stderr, "  %s drainable=%v claims=%d oldest=%s\n", node.Name, r.drainable[node.Name], load[n].claims, load[n].oldest)
-		}
-	}
 	if heldNode >= 0 && !(2*load[best].oldest < load[heldNode].oldest) {
 		best = heldNode
 	}
@@ -157,6 +154,45 @@ func (r *Reserver) Apply(ctx context.Context, objs *model.Objects, p *model.Prob
 func fitsNow(p *model.Problem, c *model.Claim) bool {
 	_, ok := alloc.FirstFit(model.NewState(p), c, fitSteps)
 	return ok
+}
+
+// pooledFits tells whether the devices c asks for are free in the cluster
+// as a whole: each request has, for one of its alternatives, Count
+// candidates that can be taken together when nodes are ignored (taken
+// greedily in candidate order). A claim that fits nowhere while this holds
+// is blocked by how the free devices are spread over nodes, which a
+// reservation cures; one that does not is blocked because the cluster is
+// full, and the next departure serves it (keeping a node for it would
+// only idle the node).
+func pooledFits(p *model.Problem, c *model.Claim) bool {
+	s := model.NewState(p)
+	for _, r := range c.Requests {
+		ok := false
+		for _, a := range r.Alternatives {
+			if a.All {
+				ok = true // all of a node's devices: no pooled count
+				break
+			}
+			n := 0
+			for _, d := range a.Candidates {
+				if n >= a.Count {
+					break
+				}
+				if s.FitsFor(d, a, !a.AdminAccess) {
+					s.TakeFor(d, a, !a.AdminAccess)
+					n++
+				}
+			}
+			if n >= a.Count {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // drainable lists the nodes where c fits alone on the empty cluster: built

@@ -34,13 +34,14 @@ func gpus(name string, count int) *resourceapi.ResourceClaim {
 				AllocationMode: resourceapi.DeviceAllocationModeExactCount}}}}}}
 }
 
-// replay runs a small life of the cluster, one batch per step: four
-// one-GPU claims run at the start and end at steps 1, 2, 3 and 4; a
-// two-GPU claim (it needs a whole node) arrives at step 0; from step 1 on,
-// one one-GPU claim arrives at every step and runs four steps. Every step
-// frees one GPU and brings one small claim, so the cluster never has a
-// node free unless a node is kept for the large claim. It returns the step
-// at which the large claim was allocated, or -1.
+// replay runs a small life of the cluster, one batch per step. Every
+// one-GPU claim runs two steps, and on each node one ends at every step:
+// four run at the start (one per GPU, ending at step 1 or 2 on each node),
+// and from step 1 on two arrive at every step. A two-GPU claim (it needs a
+// whole node) arrives at step 0. At every step each node has one GPU
+// free: two GPUs are free in the cluster, never two on one node, and the
+// small claims arriving take them, unless a node is kept for the large
+// claim. It returns the step at which the large claim was allocated, or -1.
 func replay(t *testing.T, rv *Reserver, steps int) int {
 	t.Helper()
 	base := cluster(t)
@@ -49,7 +50,6 @@ func replay(t *testing.T, rv *Reserver, steps int) int {
 		end int
 	}
 	var run []running
-	// The initial claims, one per GPU, placed by a first batch.
 	{
 		objs := *base
 		for i := 0; i < 4; i++ {
@@ -59,8 +59,14 @@ func replay(t *testing.T, rv *Reserver, steps int) int {
 		if len(out) != 4 {
 			t.Fatalf("initial claims: %d allocated, want 4", len(out))
 		}
-		for i, c := range out {
-			run = append(run, running{c, i + 1})
+		perPool := map[string]int{}
+		for _, c := range out {
+			pool := c.Status.Allocation.Devices.Results[0].Pool
+			perPool[pool]++
+			run = append(run, running{c, perPool[pool]}) // ends at 1, then 2, on each node
+		}
+		if len(perPool) != 2 {
+			t.Fatalf("initial claims on %d nodes, want 2", len(perPool))
 		}
 	}
 	pending := []*resourceapi.ResourceClaim{gpus("large", 2)}
@@ -73,7 +79,7 @@ func replay(t *testing.T, rv *Reserver, steps int) int {
 		}
 		run = keep
 		if step > 0 {
-			pending = append(pending, gpus(fmt.Sprintf("small-%d", step), 1))
+			pending = append(pending, gpus(fmt.Sprintf("small-%d-a", step), 1), gpus(fmt.Sprintf("small-%d-b", step), 1))
 		}
 		objs := *base
 		objs.Claims = nil
@@ -84,7 +90,7 @@ func replay(t *testing.T, rv *Reserver, steps int) int {
 		admitted := map[string]bool{}
 		for _, c := range solve(t, &objs, rv, step) {
 			admitted[c.Name] = true
-			run = append(run, running{c, step + 4})
+			run = append(run, running{c, step + 2})
 			if c.Name == "large" {
 				return step
 			}
@@ -148,14 +154,15 @@ func TestReservationAdmitsTheLargeClaim(t *testing.T) {
 		t.Fatalf("with the reservation the large claim still starves over %d steps", steps)
 	}
 	// It waited one batch (step 0) and a node is kept from step 1 on; no
-	// new claim goes there, and the initial claims are gone by step 4.
-	if got > 4 {
-		t.Fatalf("large claim allocated at step %d, want by step 4", got)
+	// new claim goes there, and its last initial claim ends at step 2.
+	if got != 2 {
+		t.Fatalf("large claim allocated at step %d, want 2", got)
 	}
 }
 
 // A claim seen in one batch only causes no reservation (the dropping
-// replay), and claims that fit alone do not either.
+// replay), claims that fit alone do not either, nor a claim that waits
+// because the cluster is full.
 func TestNoReservationWithoutWait(t *testing.T) {
 	ctx := context.Background()
 	objs := cluster(t)
@@ -173,6 +180,26 @@ func TestNoReservationWithoutWait(t *testing.T) {
 	p, _ = model.Build(ctx, objs, model.Options{})
 	if r, err := rv.Apply(ctx, objs, p, time.Time{}); err != nil || r.Claim != "" {
 		t.Fatalf("second batch: %v, %v; want no reservation (every claim fits alone)", r, err)
+	}
+	// Every GPU taken: the two-GPU claim waits for any departure, no node
+	// is kept for it.
+	full := cluster(t)
+	for i := 0; i < 4; i++ {
+		full.Claims = append(full.Claims, gpus(fmt.Sprintf("init-%d", i), 1))
+	}
+	p, _ = model.Build(ctx, full, model.Options{})
+	res, err := alloc.Run(ctx, p, alloc.Options{Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	allocated, _ := alloc.Allocated(p, res)
+	full.Claims = append(allocated, gpus("wide", 2))
+	rvFull := New()
+	for i := 0; i < 2; i++ {
+		p, _ = model.Build(ctx, full, model.Options{})
+		if r, err := rvFull.Apply(ctx, full, p, time.Time{}); err != nil || r.Claim != "" {
+			t.Fatalf("batch %d on a full cluster: %v, %v; want no reservation", i, r, err)
+		}
 	}
 	// A claim larger than any node fits nowhere even drained: no node is
 	// kept for it.
