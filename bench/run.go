@@ -206,6 +206,8 @@ func runPolicy(ctx context.Context, policy string, objs *model.Objects, compat s
 					if out.reservation, err = life.reserver.Apply(ctx, objs, p, life.now); err != nil {
 						return nil, err
 					}
+					// Coverage once tasks are seen to wait (frag.Measure.Cover).
+					m.Cover = life.reserver.ClaimsWait()
 				}
 			}
 			res, err = alloc.Run(ctx, p, opts)

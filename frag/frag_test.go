@@ -192,6 +192,7 @@ func TestRefineKeepsANodeWhole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	m.Cover = true
 	// The starting placement: one claim on each node.
 	res := &alloc.Result{Rejected: map[int]string{}}
 	for i, pool := range []string{"node-1", "node-2"} {

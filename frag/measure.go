@@ -28,6 +28,11 @@ type Measure struct {
 	setNode  []int
 	nodeSets map[int][]int
 	share    [][]int // per set: the counter indices its free share is measured on
+	// Cover ranks placements by coverage before FGD's measure (cover.go).
+	// It is for clusters where claims wait: it keeps large nodes whole at
+	// some cost to the packing of the small claims, which where unadmitted
+	// claims leave (bench's dropping replay) costs more than it gains.
+	Cover bool
 }
 
 func newMeasure(p *model.Problem) *Measure {

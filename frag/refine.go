@@ -15,11 +15,10 @@ import (
 // fragmentation grows least. Each is then improved by re-insertion: a claim
 // at a time (largest first) is taken out and put back where the
 // fragmentation grows least, kept when that beats its old place, until a
-// pass changes nothing (at most refinePasses); then claims are moved off a
-// node to keep every shape of the workload hostable somewhere (cover).
-// The best result wins, ranked by the coverage (the shapes no node can
-// host, then how far the nearest node is from hosting them), then by
-// fragmentation; res when nothing beats it.
+// pass changes nothing (at most refinePasses); then, with Cover, claims
+// are moved off a node to keep the multi-GPU shapes of the workload
+// hostable (cover.go). The best result wins, ranked (with Cover) by the
+// coverage, then by fragmentation; res when nothing beats it.
 func (m *Measure) Refine(p *model.Problem, res *alloc.Result) *alloc.Result {
 	if p != m.p || len(m.shapes) == 0 || len(res.Assignments) == 0 {
 		return res
@@ -53,7 +52,9 @@ func (m *Measure) Refine(p *model.Problem, res *alloc.Result) *alloc.Result {
 	oldScore := m.score(s1)
 	bySize(cur)
 	m.reinsert(s1, cur, deadline)
-	m.cover(s1, cur, deadline)
+	if m.Cover {
+		m.cover(s1, cur, deadline)
+	}
 	best, bestScore := cur, m.score(s1)
 	// Start 2: afresh, largest first.
 	s2 := model.NewState(p)
@@ -68,7 +69,9 @@ func (m *Measure) Refine(p *model.Problem, res *alloc.Result) *alloc.Result {
 	}
 	if fresh != nil {
 		m.reinsert(s2, fresh, deadline)
-		m.cover(s2, fresh, deadline)
+		if m.Cover {
+			m.cover(s2, fresh, deadline)
+		}
 		if sc := m.score(s2); sc.less(bestScore) {
 			best, bestScore = fresh, sc
 		}
@@ -106,6 +109,9 @@ func (a placementScore) less(b placementScore) bool {
 
 func (m *Measure) score(s *model.State) placementScore {
 	f, _ := m.Frag(s)
+	if !m.Cover {
+		return placementScore{frag: f}
+	}
 	return placementScore{m.coverage(s), f}
 }
 

@@ -208,6 +208,9 @@ func (r *Reconciler) solveAndWrite(ctx context.Context, snap *Snapshot, batch []
 			r.reserver = reserve.New()
 		}
 		rsv, err := r.reserver.Apply(ctx, objs, p, start)
+		if m, ok := opts.Lookahead.(*frag.Measure); ok {
+			m.Cover = r.reserver.ClaimsWait()
+		}
 		if err != nil {
 			log.Warn("node reservation unavailable", zap.Error(err))
 		} else if rsv.Claim != "" {
