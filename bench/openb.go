@@ -487,7 +487,10 @@ func RunOpenB(ctx context.Context, cfg OpenBConfig, sz Size, seed uint64, policy
 	wl := frag.NewWorkload()
 	life := &lifecycle{objective: cfg.Objective}
 	if policy == PolicyDrasat && !cfg.NoReserve {
+		// drasat is told that tasks wait (as the controller's claims do):
+		// the reservation, and coverage in the look-ahead.
 		life.reserver = reserve.New()
+		life.cover = cfg.Wait
 	}
 	var pending []int // task indices waiting, in arrival order
 	var waits []float64

@@ -145,7 +145,10 @@ type outcome struct {
 type lifecycle struct {
 	objective string            // alloc.Options.Objective ("": max-claims)
 	reserver  *reserve.Reserver // nil: no reservation
-	now       time.Time         // the batch's trace time
+	// cover: unadmitted tasks wait (openb-wait), so the look-ahead keeps
+	// large nodes whole (frag.Measure.Cover).
+	cover bool
+	now   time.Time // the batch's trace time
 }
 
 // runPolicy allocates the pending claims of objs with one policy and
@@ -206,9 +209,8 @@ func runPolicy(ctx context.Context, policy string, objs *model.Objects, compat s
 					if out.reservation, err = life.reserver.Apply(ctx, objs, p, life.now); err != nil {
 						return nil, err
 					}
-					// Coverage once tasks are seen to wait (frag.Measure.Cover).
-					m.Cover = life.reserver.ClaimsWait()
 				}
+				m.Cover = life.cover
 			}
 			res, err = alloc.Run(ctx, p, opts)
 			if err != nil {

@@ -209,7 +209,7 @@ func (r *Reconciler) solveAndWrite(ctx context.Context, snap *Snapshot, batch []
 		}
 		rsv, err := r.reserver.Apply(ctx, objs, p, start)
 		if m, ok := opts.Lookahead.(*frag.Measure); ok {
-			m.Cover = r.reserver.ClaimsWait()
+			m.Cover = true // the controller's claims wait
 		}
 		if err != nil {
 			log.Warn("node reservation unavailable", zap.Error(err))

@@ -46,14 +46,7 @@ type Reserver struct {
 	// drainable: nodes (by name) where the held claim fits once the
 	// node's running claims are gone; computed when the claim is chosen.
 	drainable map[string]bool
-	// waits: some claim has been seen pending in two batches in a row.
-	waits bool
 }
-
-// ClaimsWait tells whether some claim has been seen pending in two
-// batches in a row, so far: the cluster keeps unadmitted claims waiting
-// (the frag policy's coverage is for such clusters).
-func (r *Reserver) ClaimsWait() bool { return r.waits }
 
 // New is a Reserver without a reservation.
 func New() *Reserver { return &Reserver{} }
@@ -90,7 +83,6 @@ func (r *Reserver) Apply(ctx context.Context, objs *model.Objects, p *model.Prob
 	for _, c := range p.Claims {
 		r.prev[c.Key] = true
 		byKey[c.Key] = c
-		r.waits = r.waits || waited[c.Key]
 	}
 	load := r.nodeLoad(p, now) // every batch: it dates the running claims
 	held := byKey[r.claim]
