@@ -11,11 +11,13 @@
 // the waiting claim fits once they are gone.
 //
 // The Reserver lives through the batches (bench's replay, the controller):
-// a claim that was pending in the previous batch and still is has waited;
+// a claim seen pending in an earlier batch (remembered for forgetAfter
+// batches, as a batch may leave it out) that is still pending has waited;
 // the first such claim in batch order (arrival order in both) that fits
 // nowhere even alone, although the devices it asks for are free in the
 // cluster as a whole (spread over nodes), gets the reservation, which
-// holds until that claim is allocated or gone. A claim that waits because
+// holds until that claim is allocated or forgotten, also through batches
+// that leave it out. A claim that waits because
 // the cluster is full gets none: the next departure serves it, and a node
 // kept for it would idle. A claim seen in one batch only (the dropping replay,
 // or a claim admitted where it arrived) never causes a reservation.
@@ -38,9 +40,10 @@ const fitSteps = 50_000
 
 // Reserver holds at most one reservation across batches.
 type Reserver struct {
-	prev  map[string]bool // claims pending in the previous batch
-	claim string          // the claim the node is kept for ("" none)
-	node  string          // the node kept
+	batch int            // batches seen
+	seen  map[string]int // pending claims: the last batch they were in
+	claim string         // the claim the node is kept for ("" none)
+	node  string         // the node kept
 	// since: when each running claim was first seen allocated.
 	since map[string]time.Time
 	// drainable: nodes (by name) where the held claim fits once the
@@ -49,7 +52,13 @@ type Reserver struct {
 }
 
 // New is a Reserver without a reservation.
-func New() *Reserver { return &Reserver{} }
+func New() *Reserver { return &Reserver{seen: map[string]int{}} }
+
+// forgetAfter is how many batches a pending claim is remembered after it
+// was last seen: a batch may leave out claims that were pending (the
+// controller parks a claim that fits nowhere until the inventory changes),
+// and a claim seen pending before has waited when it comes back.
+const forgetAfter = 100
 
 // Reservation is the outcome of one Apply.
 type Reservation struct {
@@ -77,15 +86,41 @@ func (r Reservation) String() string {
 // controller's clock, the replay's trace time), which dates when the
 // Reserver first saw each running claim.
 func (r *Reserver) Apply(ctx context.Context, objs *model.Objects, p *model.Problem, now time.Time) (Reservation, error) {
-	waited := r.prev
-	r.prev = make(map[string]bool, len(p.Claims))
+	r.batch++
 	byKey := make(map[string]*model.Claim, len(p.Claims))
+	waited := map[string]bool{}
 	for _, c := range p.Claims {
-		r.prev[c.Key] = true
+		_, waited[c.Key] = r.seen[c.Key]
+		r.seen[c.Key] = r.batch
 		byKey[c.Key] = c
+	}
+	allocated := make(map[string]bool, len(p.Allocated))
+	for _, c := range p.Allocated {
+		allocated[c.Namespace+"/"+c.Name] = true
+	}
+	for k, b := range r.seen {
+		if allocated[k] || r.batch-b > forgetAfter {
+			delete(r.seen, k)
+		}
 	}
 	load := r.nodeLoad(p, now) // every batch: it dates the running claims
 	held := byKey[r.claim]
+	if held == nil && r.claim != "" {
+		if _, pending := r.seen[r.claim]; pending {
+			// The claim is still pending but left out of this batch: the
+			// node stays kept.
+			for n, node := range p.Nodes {
+				if node.Name == r.node {
+					res := Reservation{Claim: r.claim, Node: r.node, Drain: load[n].claims, Oldest: load[n].oldest}
+					for _, c := range p.Claims {
+						p.KeepOff(c, n)
+						res.KeptOff++
+					}
+					return res, nil
+				}
+			}
+		}
+	}
 	if held == nil {
 		r.claim, r.node, r.drainable = "", "", nil
 		for _, c := range p.Claims {

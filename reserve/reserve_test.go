@@ -42,7 +42,7 @@ func gpus(name string, count int) *resourceapi.ResourceClaim {
 // free: two GPUs are free in the cluster, never two on one node, and the
 // small claims arriving take them, unless a node is kept for the large
 // claim. It returns the step at which the large claim was allocated, or -1.
-func replay(t *testing.T, rv *Reserver, steps int) int {
+func replay(t *testing.T, rv *Reserver, steps, leaveOut int) int {
 	t.Helper()
 	base := cluster(t)
 	type running struct {
@@ -86,7 +86,12 @@ func replay(t *testing.T, rv *Reserver, steps int) int {
 		for _, r := range run {
 			objs.Claims = append(objs.Claims, r.c)
 		}
-		objs.Claims = append(objs.Claims, pending...)
+		for _, c := range pending {
+			if c.Name == "large" && step == leaveOut {
+				continue // the batch leaves it out (the controller parks such claims)
+			}
+			objs.Claims = append(objs.Claims, c)
+		}
 		admitted := map[string]bool{}
 		for _, c := range solve(t, &objs, rv, step) {
 			admitted[c.Name] = true
@@ -146,10 +151,10 @@ func solve(t *testing.T, objs *model.Objects, rv *Reserver, step int) []*resourc
 // the large claim is allocated.
 func TestReservationAdmitsTheLargeClaim(t *testing.T) {
 	const steps = 12
-	if got := replay(t, nil, steps); got >= 0 {
+	if got := replay(t, nil, steps, -1); got >= 0 {
 		t.Fatalf("without reservation the large claim was allocated at step %d: the instance does not starve it", got)
 	}
-	got := replay(t, New(), steps)
+	got := replay(t, New(), steps, -1)
 	if got < 0 {
 		t.Fatalf("with the reservation the large claim still starves over %d steps", steps)
 	}
@@ -157,6 +162,11 @@ func TestReservationAdmitsTheLargeClaim(t *testing.T) {
 	// new claim goes there, and its last initial claim ends at step 2.
 	if got != 2 {
 		t.Fatalf("large claim allocated at step %d, want 2", got)
+	}
+	// Left out of the batch at step 2, when its node drains, the claim
+	// keeps the node and takes it at step 3.
+	if got := replay(t, New(), steps, 2); got != 3 {
+		t.Fatalf("left out of the batch at step 2: large claim allocated at step %d, want 3", got)
 	}
 }
 
