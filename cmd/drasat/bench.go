@@ -13,6 +13,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/drasat/drasat/alloc"
 	"github.com/drasat/drasat/bench"
 )
 
@@ -119,6 +120,9 @@ func runBench(c *cli.Context) error {
 func benchConfig(c *cli.Context) (bench.Config, error) {
 	if _, err := timeoutFlag(c); err != nil {
 		return bench.Config{}, err
+	}
+	if o := c.String("openb-objective"); o != alloc.MaxClaims && o != alloc.Ordered {
+		return bench.Config{}, fmt.Errorf("--openb-objective %q: want %s or %s", o, alloc.MaxClaims, alloc.Ordered)
 	}
 	cfg := bench.Config{
 		Scenarios: c.StringSlice("scenario"),
