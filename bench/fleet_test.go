@@ -332,7 +332,7 @@ func TestMIGMixedFleetPolicies(t *testing.T) {
 				t.Fatalf("%s seed %d: requests per model %v, want both", in.Name(), seed, perModel)
 			}
 			for _, pol := range Policies {
-				out, err := runPolicy(context.Background(), pol, in.Objs, in.Compat, 3*time.Second, nil, false)
+				out, err := runPolicy(context.Background(), pol, in.Objs, in.Compat, 3*time.Second, nil, false, nil)
 				if err != nil {
 					t.Fatalf("%s %s: %v", in.Name(), pol, err)
 				}

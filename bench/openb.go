@@ -22,6 +22,7 @@ import (
 
 	"github.com/drasat/drasat/frag"
 	"github.com/drasat/drasat/model"
+	"github.com/drasat/drasat/reserve"
 )
 
 // The openb scenario replays the Alibaba GPU cluster trace of 2023
@@ -55,6 +56,13 @@ type OpenBConfig struct {
 	// (annotation drasat.dev/weight, at most model.MaxWeight); only
 	// drasat reads weights.
 	Aging time.Duration
+	// NoReserve turns off the drasat policy's node reservation for a task
+	// that waits because it fits nowhere (package reserve): the replay as
+	// it was before, to measure what the reservation does.
+	NoReserve bool
+	// Objective is the drasat policies' objective in the simulations over
+	// time (openb, openb-wait, inflation): max-claims ("") or ordered.
+	Objective string
 	// Batch is the number of tasks per batch of the inflation simulation.
 	Batch int
 }
@@ -84,7 +92,10 @@ type ReplayStats struct {
 	MeanWaitS float64 `json:"meanWaitSeconds,omitempty"`
 	P99WaitS  float64 `json:"p99WaitSeconds,omitempty"`
 	Dropped   int     `json:"dropped,omitempty"`
-	Unplaced  int     `json:"stillPending,omitempty"`
+	// ReservedWindows counts the windows in which the drasat policy kept a
+	// node for a waiting task (package reserve).
+	ReservedWindows int `json:"reservedWindows,omitempty"`
+	Unplaced        int `json:"stillPending,omitempty"`
 	// Waits samples the number of tasks pending over time.
 	Pending []TimePoint `json:"pending,omitempty"`
 }
@@ -416,6 +427,12 @@ func RunOpenB(ctx context.Context, cfg OpenBConfig, sz Size, seed uint64, policy
 		if cfg.Aging > 0 {
 			inst += " ageing " + cfg.Aging.String()
 		}
+		if cfg.NoReserve {
+			inst += " no reservation"
+		}
+	}
+	if cfg.Objective != "" && cfg.Objective != "max-claims" {
+		inst += " objective " + cfg.Objective
 	}
 	row := &Row{Scenario: scenario, Instance: inst, Size: Size{Nodes: len(nodes), Claims: len(tasks)}, Compat: model.CompatKEP5963,
 		Policy: policy, Claims: len(tasks), UnitName: "GPUs", UtilName: "memory slices (time mean)", Units: len(st.gpus)}
@@ -468,6 +485,13 @@ func RunOpenB(ctx context.Context, cfg OpenBConfig, sz Size, seed uint64, policy
 	var wall time.Duration
 	var peak uint64
 	wl := frag.NewWorkload()
+	life := &lifecycle{objective: cfg.Objective}
+	if policy == PolicyDrasat && !cfg.NoReserve {
+		// drasat is told that tasks wait (as the controller's claims do):
+		// the reservation, and coverage in the look-ahead.
+		life.reserver = reserve.New()
+		life.cover = cfg.Wait
+	}
 	var pending []int // task indices waiting, in arrival order
 	var waits []float64
 	var pendingSeries []TimePoint
@@ -533,15 +557,19 @@ func RunOpenB(ctx context.Context, cfg OpenBConfig, sz Size, seed uint64, policy
 			}
 			objs.Claims = append(objs.Claims, c)
 		}
+		life.now = time.Unix(0, 0).Add(time.Duration(end * float64(time.Second)))
 		h := startHeapSampler()
 		start := time.Now()
-		out, err := runPolicy(ctx, policy, &objs, model.CompatKEP5963, timeout, wl, false)
+		out, err := runPolicy(ctx, policy, &objs, model.CompatKEP5963, timeout, wl, false, life)
 		wall += time.Since(start)
 		if pk := h.Peak(); pk > peak {
 			peak = pk
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%s on %s, window at %.0fs: %w", policy, inst, end, err)
+		}
+		if out.reservation.Claim != "" {
+			rs.ReservedWindows++
 		}
 		if err := validate(policy, fmt.Sprintf("%s, window at %.0fs", inst, end), &objs, model.CompatKEP5963, out.allocated); err != nil {
 			return nil, err

@@ -294,7 +294,7 @@ func (rp *researchReplay) batchModes(ctx context.Context, claims []*resourceapi.
 		d.ConsumesCounters[0].CompatibilityGroups = []string{staticGroup(mode)}
 	})
 	objs.Claims = claims
-	out, err := runPolicy(ctx, PolicyDrasatBinpack, objs, model.CompatKEP5963, rp.timeout, nil, false)
+	out, err := runPolicy(ctx, PolicyDrasatBinpack, objs, model.CompatKEP5963, rp.timeout, nil, false, nil)
 	if err != nil {
 		return nil, false, err
 	}
@@ -395,7 +395,7 @@ func (rp *researchReplay) solver(ctx context.Context, base *model.Objects, compa
 	}
 	if len(base.CompatibleOnlyWith) == 0 {
 		return func(ctx context.Context, objs *model.Objects) ([]*resourceapi.ResourceClaim, bool, string, error) {
-			out, err := runPolicy(ctx, PolicyDrasatBinpack, objs, compat, rp.timeout, nil, false) // the optimum; no look-ahead needed
+			out, err := runPolicy(ctx, PolicyDrasatBinpack, objs, compat, rp.timeout, nil, false, nil) // the optimum; no look-ahead needed
 			if err != nil {
 				return nil, false, "", err
 			}

@@ -453,7 +453,7 @@ func TestResearchCompatCacheSameProblem(t *testing.T) {
 	// A window: two claims running (allocated by a first window), four new.
 	objs := *base
 	objs.Claims = []*resourceapi.ResourceClaim{modeClaim(0, modeMIG, "1g.5gb"), modeClaim(1, modeTimeSlice, "")}
-	first, err := runPolicy(ctx, PolicyDrasatBinpack, &objs, model.CompatKEP5963, 10*time.Second, nil, false)
+	first, err := runPolicy(ctx, PolicyDrasatBinpack, &objs, model.CompatKEP5963, 10*time.Second, nil, false, nil)
 	if err != nil || len(first.allocated) != 2 {
 		t.Fatalf("first window: %v, %d allocated", err, len(first.allocated))
 	}

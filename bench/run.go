@@ -15,6 +15,7 @@ import (
 	"github.com/drasat/drasat/check"
 	"github.com/drasat/drasat/frag"
 	"github.com/drasat/drasat/model"
+	"github.com/drasat/drasat/reserve"
 )
 
 // Policy names.
@@ -134,13 +135,29 @@ type outcome struct {
 	allocated []*resourceapi.ResourceClaim // the newly allocated claims
 	stats     *alloc.Stats
 	impl      string
+	// reservation is the drasat policy's node reservation for the batch
+	// (rv given to runPolicy).
+	reservation reserve.Reservation
+}
+
+// lifecycle is what the drasat policy carries from batch to batch in the
+// simulations over time.
+type lifecycle struct {
+	objective string            // alloc.Options.Objective ("": max-claims)
+	reserver  *reserve.Reserver // nil: no reservation
+	// cover: unadmitted tasks wait (openb-wait), so the look-ahead keeps
+	// large nodes whole (frag.Measure.Cover).
+	cover bool
+	now   time.Time // the batch's trace time
 }
 
 // runPolicy allocates the pending claims of objs with one policy and
 // validates the result with the independent checker. wl is the workload the
 // fragmentation-aware policies (fgd, drasat) measure against; nil means the
-// batch's own pending claims.
-func runPolicy(ctx context.Context, policy string, objs *model.Objects, compat string, timeout time.Duration, wl *frag.Workload, useCBC bool) (*outcome, error) {
+// batch's own pending claims. life, for the drasat policy in the
+// simulations over time, gives the objective and the node reservation
+// kept across batches; nil: the defaults, no reservation.
+func runPolicy(ctx context.Context, policy string, objs *model.Objects, compat string, timeout time.Duration, wl *frag.Workload, useCBC bool, life *lifecycle) (*outcome, error) {
 	out := &outcome{}
 	switch policy {
 	case PolicyUpstream:
@@ -185,7 +202,17 @@ func runPolicy(ctx context.Context, policy string, objs *model.Objects, compat s
 			}
 			out.stats = &res.Stats
 		default:
-			res, err = alloc.Run(ctx, p, alloc.Options{Timeout: timeout, Policy: alloc.Frag, Lookahead: m, UseCBC: useCBC})
+			opts := alloc.Options{Timeout: timeout, Policy: alloc.Frag, Lookahead: m, UseCBC: useCBC}
+			if life != nil {
+				opts.Objective = life.objective
+				if life.reserver != nil {
+					if out.reservation, err = life.reserver.Apply(ctx, objs, p, life.now); err != nil {
+						return nil, err
+					}
+				}
+				m.Cover = life.cover
+			}
+			res, err = alloc.Run(ctx, p, opts)
 			if err != nil {
 				return nil, err
 			}
@@ -374,7 +401,7 @@ func runRow(ctx context.Context, in *Instance, w *world, pol string, cfg Config)
 	for r := 0; r < cfg.Repeat; r++ {
 		h := startHeapSampler()
 		start := time.Now()
-		out, err := runPolicy(ctx, pol, in.Objs, in.Compat, cfg.Timeout, nil, cfg.UseCBC)
+		out, err := runPolicy(ctx, pol, in.Objs, in.Compat, cfg.Timeout, nil, cfg.UseCBC, nil)
 		wall := time.Since(start)
 		pk := h.Peak()
 		if err != nil {

@@ -43,6 +43,9 @@ func WriteTable(w io.Writer, rep *Report) error {
 			if r.Scenario == "openb-wait" {
 				fmt.Fprintf(w, ", wait mean %.0fs p99 %.0fs, %d dropped, %d never admitted", r.Replay.MeanWaitS, r.Replay.P99WaitS, r.Replay.Dropped, r.Replay.Unplaced)
 			}
+			if r.Replay.ReservedWindows > 0 {
+				fmt.Fprintf(w, ", a node reserved in %d windows", r.Replay.ReservedWindows)
+			}
 			fmt.Fprintln(w)
 		}
 		if in := r.Inflation; in != nil {

@@ -181,3 +181,40 @@ func TestRefineKeepsClaims(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Coverage: with a workload of 1g.5gb tasks only, FGD's measure is the
+// same whether two of them share a node or not; the whole-node shape that
+// coverage adds makes the look-ahead put them on one node and keep the
+// other whole for a large task to come.
+func TestRefineKeepsANodeWhole(t *testing.T) {
+	objs, p := loadA100(t, claim("x", "1g.5gb", 1), claim("y", "1g.5gb", 1))
+	m, err := workload(claim("s", "1g.5gb", 1)).Bind(context.Background(), objs, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Cover = true
+	// The starting placement: one claim on each node.
+	res := &alloc.Result{Rejected: map[int]string{}}
+	for i, pool := range []string{"node-1", "node-2"} {
+		d := device(t, p, pool, "gpu-0-mig-1g5gb-0")
+		res.Assignments = append(res.Assignments, &alloc.Assignment{Claim: p.Claims[i], Node: p.Devices[d].Reach[0], Picks: []alloc.Pick{{Req: 0, Alt: 0, Dev: d}}})
+	}
+	s := model.NewState(p)
+	for _, a := range res.Assignments {
+		take(s, a)
+	}
+	before, _ := m.Frag(s)
+	out := m.Refine(p, res)
+	nodes := map[int]bool{}
+	s = model.NewState(p)
+	for _, a := range out.Assignments {
+		nodes[p.Devices[a.Picks[0].Dev].Reach[0]] = true
+		take(s, a)
+	}
+	if len(out.Assignments) != 2 || len(nodes) != 1 {
+		t.Fatalf("refined placement uses %d nodes for %d claims, want both claims on one node", len(nodes), len(out.Assignments))
+	}
+	if after, _ := m.Frag(s); after > before+1e-9 {
+		t.Fatalf("fragmentation %v after, %v before", after, before)
+	}
+}

@@ -27,6 +27,14 @@ const (
 // access are not); for firstAvailable the first subrequest that fits is
 // used. It returns false, leaving s unchanged, when the claim fits nowhere.
 func (m *Measure) Place(s *model.State, c *model.Claim, rule Rule) (*alloc.Assignment, bool) {
+	return m.placeAvoiding(s, c, rule, noNode)
+}
+
+// noNode is placeAvoiding's "avoid no node".
+const noNode = -2
+
+// placeAvoiding is Place on every node but avoid.
+func (m *Measure) placeAvoiding(s *model.State, c *model.Claim, rule Rule, avoid int) (*alloc.Assignment, bool) {
 	if c.Err != nil {
 		return nil, false
 	}
@@ -45,7 +53,7 @@ func (m *Measure) Place(s *model.State, c *model.Claim, rule Rule) (*alloc.Assig
 	bestNode := 0
 	bestScore := [2]float64{math.Inf(1), math.Inf(1)}
 	for _, n := range nodes {
-		if !anyFits(s, c, n) {
+		if n == avoid || !anyFits(s, c, n) {
 			continue // cheap test before the node's fragmentation is computed
 		}
 		var before float64

@@ -15,8 +15,10 @@ import (
 // fragmentation grows least. Each is then improved by re-insertion: a claim
 // at a time (largest first) is taken out and put back where the
 // fragmentation grows least, kept when that beats its old place, until a
-// pass changes nothing (at most refinePasses). The least fragmented result
-// wins; res when nothing beats it.
+// pass changes nothing (at most refinePasses); then, with Cover, claims
+// are moved off a node to keep the multi-GPU shapes of the workload
+// hostable (cover.go). The best result wins, ranked (with Cover) by the
+// coverage, then by fragmentation; res when nothing beats it.
 func (m *Measure) Refine(p *model.Problem, res *alloc.Result) *alloc.Result {
 	if p != m.p || len(m.shapes) == 0 || len(res.Assignments) == 0 {
 		return res
@@ -47,11 +49,13 @@ func (m *Measure) Refine(p *model.Problem, res *alloc.Result) *alloc.Result {
 		cur[i] = &cp
 		take(s1, &cp)
 	}
-	oldFrag, _ := m.Frag(s1)
+	oldScore := m.score(s1)
 	bySize(cur)
 	m.reinsert(s1, cur, deadline)
-	best, bestFrag := cur, fragOf(m, s1)
-
+	if m.Cover {
+		m.cover(s1, cur, deadline)
+	}
+	best, bestScore := cur, m.score(s1)
 	// Start 2: afresh, largest first.
 	s2 := model.NewState(p)
 	var fresh []*alloc.Assignment
@@ -65,11 +69,14 @@ func (m *Measure) Refine(p *model.Problem, res *alloc.Result) *alloc.Result {
 	}
 	if fresh != nil {
 		m.reinsert(s2, fresh, deadline)
-		if f := fragOf(m, s2); f < bestFrag-1e-9 {
-			best, bestFrag = fresh, f
+		if m.Cover {
+			m.cover(s2, fresh, deadline)
+		}
+		if sc := m.score(s2); sc.less(bestScore) {
+			best, bestScore = fresh, sc
 		}
 	}
-	if bestFrag >= oldFrag-1e-9 {
+	if !bestScore.less(oldScore) {
 		return res
 	}
 	sort.Slice(best, func(i, j int) bool { return best[i].Claim.Index < best[j].Claim.Index })
@@ -86,9 +93,26 @@ const refinePasses = 3
 // given up. Results within the budget are deterministic.
 var RefineBudget = 2 * time.Second
 
-func fragOf(m *Measure, s *model.State) float64 {
+// placementScore ranks placements: fewer shapes no node can host first
+// (cover.go), then less fragmentation.
+type placementScore struct {
+	cover coverage
+	frag  float64
+}
+
+func (a placementScore) less(b placementScore) bool {
+	if a.cover.less(b.cover) || b.cover.less(a.cover) {
+		return a.cover.less(b.cover)
+	}
+	return a.frag < b.frag-1e-9
+}
+
+func (m *Measure) score(s *model.State) placementScore {
 	f, _ := m.Frag(s)
-	return f
+	if !m.Cover {
+		return placementScore{frag: f}
+	}
+	return placementScore{m.coverage(s), f}
 }
 
 func take(s *model.State, a *alloc.Assignment) {

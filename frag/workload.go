@@ -76,6 +76,9 @@ type shape struct {
 	any bool // some candidate exists
 	// nodes on which the shape has candidates.
 	onNode map[int]bool
+	// whole: the coverage-only shape of a task taking a whole node of the
+	// largest size (cover.go).
+	whole bool
 }
 
 // Bind resolves the workload's shapes against the devices of objs (only
@@ -132,6 +135,9 @@ func (w *Workload) Bind(ctx context.Context, objs *model.Objects, p *model.Probl
 		m.shapes = append(m.shapes, sh)
 	}
 	sort.SliceStable(m.shapes, func(a, b int) bool { return m.shapes[a].w > m.shapes[b].w })
+	if sh := m.wholeNodeShape(); sh != nil {
+		m.shapes = append(m.shapes, sh)
+	}
 	return m, nil
 }
 

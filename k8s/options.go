@@ -46,6 +46,11 @@ type Options struct {
 	Policy    string        // alloc.Binpack, alloc.Spread or alloc.Frag
 	Compat    string        // model.CompatKEP5963 or model.CompatWildcard
 	Timeout   time.Duration // solve budget per batch
+	// Reserve keeps a node for a claim that waited a pass and fits nowhere
+	// although the devices it asks for are free, spread over nodes
+	// (package reserve): no other claim is placed there until it is
+	// allocated.
+	Reserve bool
 
 	// Identity names this replica (Lease holder, allocated-by annotation).
 	Identity string

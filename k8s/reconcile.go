@@ -24,6 +24,7 @@ import (
 	"github.com/drasat/drasat/explain"
 	"github.com/drasat/drasat/frag"
 	"github.com/drasat/drasat/model"
+	"github.com/drasat/drasat/reserve"
 )
 
 // Event reasons.
@@ -70,6 +71,8 @@ type Reconciler struct {
 	plan *plan
 	// batchLimit: the batch bound learnt from the solver's cost (batch.go).
 	batchLimit int
+	// reserver holds the node reservation across passes (Options.Reserve).
+	reserver *reserve.Reserver
 }
 
 // PassResult summarises one pass.
@@ -225,6 +228,20 @@ func (r *Reconciler) solveAndWrite(ctx context.Context, snap *Snapshot, batch, p
 		if err != nil {
 			log.Warn("fragmentation measure unavailable, placing as binpack", zap.Error(err))
 			opts.Lookahead = nil
+		}
+	}
+	if r.Opts.Reserve {
+		if r.reserver == nil {
+			r.reserver = reserve.New()
+		}
+		rsv, err := r.reserver.Apply(ctx, objs, p, start)
+		if m, ok := opts.Lookahead.(*frag.Measure); ok {
+			m.Cover = true // the controller's claims wait
+		}
+		if err != nil {
+			log.Warn("node reservation unavailable", zap.Error(err))
+		} else if rsv.Claim != "" {
+			log.Info("node reserved", zap.String("node", rsv.Node), zap.String("claim", rsv.Claim), zap.Int("runningClaims", rsv.Drain))
 		}
 	}
 	out, err := alloc.Run(ctx, p, opts)
