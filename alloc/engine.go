@@ -272,7 +272,7 @@ func gather(p *model.Problem, opts Options, results []*componentResult) *Result 
 		switch t.Stage {
 		case "relaxation":
 			st.BoundTime += t.Time
-		case "best-fit", "ordered-repack":
+		case "best-fit-first", "best-fit", "ordered-repack":
 			st.HeuristicTime += t.Time
 		case "neighbourhood":
 			st.NeighbourhoodTime += t.Time

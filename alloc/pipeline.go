@@ -39,15 +39,16 @@ type componentState struct {
 	workers int
 
 	// Written by the stages for the later ones.
-	fitting     []*model.Claim       // claims that fit alone (or whose search ran out)
-	unplaceable []*model.Claim       // claims that fit nowhere, even alone
-	bySize      []*model.Claim       // fitting, smallest first
-	rel         *bound.Relaxation    // the configuration relaxation, once built
-	prices      [][]float64          // best-fit's price stages, from the relaxation
-	sat         *satModel            // the whole component's SAT model, once built
-	agg         *bound.NodeAggregate // the aggregated per-node model, once built
-	noSAT       bool                 // no whole SAT model: too large or not encodable
-	counts      componentCounts      // the stages' counters, for --report
+	fitting      []*model.Claim       // claims that fit alone (or whose search ran out)
+	unplaceable  []*model.Claim       // claims that fit nowhere, even alone
+	bySize       []*model.Claim       // fitting, smallest first
+	rel          *bound.Relaxation    // the configuration relaxation, once built
+	prices       [][]float64          // best-fit's price stages, from the relaxation
+	bestFitTried int                  // best-fit tries made so far (stages best-fit-first, best-fit)
+	sat          *satModel            // the whole component's SAT model, once built
+	agg          *bound.NodeAggregate // the aggregated per-node model, once built
+	noSAT        bool                 // no whole SAT model: too large or not encodable
+	counts       componentCounts      // the stages' counters, for --report
 
 	// Written by the driver only.
 	best    []*Assignment
@@ -282,6 +283,8 @@ const (
 	allLeft
 	// lnsShare: the plan's share for the neighbourhood search.
 	lnsShare
+	// quickShare: the plan's share for best-fit's first round.
+	quickShare
 	// lowerShare: as long as the pipeline has run so far, clamped to the
 	// plan's lowerMin and lowerMax (the lower objective levels).
 	lowerShare
@@ -304,6 +307,9 @@ type budgetPlan struct {
 	// enumeration, the LP, the dive and the realisation); best-fit and
 	// the neighbourhood search get the rest.
 	dive float64
+	// quick: best-fit's first round, before the dive, gets this share of
+	// the time left; the rounds after the dive get what the dive left.
+	quick float64
 	// hint bounds the solve that hands the incumbent to the SAT model.
 	hint time.Duration
 	// orderedCall: each call of the ordered SAT sequence gets this many
@@ -320,7 +326,7 @@ type budgetPlan struct {
 // should not wait for that.
 func newPlan(useSAT bool) budgetPlan {
 	d := DefaultLimits
-	pl := budgetPlan{descent: 1.0 / 3, repackDescent: 1.0 / 4, lns: 1, lowerMin: d.LowerMin, lowerMax: d.LowerMax, dive: 3.0 / 4, hint: d.LowerMin, orderedCall: 2}
+	pl := budgetPlan{descent: 1.0 / 3, repackDescent: 1.0 / 4, lns: 1, lowerMin: d.LowerMin, lowerMax: d.LowerMax, dive: 3.0 / 4, quick: 1.0 / 8, hint: d.LowerMin, orderedCall: 2}
 	if useSAT {
 		pl.lns = 0.5
 	}
@@ -339,6 +345,8 @@ func (b budget) end(cs *componentState) (time.Time, bool) {
 	switch b {
 	case lnsShare:
 		return cs.until(cs.plan.lns), true
+	case quickShare:
+		return cs.until(cs.plan.quick), true
 	case lowerShare:
 		d := min(max(now.Sub(cs.started), cs.plan.lowerMin), cs.plan.lowerMax)
 		return minTime(now.Add(d), cs.deadline), true
@@ -369,6 +377,7 @@ var maxClaimsStages = []stage{
 	{"greedy", untimed, greedyIncumbent},
 	{"relaxation", allLeft, relaxation},
 	{"aggregate", allLeft, aggregateRealise},
+	{"best-fit-first", quickShare, bestFitFirst},
 	{"aggregate-dive", allLeft, aggregateDive},
 	{"best-fit", allLeft, bestFitTries},
 	{"aggregate-dive-late", allLeft, aggregateDiveLate},

@@ -105,6 +105,19 @@ func relaxation(ctx context.Context, cs *componentState, _ time.Time) outcome {
 // per worker, and the first try (in try order) with the most weight wins,
 // so the answer does not depend on the number of cores.
 func bestFitTries(ctx context.Context, cs *componentState, end time.Time) outcome {
+	return bestFitRounds(ctx, cs, end, -1)
+}
+
+// bestFitFirst is best-fit's first round of tries (one per worker), before
+// the aggregate dive: on the batches it already solves to the bound it
+// takes a fraction of the dive's time, and the dive is then skipped.
+func bestFitFirst(ctx context.Context, cs *componentState, end time.Time) outcome {
+	return bestFitRounds(ctx, cs, end, 1)
+}
+
+// bestFitRounds runs up to rounds rounds of best-fit tries (all when
+// negative), continuing after the tries an earlier stage made.
+func bestFitRounds(ctx context.Context, cs *componentState, end time.Time, rounds int) outcome {
 	if cs.rel == nil || len(cs.prices) == 0 || !cs.short() {
 		return skipped
 	}
@@ -119,12 +132,14 @@ func bestFitTries(ctx context.Context, cs *componentState, end time.Time) outcom
 		return bestFit(ctx, cs.p, order, cs.rel, price, end, lim)
 	}
 	best, val := cs.best, cs.value
-	for i := 0; i < tries && val < cs.bound && ctx.Err() == nil && time.Now().Before(end); i += cs.workers {
+	for ; rounds != 0 && cs.bestFitTried < tries && val < cs.bound && ctx.Err() == nil && time.Now().Before(end); rounds-- {
+		i := cs.bestFitTried
 		for _, alt := range parallel(min(cs.workers, tries-i), func(k int) []*Assignment { return try(i + k) }) {
 			if v := cs.valueOf(alt); v > val {
 				best, val = alt, v
 			}
 		}
+		cs.bestFitTried = i + cs.workers
 	}
 	return answer(best)
 }
