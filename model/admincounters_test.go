@@ -7,17 +7,7 @@ import "testing"
 // while another claim holds it: with dev-1 (3 of 7) held, an admin-access
 // claim for dev-1 needs 3 more, which fit (6 of 7).
 func TestAdminAccessCountsCountersAgain(t *testing.T) {
-	docs := `
-apiVersion: v1
-kind: Node
-metadata: {name: node-1}
----
-apiVersion: resource.k8s.io/v1
-kind: DeviceClass
-metadata: {name: gpu}
-spec: {selectors: [{cel: {expression: 'device.driver == "gpu.example.com"'}}]}
----
-apiVersion: resource.k8s.io/v1
+	docs := nodeOneGPUClass + `apiVersion: resource.k8s.io/v1
 kind: ResourceSlice
 metadata: {name: s}
 spec:

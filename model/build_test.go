@@ -291,17 +291,7 @@ func TestAllModeConstraintError(t *testing.T) {
 		if firstTaken {
 			taint = ", taints: [{key: k, effect: NoSchedule}]"
 		}
-		return `
-apiVersion: v1
-kind: Node
-metadata: {name: node-1}
----
-apiVersion: resource.k8s.io/v1
-kind: DeviceClass
-metadata: {name: gpu}
-spec: {selectors: [{cel: {expression: 'device.driver == "gpu.example.com"'}}]}
----
-apiVersion: resource.k8s.io/v1
+		return nodeOneGPUClass + `apiVersion: resource.k8s.io/v1
 kind: ResourceSlice
 metadata: {name: s}
 spec:

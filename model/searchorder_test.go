@@ -6,12 +6,10 @@ import (
 	"testing"
 )
 
-// searchOrderYAML: node-1 publishes a (numa 0), b (numa 1), both kind one,
-// and c (numa cNuma), kind all; with twoNodes node-2 publishes d (numa 1,
-// kind one) and e (numa 1, kind all). The claim asks for one device of kind
-// one, then for all devices of kind all, under matchAttribute numa.
-func searchOrderYAML(aNuma, cNuma int, twoNodes bool) string {
-	docs := fmt.Sprintf(`
+// nodeOneGPUClass starts the YAML of the tests here: node-1 and the
+// device class gpu (every device of driver gpu.example.com), then a
+// document separator.
+const nodeOneGPUClass = `
 apiVersion: v1
 kind: Node
 metadata: {name: node-1}
@@ -21,7 +19,14 @@ kind: DeviceClass
 metadata: {name: gpu}
 spec: {selectors: [{cel: {expression: 'device.driver == "gpu.example.com"'}}]}
 ---
-apiVersion: resource.k8s.io/v1
+`
+
+// searchOrderYAML: node-1 publishes a (numa 0), b (numa 1), both kind one,
+// and c (numa cNuma), kind all; with twoNodes node-2 publishes d (numa 1,
+// kind one) and e (numa 1, kind all). The claim asks for one device of kind
+// one, then for all devices of kind all, under matchAttribute numa.
+func searchOrderYAML(aNuma, cNuma int, twoNodes bool) string {
+	docs := fmt.Sprintf(nodeOneGPUClass+`apiVersion: resource.k8s.io/v1
 kind: ResourceSlice
 metadata: {name: s1}
 spec:
@@ -189,17 +194,7 @@ spec:
 // fails the claim; tried after a, which it takes, it does not matter.
 func TestSearchOrderDerivedAttributeError(t *testing.T) {
 	docs := func(devices string) string {
-		return `
-apiVersion: v1
-kind: Node
-metadata: {name: node-1}
----
-apiVersion: resource.k8s.io/v1
-kind: DeviceClass
-metadata: {name: gpu}
-spec: {selectors: [{cel: {expression: 'device.driver == "gpu.example.com"'}}]}
----
-apiVersion: resource.k8s.io/v1
+		return nodeOneGPUClass + `apiVersion: resource.k8s.io/v1
 kind: ResourceSlice
 metadata: {name: s1}
 spec:
@@ -235,17 +230,7 @@ spec:
 // before the capacity left, so n1, whose capacity an existing share has
 // taken, still breaks matchAttribute with n0: an error, not a miss.
 func TestSearchOrderAllConstraintBeforeCapacity(t *testing.T) {
-	docs := `
-apiVersion: v1
-kind: Node
-metadata: {name: node-1}
----
-apiVersion: resource.k8s.io/v1
-kind: DeviceClass
-metadata: {name: gpu}
-spec: {selectors: [{cel: {expression: 'device.driver == "gpu.example.com"'}}]}
----
-apiVersion: resource.k8s.io/v1
+	docs := nodeOneGPUClass + `apiVersion: resource.k8s.io/v1
 kind: ResourceSlice
 metadata: {name: nics}
 spec:
