@@ -1,0 +1,437 @@
+// Package hold decides which pending claims to admit now and which to hold
+// back for demand that is forecast but not there yet: online stochastic
+// optimisation with the consensus rule (Van Hentenryck and Bent, "Online
+// Stochastic Combinatorial Optimization", 2006).
+//
+// A Holder learns, from the claims it is shown arriving, the distribution of
+// claim shapes (specs) and the arrival rate. Before a batch is solved it
+// samples a few scenarios of the claims to come within a horizon (a Poisson
+// number of claims at the learnt rate, shapes drawn from the learnt mix),
+// solves each scenario (the current claims plus the sampled ones) with the
+// engine, and admits now, per shape, as many current claims as the
+// scenarios agree on (the median over scenarios); the others are held,
+// pending, for the next pass. A claim is never held longer than MaxHold
+// after it was first seen, and nothing is held when no further demand is
+// forecast (a claim alone on an idle cluster is admitted at once, as is
+// every claim that fits together with the forecast demand).
+//
+// It works on model.Problem only (no cluster access), so a controller and
+// an offline simulation use the same code.
+package hold
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"time"
+
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/drasat/drasat/alloc"
+	"github.com/drasat/drasat/model"
+)
+
+// Options steer a Holder. Zero fields take the defaults.
+type Options struct {
+	// Scenarios sampled per decision (default 5; odd numbers give a clean
+	// median).
+	Scenarios int
+	// MaxHold bounds how long a claim may be held after it was first seen
+	// (default 30s): past it, the claim is admitted if it fits.
+	MaxHold time.Duration
+	// Horizon is how far ahead the scenarios sample arrivals (default
+	// MaxHold: a claim held now is decided again within it).
+	Horizon time.Duration
+	// Lookback is the period over which the arrival rate is measured
+	// (default 60s): arrivals in the last Lookback, divided by Lookback.
+	Lookback time.Duration
+	// Recheck bounds the time until held claims are decided again even
+	// without new demand (default MaxHold/3).
+	Recheck time.Duration
+	// Timeout is the budget of all scenario solves together (default 5s).
+	Timeout time.Duration
+	// Objective and Policy of the scenario solves (alloc.Options).
+	Objective, Policy string
+	// Seed of the scenario sampler (the same seed and inputs give the same
+	// decisions).
+	Seed uint64
+}
+
+func (o *Options) defaults() {
+	if o.Scenarios <= 0 {
+		o.Scenarios = 5
+	}
+	if o.MaxHold <= 0 {
+		o.MaxHold = 30 * time.Second
+	}
+	if o.Horizon <= 0 {
+		o.Horizon = o.MaxHold
+	}
+	if o.Lookback <= 0 {
+		o.Lookback = 60 * time.Second
+	}
+	if o.Recheck <= 0 {
+		o.Recheck = max(o.MaxHold/3, time.Second)
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 5 * time.Second
+	}
+}
+
+// protoPrefix names the prototype claims a Holder adds to a batch; ':' is
+// not allowed in object names, so no real claim has such a name.
+const protoPrefix = "hold-forecast:"
+
+// Holder learns the demand and decides what to hold. Not safe for
+// concurrent use.
+type Holder struct {
+	opts     Options
+	shapes   []*shape
+	byKey    map[string]*shape
+	arrivals []time.Time          // arrival times within Lookback, ascending
+	since    map[string]time.Time // demand key -> first seen
+	rng      *rand.Rand
+}
+
+// shape is one claim spec seen arriving.
+type shape struct {
+	key   string
+	proto *resourceapi.ResourceClaim
+	seen  int
+}
+
+// New returns a Holder with opts (defaults filled in).
+func New(opts Options) *Holder {
+	opts.defaults()
+	return &Holder{opts: opts, byKey: map[string]*shape{}, since: map[string]time.Time{},
+		rng: rand.New(rand.NewPCG(opts.Seed, 0x686f6c64))}
+}
+
+// Options returns the options in effect.
+func (h *Holder) Options() Options { return h.opts }
+
+// Observe records a pending claim that arrived at now. key identifies the demand across
+// passes (a claim that appears for a stand-in keeps the stand-in's key); a
+// key seen before is not a new arrival.
+func (h *Holder) Observe(now time.Time, key string, c *resourceapi.ResourceClaim) {
+	if _, ok := h.since[key]; ok {
+		return
+	}
+	h.since[key] = now
+	// Kept in time order: a caller may observe with the object's creation
+	// time, which need not come in order.
+	i, _ := slices.BinarySearchFunc(h.arrivals, now, func(a, b time.Time) int { return a.Compare(b) })
+	h.arrivals = slices.Insert(h.arrivals, i, now)
+	k := shapeKey(c)
+	s := h.byKey[k]
+	if s == nil {
+		p := &resourceapi.ResourceClaim{
+			ObjectMeta: metav1.ObjectMeta{
+				Name:      fmt.Sprintf("%s%d", protoPrefix, len(h.shapes)),
+				Namespace: c.Namespace,
+				UID:       types.UID(fmt.Sprintf("%s%d", protoPrefix, len(h.shapes))),
+			},
+			Spec: *c.Spec.DeepCopy(),
+		}
+		if w, ok := c.Annotations[model.WeightAnnotation]; ok {
+			p.Annotations = map[string]string{model.WeightAnnotation: w}
+		}
+		s = &shape{key: k, proto: p}
+		h.byKey[k] = s
+		h.shapes = append(h.shapes, s)
+	}
+	s.seen++
+}
+
+// Forget drops the first-seen times of demand keys no longer pending (keep
+// reports whether a key still is), so the Holder's memory follows the
+// pending demand. The learnt shapes and rate stay.
+func (h *Holder) Forget(keep func(key string) bool) {
+	for k := range h.since {
+		if !keep(k) {
+			delete(h.since, k)
+		}
+	}
+}
+
+// Since is when the demand key was first observed (zero if never).
+func (h *Holder) Since(key string) time.Time { return h.since[key] }
+
+// Rate is the arrival rate (claims per second) measured at now.
+func (h *Holder) Rate(now time.Time) float64 {
+	cut := now.Add(-h.opts.Lookback)
+	i := sort.Search(len(h.arrivals), func(i int) bool { return h.arrivals[i].After(cut) })
+	h.arrivals = h.arrivals[i:]
+	return float64(len(h.arrivals)) / h.opts.Lookback.Seconds()
+}
+
+// Expected is the number of claims forecast to arrive within the horizon.
+func (h *Holder) Expected(now time.Time) float64 { return h.Rate(now) * h.opts.Horizon.Seconds() }
+
+// Prototypes are one claim per learnt shape, to be built into the batch's
+// problem after the pending claims: Decide samples the forecast claims
+// from them and removes them from the problem it returns.
+func (h *Holder) Prototypes() []*resourceapi.ResourceClaim {
+	out := make([]*resourceapi.ResourceClaim, len(h.shapes))
+	for i, s := range h.shapes {
+		out[i] = s.proto
+	}
+	return out
+}
+
+// IsPrototype tells whether c is one of the Holder's prototype claims.
+func IsPrototype(c *resourceapi.ResourceClaim) bool {
+	return len(c.Name) > len(protoPrefix) && c.Name[:len(protoPrefix)] == protoPrefix
+}
+
+// Decision is what Decide chose.
+type Decision struct {
+	// Problem is the input problem without the prototypes: first the kept
+	// claims, their weights raised above the sum of the held claims'
+	// weights, then the held claims. Solving it admits as many kept claims
+	// as fit and places them so as to leave room for the held ones; Drop
+	// then removes the held claims from the result: they stay pending.
+	Problem *model.Problem
+	// Kept and Held are indexes into the input problem's claims; in
+	// Problem, the kept claims come first (in this order), then the held.
+	Kept, Held []int
+	// Expected claims forecast within the horizon, and the scenarios
+	// solved (0: nothing was forecast, or nothing could be held).
+	Expected  float64
+	Scenarios int
+	// Recheck is when the held claims should be decided again at the
+	// latest (zero when none is held).
+	Recheck time.Time
+}
+
+// Decide chooses, among p's pending claims, those to admit now. keys gives
+// each claim of p its demand key (prototypes: ignored); every key must have
+// been observed. Claims fixed to a node, claims that failed to build and
+// claims held MaxHold already are never held.
+func (h *Holder) Decide(ctx context.Context, p *model.Problem, keys []string, now time.Time) (*Decision, error) {
+	if len(keys) != len(p.Claims) {
+		return nil, fmt.Errorf("hold: %d keys for %d claims", len(keys), len(p.Claims))
+	}
+	var current, protos []*model.Claim
+	protoOf := map[string]*model.Claim{} // shape key -> its prototype in p
+	var candidates []int                  // current claims that may be held
+	for _, c := range p.Claims {
+		if IsPrototype(c.Obj) {
+			protos = append(protos, c)
+			protoOf[shapeKey(c.Obj)] = c
+			continue
+		}
+		current = append(current, c)
+		since, ok := h.since[keys[c.Index]]
+		if !ok {
+			since = now
+		}
+		if c.FixedNode < 0 && c.Err == nil && now.Sub(since) < h.opts.MaxHold {
+			candidates = append(candidates, c.Index)
+		}
+	}
+	d := &Decision{Expected: h.Expected(now)}
+	keepAll := func() *Decision {
+		for _, c := range current {
+			d.Kept = append(d.Kept, c.Index)
+		}
+		d.Problem = subProblem(p, current)
+		return d
+	}
+	if len(candidates) == 0 || d.Expected < 1 || len(protos) == 0 {
+		return keepAll(), nil
+	}
+	// Shapes to sample from, weighted by how often each was seen.
+	var weights []float64
+	var from []*model.Claim
+	total := 0.0
+	for _, s := range h.shapes {
+		if pc := protoOf[s.key]; pc != nil && pc.Err == nil {
+			from = append(from, pc)
+			weights = append(weights, float64(s.seen))
+			total += float64(s.seen)
+		}
+	}
+	if len(from) == 0 {
+		return keepAll(), nil
+	}
+	candShape := map[int]string{}
+	byShape := map[string][]int{}
+	for _, i := range candidates {
+		k := shapeKey(p.Claims[i].Obj)
+		candShape[i] = k
+		byShape[k] = append(byShape[k], i)
+	}
+	// agreed[shape] collects, per scenario, how many of that shape's
+	// candidates the scenario admits.
+	agreed := map[string][]int{}
+	per := h.opts.Timeout / time.Duration(h.opts.Scenarios)
+	for s := 0; s < h.opts.Scenarios; s++ {
+		if ctx.Err() != nil {
+			break
+		}
+		n := poisson(h.rng, d.Expected)
+		claims := slices.Clone(current)
+		future := make([]string, 0, n) // shape of each future claim
+		for range n {
+			pc := from[pick(h.rng, weights, total)]
+			claims = append(claims, pc)
+			future = append(future, shapeKey(pc.Obj))
+		}
+		q := subProblem(p, claims)
+		out, err := alloc.Run(ctx, q, alloc.Options{Objective: h.opts.Objective, Policy: h.opts.Policy, Timeout: per})
+		if err != nil {
+			return nil, fmt.Errorf("hold: scenario %d: %w", s, err)
+		}
+		d.Scenarios++
+		admitted := map[string]int{}
+		for _, a := range out.Assignments {
+			j := a.Claim.Index
+			if j < len(current) {
+				if k, ok := candShape[current[j].Index]; ok {
+					admitted[k]++
+				}
+			} else {
+				admitted[future[j-len(current)]]++
+			}
+		}
+		for k, idx := range byShape {
+			agreed[k] = append(agreed[k], min(admitted[k], len(idx)))
+		}
+	}
+	if d.Scenarios == 0 {
+		return keepAll(), nil
+	}
+	held := map[int]bool{}
+	for k, idx := range byShape {
+		counts := agreed[k]
+		slices.Sort(counts)
+		admit := counts[len(counts)/2] // the median: what most scenarios agree on
+		// The longest-waiting claims of the shape first.
+		slices.SortStableFunc(idx, func(a, b int) int {
+			return h.since[keys[a]].Compare(h.since[keys[b]])
+		})
+		for _, i := range idx[admit:] {
+			held[i] = true
+		}
+	}
+	var kept, rest []*model.Claim
+	heldWeight := int64(0)
+	for _, c := range current {
+		if held[c.Index] {
+			d.Held = append(d.Held, c.Index)
+			rest = append(rest, c)
+			heldWeight += c.Weight
+			due := h.since[keys[c.Index]].Add(h.opts.MaxHold)
+			if d.Recheck.IsZero() || due.Before(d.Recheck) {
+				d.Recheck = due
+			}
+		} else {
+			d.Kept = append(d.Kept, c.Index)
+			kept = append(kept, c)
+		}
+	}
+	if len(d.Held) == 0 {
+		d.Problem = subProblem(p, kept)
+		return d, nil
+	}
+	if r := now.Add(h.opts.Recheck); r.Before(d.Recheck) {
+		d.Recheck = r
+	}
+	d.Problem = subProblem(p, append(kept, rest...))
+	// One kept claim outweighs all held ones: the solve admits the most
+	// kept claims first, and among those placements the one leaving room
+	// for the most held claims (the placement the held claims will need).
+	for _, c := range d.Problem.Claims[:len(kept)] {
+		c.Weight *= heldWeight + 1
+	}
+	return d, nil
+}
+
+// IsHeld tells whether claim i of Decision.Problem is held.
+func (d *Decision) IsHeld(i int) bool { return i >= len(d.Kept) }
+
+// Drop removes the held claims from a solve of Decision.Problem: their
+// assignments, rejections and unplaceable marks. They are neither
+// admitted nor rejected now; the claims stay pending.
+func (d *Decision) Drop(out *alloc.Result) {
+	if len(d.Held) == 0 {
+		return
+	}
+	out.Assignments = slices.DeleteFunc(out.Assignments, func(a *alloc.Assignment) bool { return d.IsHeld(a.Claim.Index) })
+	for i := range out.Rejected {
+		if d.IsHeld(i) {
+			delete(out.Rejected, i)
+		}
+	}
+	out.Unplaceable = slices.DeleteFunc(out.Unplaceable, d.IsHeld)
+	out.Stats.Admitted = len(out.Assignments)
+}
+
+// subProblem is p with only claims (in that order, re-indexed; the same
+// claim may appear more than once, as the sampled future claims do). The
+// devices, counters and nodes are shared: solving only reads them.
+func subProblem(p *model.Problem, claims []*model.Claim) *model.Problem {
+	q := *p
+	q.Claims = make([]*model.Claim, len(claims))
+	for i, c := range claims {
+		cc := *c
+		cc.Index = i
+		cc.Requests = slices.Clone(c.Requests)
+		cc.Constraints = slices.Clone(c.Constraints)
+		if c.ExcludedNodes != nil {
+			cc.ExcludedNodes = make(map[int]bool, len(c.ExcludedNodes))
+			for n, v := range c.ExcludedNodes {
+				cc.ExcludedNodes[n] = v
+			}
+		}
+		if i >= 0 && c.Obj != nil && IsPrototype(c.Obj) {
+			cc.Key = fmt.Sprintf("%s#%d", c.Key, i)
+		}
+		q.Claims[i] = &cc
+	}
+	return &q
+}
+
+// shapeKey identifies a claim's demand: its spec and weight. Two claims of
+// one shape can take each other's allocations.
+func shapeKey(c *resourceapi.ResourceClaim) string {
+	b, _ := json.Marshal(c.Spec)
+	return c.Annotations[model.WeightAnnotation] + "\x00" + string(b)
+}
+
+// poisson samples a Poisson(lambda) count (normal approximation above 50).
+func poisson(r *rand.Rand, lambda float64) int {
+	if lambda <= 0 {
+		return 0
+	}
+	if lambda > 50 {
+		return max(0, int(math.Round(lambda+math.Sqrt(lambda)*r.NormFloat64())))
+	}
+	l, k, p := math.Exp(-lambda), 0, 1.0
+	for {
+		p *= r.Float64()
+		if p <= l {
+			return k
+		}
+		k++
+	}
+}
+
+// pick draws an index with probability weights[i]/total.
+func pick(r *rand.Rand, weights []float64, total float64) int {
+	x := r.Float64() * total
+	for i, w := range weights {
+		if x < w {
+			return i
+		}
+		x -= w
+	}
+	return len(weights) - 1
+}

@@ -1,0 +1,278 @@
+package hold_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	resourceapi "k8s.io/api/resource/v1"
+
+	"github.com/drasat/drasat/alloc"
+	"github.com/drasat/drasat/bench"
+	"github.com/drasat/drasat/hold"
+	"github.com/drasat/drasat/model"
+)
+
+// TestSimulateArrivals replays the load test's arrival patterns (k8s/e2e
+// load_test.go: the claims of `drasat bench -s mig` seed 1, arriving as a
+// burst, a stream or waves) in simulated time against a model of the
+// controller's window: a pass starts once no demand arrived for
+// BatchWindow or MaxWindow after the first change, or when held claims are
+// due; each pass solves every pending claim with the allocated ones fixed
+// (solving takes no simulated time). It prints, per pattern and size, the
+// claims admitted without and with holding, against offline. It is a
+// design tool, slow at 1,000 claims: HOLD_SIM=1 runs it; SIM_SIZES
+// (8x8:300,16x8:1000), SIM_PATTERNS (burst,stream,waves), HOLD_MAX,
+// HOLD_HORIZON, HOLD_LOOKBACK, HOLD_SCENARIOS steer it.
+func TestSimulateArrivals(t *testing.T) {
+	if os.Getenv("HOLD_SIM") == "" {
+		t.Skip("HOLD_SIM=1 runs the arrival simulation")
+	}
+	sizes := strings.Split(envOr("SIM_SIZES", "8x8:300,16x8:1000"), ",")
+	patterns := strings.Split(envOr("SIM_PATTERNS", "burst,stream,waves"), ",")
+	opts := hold.Options{
+		MaxHold:   envDur(t, "HOLD_MAX", 0),
+		Horizon:   envDur(t, "HOLD_HORIZON", 0),
+		Lookback:  envDur(t, "HOLD_LOOKBACK", 0),
+		Scenarios: envInt(t, "HOLD_SCENARIOS", 0),
+		Objective: alloc.MaxClaims, Policy: alloc.Binpack,
+	}
+	for _, size := range sizes {
+		sz, err := bench.ParseSize(size)
+		if err != nil {
+			t.Fatal(err)
+		}
+		insts, err := bench.Generate("mig", sz, 1, bench.GenerateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := insts[0]
+		offline := solveAll(t, in)
+		for _, pat := range patterns {
+			base := simulate(t, in, pat, nil)
+			with := simulate(t, in, pat, hold.New(opts))
+			t.Logf("| %s | %s | %d | %s | %s |", size, pat, offline, base.row(offline), with.row(offline))
+		}
+	}
+}
+
+type simResult struct {
+	admitted, passes, maxHeld int
+	last, p50, p90            time.Duration
+	largeAdmitted, large      int
+}
+
+func (r simResult) row(offline int) string {
+	return fmt.Sprintf("%d (%.0f %%), last %.0fs, p50 %.0fs, p90 %.0fs, %d passes, most held %d, large %d/%d",
+		r.admitted, 100*float64(r.admitted)/float64(offline), r.last.Seconds(), r.p50.Seconds(), r.p90.Seconds(), r.passes, r.maxHeld, r.largeAdmitted, r.large)
+}
+
+func solveAll(t *testing.T, in *bench.Instance) int {
+	p, err := model.Build(context.Background(), in.Objs, model.Options{Compat: in.Compat})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := alloc.Run(context.Background(), p, alloc.Options{Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out.Stats.Admitted
+}
+
+// arrival is when (simulated, from 0) the i-th of n pending claims' pod is
+// created, as load_test.go's createAt: stream 5 pods/s, 4 waves 30 s apart.
+func arrival(pattern string, i, n int) time.Duration {
+	switch pattern {
+	case "stream":
+		return time.Duration(float64(i) / 5 * float64(time.Second))
+	case "waves":
+		return time.Duration(i*4/n) * 30 * time.Second
+	}
+	return 0
+}
+
+// The controller's window defaults (k8s: --batch-window, --max-window).
+const (
+	batchWindow = 2 * time.Second
+	maxWindow   = 30 * time.Second
+)
+
+func simulate(t *testing.T, in *bench.Instance, pattern string, h *hold.Holder) simResult {
+	ctx := context.Background()
+	var running, pending []*resourceapi.ResourceClaim
+	for _, c := range in.Objs.Claims {
+		if c.Status.Allocation != nil {
+			running = append(running, c)
+		} else {
+			pending = append(pending, c)
+		}
+	}
+	n := len(pending)
+	at := map[string]time.Duration{}
+	for i, c := range pending {
+		at[c.Name] = arrival(pattern, i, n)
+	}
+	var res simResult
+	for _, c := range pending {
+		if size(c) >= large {
+			res.large++
+		}
+	}
+	var lat []time.Duration
+	waiting := []*resourceapi.ResourceClaim{} // arrived, not admitted
+	next := 0                                  // next pending claim to arrive
+	now := time.Duration(0)
+	var recheck time.Duration = -1
+	for {
+		// The window: from the first change, until quiet for batchWindow
+		// or open for maxWindow.
+		var first time.Duration
+		switch {
+		case next < n && (recheck < 0 || at[pending[next].Name] <= recheck):
+			first = max(now, at[pending[next].Name])
+		case recheck >= 0:
+			first = max(now, recheck)
+		default:
+			return finish(res, lat)
+		}
+		end := first + batchWindow
+		for next < n && at[pending[next].Name] <= end && at[pending[next].Name] < first+maxWindow {
+			end = max(end, at[pending[next].Name]+batchWindow)
+			waiting = append(waiting, pending[next])
+			if h != nil {
+				h.Observe(start.Add(at[pending[next].Name]), pending[next].Name, pending[next])
+			}
+			next++
+		}
+		now = min(end, first+maxWindow)
+		res.passes++
+		objs := *in.Objs
+		objs.Claims = append(slices.Clone(running), waiting...)
+		if h != nil {
+			objs.Claims = append(objs.Claims, h.Prototypes()...)
+		}
+		p, err := model.Build(ctx, &objs, model.Options{Compat: in.Compat})
+		if err != nil {
+			t.Fatal(err)
+		}
+		recheck = -1
+		var d *hold.Decision
+		if h != nil {
+			keys := make([]string, len(p.Claims))
+			for i, c := range p.Claims {
+				keys[i] = c.Obj.Name
+			}
+			d, err = h.Decide(ctx, p, keys, start.Add(now))
+			if err != nil {
+				t.Fatal(err)
+			}
+			p = d.Problem
+			res.maxHeld = max(res.maxHeld, len(d.Held))
+			if len(d.Held) > 0 {
+				recheck = max(d.Recheck.Sub(start), now+time.Second)
+			}
+		}
+		out, err := alloc.Run(ctx, p, alloc.Options{Timeout: 10 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d != nil {
+			d.Drop(out)
+		}
+		claims, err := alloc.Allocated(p, out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		admitted := map[string]bool{}
+		for _, c := range claims {
+			if c.Status.Allocation != nil {
+				running = append(running, c)
+				admitted[c.Name] = true
+				res.admitted++
+				lat = append(lat, now-at[c.Name])
+				res.last = now
+				if size(c) >= large {
+					res.largeAdmitted++
+				}
+			}
+		}
+		waiting = slices.DeleteFunc(waiting, func(c *resourceapi.ResourceClaim) bool { return admitted[c.Name] })
+	}
+}
+
+var start = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func finish(r simResult, lat []time.Duration) simResult {
+	slices.Sort(lat)
+	if len(lat) > 0 {
+		r.p50, r.p90 = lat[len(lat)/2], lat[len(lat)*9/10]
+	}
+	return r
+}
+
+// size is a claim's GPU memory in GB, read from its requests' MIG profile
+// selectors, for the "large claims" figure (20 GB or more: half an A100).
+func size(c *resourceapi.ResourceClaim) int {
+	n := 0
+	for _, r := range c.Spec.Devices.Requests {
+		if r.Exactly != nil {
+			for _, s := range r.Exactly.Selectors {
+				if s.CEL != nil {
+					n += int(max(r.Exactly.Count, 1)) * profileMem(s.CEL.Expression)
+				}
+			}
+		}
+	}
+	return n
+}
+
+const large = 20
+
+// profileMem reads the memory of a MIG profile selector ("... profile ==
+// '3g.20gb'": 20).
+func profileMem(expr string) int {
+	_, prof, ok := strings.Cut(expr, "profile == '")
+	if !ok {
+		return 0
+	}
+	_, mem, _ := strings.Cut(prof, ".")
+	mem, _, _ = strings.Cut(mem, "gb")
+	v, _ := strconv.Atoi(mem)
+	return v
+}
+
+func envOr(k, d string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return d
+}
+
+func envDur(t *testing.T, k string, d time.Duration) time.Duration {
+	v := os.Getenv(k)
+	if v == "" {
+		return d
+	}
+	x, err := time.ParseDuration(v)
+	if err != nil {
+		t.Fatalf("%s: %v", k, err)
+	}
+	return x
+}
+
+func envInt(t *testing.T, k string, d int) int {
+	v := os.Getenv(k)
+	if v == "" {
+		return d
+	}
+	x, err := strconv.Atoi(v)
+	if err != nil {
+		t.Fatalf("%s: %v", k, err)
+	}
+	return x
+}
