@@ -220,7 +220,7 @@ func (h *Holder) Decide(ctx context.Context, p *model.Problem, keys []string, no
 	}
 	var current, protos []*model.Claim
 	protoOf := map[string]*model.Claim{} // shape key -> its prototype in p
-	var candidates []int                  // current claims that may be held
+	var candidates []int                 // current claims that may be held
 	for _, c := range p.Claims {
 		if IsPrototype(c.Obj) {
 			protos = append(protos, c)

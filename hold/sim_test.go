@@ -125,7 +125,7 @@ func simulate(t *testing.T, in *bench.Instance, pattern string, h *hold.Holder) 
 	}
 	var lat []time.Duration
 	waiting := []*resourceapi.ResourceClaim{} // arrived, not admitted
-	next := 0                                  // next pending claim to arrive
+	next := 0                                 // next pending claim to arrive
 	now := time.Duration(0)
 	var recheck time.Duration = -1
 	for {
