@@ -96,6 +96,12 @@ func (c *Controller) Run(ctx context.Context) error {
 	backoff := time.Duration(0)
 	resync := time.NewTicker(r.Opts.Resync)
 	defer resync.Stop()
+	var recheck *time.Timer
+	defer func() {
+		if recheck != nil {
+			recheck.Stop()
+		}
+	}()
 	for {
 		if ctx.Err() != nil {
 			return nil
@@ -138,6 +144,14 @@ func (c *Controller) Run(ctx context.Context) error {
 		}
 		if res.Requeue {
 			r.Cache.Trigger()
+		}
+		if res.Held > 0 {
+			// Held claims are decided again at their recheck time at the
+			// latest (holding.go).
+			if recheck != nil {
+				recheck.Stop()
+			}
+			recheck = time.AfterFunc(time.Until(r.holdRecheck), r.Cache.Trigger)
 		}
 	}
 }

@@ -16,6 +16,9 @@ type liveMetrics struct {
 	PlannedClaims   prometheus.Counter
 	// BatchLimit: the batch bound learnt from the solver's cost (batch.go).
 	BatchLimit prometheus.Gauge
+	// HeldClaims: claims and stand-ins the last solve held back for
+	// forecast demand (holding.go).
+	HeldClaims prometheus.Gauge
 }
 
 func (m *Metrics) registerLive(f func(prometheus.Collector)) {
@@ -33,7 +36,9 @@ func (m *Metrics) registerLive(f func(prometheus.Collector)) {
 		Help: "Claims written with the allocation the last solve planned for their stand-in, without solving again."})
 	m.BatchLimit = prometheus.NewGauge(prometheus.GaugeOpts{Name: "drasat_batch_limit",
 		Help: "The batch bound learnt from the solver's cost (0: none); --max-batch applies on top."})
-	for _, c := range []prometheus.Collector{m.ParkedClaims, m.WindowSeconds, m.Writes, m.PassesToFirstTry, m.ProjectedClaims, m.PlannedClaims, m.BatchLimit} {
+	m.HeldClaims = prometheus.NewGauge(prometheus.GaugeOpts{Name: "drasat_held_claims",
+		Help: "Claims and stand-ins the last solve held back for forecast demand (--hold; 0: none or off)."})
+	for _, c := range []prometheus.Collector{m.ParkedClaims, m.WindowSeconds, m.Writes, m.PassesToFirstTry, m.ProjectedClaims, m.PlannedClaims, m.BatchLimit, m.HeldClaims} {
 		f(c)
 	}
 }

@@ -51,6 +51,9 @@ type Options struct {
 	// (package reserve): no other claim is placed there until it is
 	// allocated.
 	Reserve bool
+	// Hold: hold claims back for forecast demand, at most this long after
+	// a claim is first seen (package hold, holding.go); 0: off.
+	Hold time.Duration
 
 	// Identity names this replica (Lease holder, allocated-by annotation).
 	Identity string
@@ -111,8 +114,8 @@ func (o *Options) Validate() error {
 	if err := model.CheckCompat(o.Compat); err != nil {
 		return err
 	}
-	if o.BatchWindow < 0 || o.MaxBatch < 0 || o.Timeout < 0 || o.StuckAfter < 0 {
-		return fmt.Errorf("batch window, max batch, timeout and stuck-after must not be negative")
+	if o.BatchWindow < 0 || o.MaxBatch < 0 || o.Timeout < 0 || o.StuckAfter < 0 || o.Hold < 0 {
+		return fmt.Errorf("batch window, max batch, timeout, stuck-after and hold must not be negative")
 	}
 	return nil
 }

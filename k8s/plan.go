@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"time"
 
 	resourceapi "k8s.io/api/resource/v1"
 
@@ -29,6 +30,10 @@ type plan struct {
 	alloc map[string]*resourceapi.AllocationResult
 	// why: stand-ins not admitted, by demand key: the solve's reason.
 	why map[string]string
+	// recheck: claims were held back for forecast demand (holding.go);
+	// from this time the plan no longer decides, so they are decided
+	// again. Zero: none held.
+	recheck time.Time
 }
 
 // covers reports whether the plan still decides the current demand (keys:
@@ -38,6 +43,9 @@ type plan struct {
 func (pl *plan) covers(keys []string, inventory uint64, releaseEpoch int) bool {
 	if pl == nil || pl.inventory != inventory || pl.releaseEpoch != releaseEpoch {
 		return false
+	}
+	if !pl.recheck.IsZero() && !time.Now().Before(pl.recheck) {
+		return false // held claims are due
 	}
 	now := make(map[string]bool, len(keys))
 	for _, k := range keys {
@@ -82,6 +90,9 @@ func preferReal(p *model.Problem, claims []*resourceapi.ResourceClaim, rejected 
 	for i, c := range claims {
 		if p.Claims[i].FixedNode >= 0 || p.Claims[i].Err != nil {
 			continue
+		}
+		if _, rej := rejected[i]; c.Status.Allocation == nil && !rej {
+			continue // held back for forecast demand: neither admitted nor rejected
 		}
 		g := slices.IndexFunc(groups, func(g []int) bool { return sameDemand(claims[g[0]], c) })
 		if g < 0 {
@@ -149,9 +160,10 @@ func newPlan(f *fairness, dem *demand, solved []*resourceapi.ResourceClaim, clai
 		k := dem.key(c)
 		if c.Status.Allocation != nil {
 			pl.alloc[k] = c.Status.Allocation
-		} else {
-			pl.why[k] = out.Rejected[i]
-		}
+		} else if why, ok := out.Rejected[i]; ok {
+			pl.why[k] = why
+		} // else held (holding.go): undecided until the plan's recheck
+
 	}
 	return pl
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/drasat/drasat/check"
 	"github.com/drasat/drasat/explain"
 	"github.com/drasat/drasat/frag"
+	"github.com/drasat/drasat/hold"
 	"github.com/drasat/drasat/model"
 	"github.com/drasat/drasat/reserve"
 )
@@ -73,6 +74,10 @@ type Reconciler struct {
 	batchLimit int
 	// reserver holds the node reservation across passes (Options.Reserve).
 	reserver *reserve.Reserver
+	// holder holds claims back for forecast demand (Options.Hold,
+	// holding.go); holdRecheck is when the held ones are due again.
+	holder      *hold.Holder
+	holdRecheck time.Time
 }
 
 // PassResult summarises one pass.
@@ -87,6 +92,7 @@ type PassResult struct {
 	Parked      int  // pending claims left out: unplaceable, nothing changed since
 	Projected   int  // stand-ins solved for claims gated pods do not have yet
 	Planned     int  // claims written from the last solve's plan, without a solve
+	Held        int  // claims and stand-ins held back for forecast demand (Options.Hold)
 	toWrite     int  // allocations the pass meant to write
 	// Requeue asks for another pass soon: claims beyond MaxBatch, or claims
 	// whose write hit a conflict or whose re-check failed.
@@ -126,6 +132,7 @@ func (r *Reconciler) Pass(ctx context.Context) (PassResult, error) {
 	if m := r.maxBatch(); m > 0 {
 		projected = projected[:min(len(projected), max(m-len(batch), 0))]
 	}
+	r.holdForget(dem, pending)
 	written := map[string]*resourceapi.ResourceClaim{}
 	var err2 error
 	if r.plan.covers(demandKeys(dem, batch, projected), r.fair.inventory, r.fair.releaseEpoch) {
@@ -181,6 +188,7 @@ func (r *Reconciler) solveAndWrite(ctx context.Context, snap *Snapshot, batch, p
 	}
 	objs := objects(snap, solve)
 	start := time.Now()
+	r.holdObjects(objs, solve, dem, start)
 	// Building (CEL selectors above all) shares the pass's time budget:
 	// past it, the claims whose selectors were not evaluated are
 	// unallocatable with that reason and the rest of the batch is solved.
@@ -208,6 +216,15 @@ func (r *Reconciler) solveAndWrite(ctx context.Context, snap *Snapshot, batch, p
 	}
 	for _, is := range p.Issues {
 		log.Warn("pool not used", zap.String("pool", is.Driver+"/"+is.Pool), zap.String("reason", is.Reason))
+	}
+	// Hold claims back for forecast demand (holding.go): p keeps the
+	// claims to admit now, the held ones after them.
+	p, objs, held, err := r.holdBack(ctx, p, objs, dem, start)
+	if err != nil {
+		return err
+	}
+	if held != nil {
+		res.Held = len(held.Held)
 	}
 	// The solver gets what building left of the pass's budget (selectors
 	// not evaluated within it are errors of their claims only).
@@ -248,6 +265,9 @@ func (r *Reconciler) solveAndWrite(ctx context.Context, snap *Snapshot, batch, p
 	if err != nil {
 		return fmt.Errorf("solve: %w", err)
 	}
+	if held != nil {
+		held.Drop(out) // held claims are neither admitted nor rejected
+	}
 	// Why claims fit nowhere, within what is left of the batch's budget.
 	for i, why := range explain.Reasons(ctx, p, out.Unplaceable, start.Add(r.Opts.Timeout)) {
 		out.Rejected[i] = why
@@ -260,6 +280,9 @@ func (r *Reconciler) solveAndWrite(ctx context.Context, snap *Snapshot, batch, p
 	// decided for the stand-ins is the plan for the claims to come.
 	preferReal(p, claims, out.Rejected)
 	r.plan = newPlan(r.fair, dem, solve, claims, out)
+	if held != nil {
+		r.plan.recheck = held.Recheck
+	}
 	if opts.Policy == alloc.Frag {
 		if r.workload == nil {
 			r.workload = frag.NewWorkload()

@@ -23,8 +23,8 @@ package e2e
 //     (default 3, bound or not) is deleted, releasing its claim, and the
 //     rest may take the freed devices. Offline is then drasat on the claims
 //     of the pods that stay.
-// LOAD_MAX_WINDOW, LOAD_MAX_BATCH and LOAD_BATCH_WINDOW set drasat's
-// --max-window, --max-batch and --batch-window (default: the controller's
+// LOAD_MAX_WINDOW, LOAD_MAX_BATCH, LOAD_BATCH_WINDOW and LOAD_HOLD set drasat's
+// --max-window, --max-batch, --batch-window and --hold (default: the controller's
 // defaults); LOAD_SKIP_SCHEDULER=1
 // skips the scheduler-alone run; LOAD_OUT appends the result line to a file.
 
@@ -169,12 +169,15 @@ func TestLoadMIG(t *testing.T) {
 		window, err = time.ParseDuration(w)
 		must(t, err)
 	}
+	// Holding adds at most --hold to a claim's latency: the configured
+	// window is both.
+	window += loadHold(t)
 	timeTarget := "met"
 	if live.lastBind > 2*sched.lastBind+window {
 		timeTarget = "missed"
 	}
-	report := fmt.Sprintf("| %s, seed 1, %s, flags: max-window %s, max-batch %s, batch-window %s | offline %d | scheduler alone: %d bound, last bind %.1fs, p50 %.1fs, p90 %.1fs, last claim created %.1fs | drasat: %d bound (%.0f %% of offline), last bind %.1fs (time target %s), last claim created %.1fs, p50 %.1fs, p90 %.1fs, passes %s, solves %s, planned %s, parked at end %s, first tried within 2 passes %s, CPU %ss |",
-		sizeSpec, lp, envOr("LOAD_MAX_WINDOW", "default"), envOr("LOAD_MAX_BATCH", "default"), envOr("LOAD_BATCH_WINDOW", "default"), offline,
+	report := fmt.Sprintf("| %s, seed 1, %s, flags: max-window %s, max-batch %s, batch-window %s, hold %s | offline %d | scheduler alone: %d bound, last bind %.1fs, p50 %.1fs, p90 %.1fs, last claim created %.1fs | drasat: %d bound (%.0f %% of offline), last bind %.1fs (time target %s), last claim created %.1fs, p50 %.1fs, p90 %.1fs, passes %s, solves %s, planned %s, parked at end %s, first tried within 2 passes %s, CPU %ss |",
+		sizeSpec, lp, envOr("LOAD_MAX_WINDOW", "default"), envOr("LOAD_MAX_BATCH", "default"), envOr("LOAD_BATCH_WINDOW", "default"), envOr("LOAD_HOLD", "off"), offline,
 		sched.bound, sched.lastBind.Seconds(), sched.p50.Seconds(), sched.p90.Seconds(), sched.lastClaim.Seconds(),
 		live.bound, 100*float64(live.bound)/float64(max(offline, 1)), live.lastBind.Seconds(), timeTarget, live.lastClaim.Seconds(), live.p50.Seconds(), live.p90.Seconds(),
 		live.passes, live.solves, live.planned, live.parks, live.firstTry, live.cpu)
@@ -191,6 +194,17 @@ func TestLoadMIG(t *testing.T) {
 	if 100*live.bound < 95*offline {
 		t.Errorf("drasat bound %d pods live, below 95%% of the %d it admits offline", live.bound, offline)
 	}
+}
+
+// loadHold is LOAD_HOLD, drasat's --hold (0: off).
+func loadHold(t *testing.T) time.Duration {
+	h := os.Getenv("LOAD_HOLD")
+	if h == "" {
+		return 0
+	}
+	d, err := time.ParseDuration(h)
+	must(t, err)
+	return d
 }
 
 // runLoad creates the pods as the pattern says and waits until binding
@@ -213,6 +227,9 @@ func runLoad(t *testing.T, objs *model.Objects, lp loadPattern, gated bool) load
 		}
 		if w := os.Getenv("LOAD_BATCH_WINDOW"); w != "" {
 			flags = append(flags, "--batch-window="+w)
+		}
+		if h := os.Getenv("LOAD_HOLD"); h != "" {
+			flags = append(flags, "--hold="+h)
 		}
 		d = c.startDrasat("drasat-load", flags...)
 	}
@@ -290,7 +307,9 @@ func runLoad(t *testing.T, objs *model.Objects, lp loadPattern, gated bool) load
 			time.Sleep(time.Second)
 		}
 	}
-	settle("", 45*time.Second)
+	// Held claims are admitted at the latest --hold after they were first
+	// seen: binding may pause that long.
+	settle("", max(45*time.Second, loadHold(t)+15*time.Second))
 	t.Logf("%s: %d pods created, the last at %.1fs (%d claims already allocated)", res.mode, len(pending), lp.createAt(len(pending)-1, len(pending)).Seconds(), len(objs.Claims)-len(pending))
 	if lp.depart > 0 {
 		gone := 0

@@ -1,0 +1,91 @@
+package k8s
+
+import (
+	"context"
+	"time"
+
+	"go.uber.org/zap"
+	resourceapi "k8s.io/api/resource/v1"
+
+	"github.com/drasat/drasat/alloc"
+	"github.com/drasat/drasat/hold"
+	"github.com/drasat/drasat/model"
+)
+
+// Holding capacity back for forecast demand (Options.Hold, package hold).
+// A burst is decided whole by the stand-ins, but pods that do not exist
+// yet (a stream, later waves) are unknown: a pass admits what it sees, the
+// larger claims included, and they take the room of several later, smaller
+// ones. With Hold set, a pass learns the claims' shapes and arrival rate,
+// solves sampled scenarios of the claims to come within Hold, and admits
+// now only what the scenarios agree on. A held claim stays pending (no
+// Event, no annotation: it is not unallocatable), is decided again when
+// new demand arrives or at the Decision's recheck time, and is never held
+// longer than Hold after it was first seen.
+
+// holdBack picks the claims of p to admit now. objs are the objects p was
+// built from, prototypes included (added by holdObjects); it returns the
+// problem to solve, the objects without the prototypes, and the decision
+// (nil with holding off).
+func (r *Reconciler) holdBack(ctx context.Context, p *model.Problem, objs *model.Objects, dem *demand, start time.Time) (*model.Problem, *model.Objects, *hold.Decision, error) {
+	if r.holder == nil {
+		return p, objs, nil, nil
+	}
+	keys := make([]string, len(p.Claims))
+	for i, c := range p.Claims {
+		if !hold.IsPrototype(c.Obj) {
+			keys[i] = dem.key(c.Obj)
+		}
+	}
+	d, err := r.holder.Decide(ctx, p, keys, start)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	clean := *objs
+	clean.Claims = nil
+	for _, c := range objs.Claims {
+		if !hold.IsPrototype(c) {
+			clean.Claims = append(clean.Claims, c)
+		}
+	}
+	r.holdRecheck = d.Recheck
+	r.Metrics.HeldClaims.Set(float64(len(d.Held)))
+	if len(d.Held) > 0 || d.Scenarios > 0 {
+		r.Log.Info("claims held for forecast demand", zap.Int("held", len(d.Held)), zap.Int("admittable", len(d.Kept)),
+			zap.Float64("forecast", d.Expected), zap.Int("scenarios", d.Scenarios), zap.Time("recheck", d.Recheck))
+	}
+	return d.Problem, &clean, d, nil
+}
+
+// holdObjects observes the batch's claims (arrival: their creation, a
+// stand-in's is its pod's) and adds the holder's prototypes to objs.
+func (r *Reconciler) holdObjects(objs *model.Objects, solve []*resourceapi.ResourceClaim, dem *demand, now time.Time) {
+	if r.Opts.Hold <= 0 {
+		return
+	}
+	if r.holder == nil {
+		// Half the pass's budget for the scenarios, the rest for the solve.
+		r.holder = hold.New(hold.Options{MaxHold: r.Opts.Hold, Timeout: r.Opts.Timeout / 2,
+			Objective: r.Opts.Objective, Policy: alloc.Binpack})
+	}
+	for _, c := range solve {
+		at := c.CreationTimestamp.Time
+		if at.IsZero() || at.After(now) {
+			at = now
+		}
+		r.holder.Observe(at, dem.key(c), c)
+	}
+	objs.Claims = append(objs.Claims, r.holder.Prototypes()...)
+}
+
+// holdForget lets the holder forget demand no longer pending.
+func (r *Reconciler) holdForget(dem *demand, pending []*resourceapi.ResourceClaim) {
+	if r.holder == nil {
+		return
+	}
+	keep := map[string]bool{}
+	for _, k := range demandKeys(dem, pending, dem.projected) {
+		keep[k] = true
+	}
+	r.holder.Forget(func(k string) bool { return keep[k] })
+}
