@@ -1,0 +1,290 @@
+package hold
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	"github.com/drasat/drasat/alloc"
+	"github.com/drasat/drasat/check"
+	"github.com/drasat/drasat/model"
+)
+
+const driver = "gpu.example.com"
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// cluster: one node with n whole GPUs.
+func cluster(n int) *model.Objects {
+	s := &resourceapi.ResourceSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: "n1-gpus"},
+		Spec: resourceapi.ResourceSliceSpec{Driver: driver, NodeName: ptr.To("n1"),
+			Pool: resourceapi.ResourcePool{Name: "n1", Generation: 1, ResourceSliceCount: 1}},
+	}
+	for i := range n {
+		s.Spec.Devices = append(s.Spec.Devices, resourceapi.Device{Name: fmt.Sprintf("gpu-%d", i)})
+	}
+	return &model.Objects{
+		Slices: []*resourceapi.ResourceSlice{s},
+		Classes: []*resourceapi.DeviceClass{{ObjectMeta: metav1.ObjectMeta{Name: "gpu"},
+			Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: `device.driver == "` + driver + `"`}}}}}},
+		Nodes: []*corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{"kubernetes.io/hostname": "n1"}}}},
+	}
+}
+
+// claim asks for gpus whole GPUs.
+func claim(name string, gpus int) *resourceapi.ResourceClaim {
+	return &resourceapi.ResourceClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ml", UID: types.UID(name)},
+		Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{
+			Name: "gpu", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: "gpu", Count: int64(gpus)}}}}},
+	}
+}
+
+// build makes the problem of pending claims on objs, with h's prototypes.
+func build(t *testing.T, objs *model.Objects, h *Holder, pending ...*resourceapi.ResourceClaim) (*model.Problem, []string) {
+	t.Helper()
+	o := *objs
+	o.Claims = append(slices.Clone(objs.Claims), pending...)
+	o.Claims = append(o.Claims, h.Prototypes()...)
+	p, err := model.Build(context.Background(), &o, model.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := make([]string, len(p.Claims))
+	for i, c := range p.Claims {
+		if !IsPrototype(c.Obj) {
+			keys[i] = c.Obj.Name
+		}
+	}
+	return p, keys
+}
+
+// history observes n one-GPU claims arriving over the last 20 s.
+func history(h *Holder, n int, now time.Time) {
+	for i := range n {
+		h.Observe(now.Add(-20*time.Second+time.Duration(i)*20*time.Second/time.Duration(n)), fmt.Sprintf("old-%d", i), claim(fmt.Sprintf("old-%d", i), 1))
+	}
+}
+
+func names(p *model.Problem, idx []int) []string {
+	var out []string
+	for _, i := range idx {
+		out = append(out, p.Claims[i].Obj.Name)
+	}
+	return out
+}
+
+func TestNothingForecastAdmitsAll(t *testing.T) {
+	// A claim alone on an idle cluster, with no demand seen before: no
+	// scenario is solved and the claim is admitted at once, even one that
+	// takes the whole node.
+	h := New(Options{})
+	now := t0
+	big := claim("big", 4)
+	h.Observe(now, "big", big)
+	p, keys := build(t, cluster(4), h, big)
+	d, err := h.Decide(context.Background(), p, keys, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Held) != 0 || d.Scenarios != 0 || len(d.Problem.Claims) != 1 || d.Problem.Claims[0].Obj.Name != "big" {
+		t.Fatalf("held %v, %d scenarios, problem %d claims; want big admitted without scenarios", names(p, d.Held), d.Scenarios, len(d.Problem.Claims))
+	}
+}
+
+func TestHoldsLargeClaimForForecastSmallOnes(t *testing.T) {
+	// Small claims keep arriving (60 in 20 s: 1/s over the 60 s lookback,
+	// 30 forecast in the 30 s horizon). A claim for the whole node would
+	// take the room of four of them: every scenario admits small ones
+	// instead, so it is held; the small claim pending with it is admitted.
+	h := New(Options{Seed: 1})
+	now := t0
+	history(h, 60, now)
+	big, small := claim("big", 4), claim("small", 1)
+	h.Observe(now, "big", big)
+	h.Observe(now, "small", small)
+	p, keys := build(t, cluster(4), h, big, small)
+	d, err := h.Decide(context.Background(), p, keys, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := names(p, d.Held); !slices.Equal(got, []string{"big"}) {
+		t.Fatalf("held %v, want [big]", got)
+	}
+	if got := names(p, d.Kept); !slices.Equal(got, []string{"small"}) {
+		t.Fatalf("kept %v, want [small]", got)
+	}
+	if d.Scenarios != 5 || d.Expected < 25 || d.Expected > 35 {
+		t.Fatalf("%d scenarios, %.1f forecast; want 5 and about 30", d.Scenarios, d.Expected)
+	}
+	// The held claim is due again within Recheck (10 s), before its hold ends.
+	if want := now.Add(10 * time.Second); !d.Recheck.Equal(want) {
+		t.Fatalf("recheck %v, want %v", d.Recheck, want)
+	}
+	// Solving the decision's problem admits the kept claim only; the held
+	// one is neither admitted nor rejected.
+	out, err := alloc.Run(context.Background(), d.Problem, alloc.Options{Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Drop(out)
+	if len(out.Assignments) != 1 || out.Assignments[0].Claim.Obj.Name != "small" || len(out.Rejected) != 0 || len(out.Unplaceable) != 0 {
+		t.Fatalf("after Drop: %d assignments, rejected %v, unplaceable %v; want small admitted only", len(out.Assignments), out.Rejected, out.Unplaceable)
+	}
+	claims, err := alloc.Allocated(d.Problem, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := cluster(4)
+	objs.Claims = []*resourceapi.ResourceClaim{claim("small", 1)}
+	if err := check.Check(objs, []*resourceapi.ResourceClaim{claims[0]}, check.Options{}); err != nil {
+		t.Fatalf("kept claim's allocation: %v", err)
+	}
+}
+
+func TestHoldIsBounded(t *testing.T) {
+	// The same large claim, first seen MaxHold ago: it is no longer held,
+	// whatever the forecast says.
+	h := New(Options{Seed: 1, MaxHold: 30 * time.Second})
+	now := t0
+	history(h, 60, now)
+	big := claim("big", 4)
+	h.Observe(now.Add(-30*time.Second), "big", big)
+	p, keys := build(t, cluster(4), h, big)
+	d, err := h.Decide(context.Background(), p, keys, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Held) != 0 || len(d.Kept) != 1 {
+		t.Fatalf("held %v after MaxHold; want it admitted", names(p, d.Held))
+	}
+	// A second earlier it is still held.
+	d, err = h.Decide(context.Background(), p, keys, now.Add(-time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Held) != 1 {
+		t.Fatalf("held %v within MaxHold; want [big]", names(p, d.Held))
+	}
+	if want := now; !d.Recheck.Equal(want) {
+		t.Fatalf("recheck %v, want the end of its hold %v", d.Recheck, want)
+	}
+}
+
+func TestForecastFitsAdmitsAll(t *testing.T) {
+	// Room for everything forecast: nothing is held.
+	h := New(Options{Seed: 1})
+	now := t0
+	history(h, 6, now) // 0.1/s: 3 forecast in 30 s
+	big := claim("big", 4)
+	h.Observe(now, "big", big)
+	p, keys := build(t, cluster(16), h, big)
+	d, err := h.Decide(context.Background(), p, keys, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Held) != 0 || d.Scenarios == 0 {
+		t.Fatalf("held %v with %d scenarios; want nothing held, scenarios solved", names(p, d.Held), d.Scenarios)
+	}
+}
+
+func TestKeptOutweighHeld(t *testing.T) {
+	// One node of 4 GPUs. The kept claims outweigh the held ones, so
+	// solving the decision's problem admits the most kept claims even
+	// where admitting held ones instead would admit more claims (k2 and
+	// the three held ones would be four).
+	objs := cluster(4)
+	h := New(Options{})
+	p, _ := build(t, objs, h, claim("k1", 3), claim("k2", 2), claim("h1", 1), claim("h2", 1), claim("h3", 1))
+	d := &Decision{Kept: []int{0, 1}, Held: []int{2, 3, 4}}
+	d.Problem = subProblem(p, p.Claims)
+	for _, c := range d.Problem.Claims[:2] {
+		c.Weight *= 4
+	}
+	out, err := alloc.Run(context.Background(), d.Problem, alloc.Options{Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Drop(out)
+	// k1 (3) and k2 (2) do not fit together on 4 GPUs: one kept claim is
+	// admitted, and the held claims only fill what is left.
+	if out.Stats.Admitted != 1 || !d.IsHeld(2) || d.IsHeld(1) {
+		t.Fatalf("admitted %d, want 1 kept claim", out.Stats.Admitted)
+	}
+	for _, a := range out.Assignments {
+		if d.IsHeld(a.Claim.Index) {
+			t.Fatalf("held claim %s admitted", a.Claim.Obj.Name)
+		}
+	}
+	if _, ok := out.Rejected[1]; !ok {
+		if _, ok := out.Rejected[0]; !ok {
+			t.Fatalf("the kept claim that did not fit is not rejected: %v", out.Rejected)
+		}
+	}
+}
+
+func TestDeterministic(t *testing.T) {
+	run := func() []int {
+		h := New(Options{Seed: 7})
+		now := t0
+		history(h, 40, now)
+		var pending []*resourceapi.ResourceClaim
+		for i := range 6 {
+			c := claim(fmt.Sprintf("c%d", i), 1+i%3)
+			h.Observe(now, c.Name, c)
+			pending = append(pending, c)
+		}
+		p, keys := build(t, cluster(8), h, pending...)
+		d, err := h.Decide(context.Background(), p, keys, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d.Held
+	}
+	a, b := run(), run()
+	if !slices.Equal(a, b) {
+		t.Fatalf("held %v then %v with the same seed and input", a, b)
+	}
+}
+
+func TestRateAndForget(t *testing.T) {
+	h := New(Options{Lookback: 10 * time.Second, MaxHold: 20 * time.Second})
+	for i := range 5 {
+		h.Observe(t0.Add(time.Duration(i)*time.Second), fmt.Sprint(i), claim(fmt.Sprint(i), 1))
+	}
+	h.Observe(t0, "0", claim("0", 1)) // seen before: not an arrival
+	if r := h.Rate(t0.Add(5 * time.Second)); r != 0.5 {
+		t.Fatalf("rate %v, want 5 arrivals / 10 s", r)
+	}
+	if e := h.Expected(t0.Add(12 * time.Second)); e != 2*0.1*20 {
+		t.Fatalf("expected %v, want 2 arrivals in the lookback x 20 s horizon / 10 s", e)
+	}
+	h.Forget(func(k string) bool { return k == "3" })
+	if !h.Since("0").IsZero() || !h.Since("3").Equal(t0.Add(3*time.Second)) {
+		t.Fatalf("Forget kept %v, dropped %v", h.Since("0"), h.Since("3"))
+	}
+}
+
+func TestPoissonMean(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, lambda := range []float64{0.5, 8, 200} {
+		sum := 0
+		const n = 4000
+		for range n {
+			sum += poisson(r, lambda)
+		}
+		if m := float64(sum) / n; m < 0.95*lambda || m > 1.05*lambda {
+			t.Fatalf("Poisson(%v) mean %v", lambda, m)
+		}
+	}
+}
