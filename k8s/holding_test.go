@@ -1,0 +1,96 @@
+package k8s
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/drasat/drasat/hold"
+)
+
+// holdEnv: one node of 4 GPUs, a pending claim for all four and one for a
+// single GPU (standalone, managed), created at created, and a controller
+// with --hold=30s that has seen 60 one-GPU claims arrive in the last 20 s.
+func holdEnv(t *testing.T, created time.Time) *env {
+	managed := map[string]string{ManagedLabel: "true"}
+	big, small := claim("big", 4, managed), claim("small", 1, managed)
+	big.CreationTimestamp = metav1.NewTime(created)
+	small.CreationTimestamp = metav1.NewTime(created)
+	e := newEnv(t, Options{Hold: 30 * time.Second, Policy: "binpack"}, node("n1"), slice("n1", 4), class(), big, small)
+	e.r.holder = hold.New(hold.Options{MaxHold: 30 * time.Second, Seed: 1})
+	now := time.Now()
+	for i := range 60 {
+		c := claim(fmt.Sprintf("old-%d", i), 1, managed)
+		e.r.holder.Observe(now.Add(-20*time.Second+time.Duration(i)*time.Second/3), "old-"+fmt.Sprint(i), c)
+	}
+	return e
+}
+
+func TestHoldKeepsLargeClaimPendingForForecastDemand(t *testing.T) {
+	e := holdEnv(t, time.Now())
+	res, err := e.r.Pass(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Held != 1 || res.Allocated != 1 || res.Unallocated != 0 {
+		t.Fatalf("result %+v, want 1 held, 1 allocated, none unallocatable", res)
+	}
+	if e.claim(t, "small").Status.Allocation == nil {
+		t.Fatal("the small claim was not allocated")
+	}
+	big := e.claim(t, "big")
+	if big.Status.Allocation != nil || big.Annotations[UnallocatableAnnotation] != "" {
+		t.Fatalf("held claim: allocation %v, annotation %q; want pending, not marked unallocatable", big.Status.Allocation, big.Annotations[UnallocatableAnnotation])
+	}
+	if e.r.plan == nil || e.r.plan.recheck.IsZero() || !e.r.plan.recheck.Equal(e.r.holdRecheck) {
+		t.Fatalf("plan recheck %v, holder's %v: the held claim must be due again", e.r.plan.recheck, e.r.holdRecheck)
+	}
+	if got := gaugeValue(t, e.r.Metrics.HeldClaims); got != 1 {
+		t.Fatalf("drasat_held_claims %v, want 1", got)
+	}
+	// While the plan holds, a pass writes nothing new; once the recheck is
+	// due the held claim is decided again (still held: the forecast is
+	// unchanged and the small claim's GPU is taken).
+	e.r.plan.recheck = time.Now().Add(-time.Millisecond)
+	if e.r.plan.covers(nil, e.r.plan.inventory, e.r.plan.releaseEpoch) {
+		t.Fatal("a plan past its recheck still covers")
+	}
+	e.allFeasible(t)
+}
+
+func TestHoldBoundedAndOffByDefault(t *testing.T) {
+	// First seen longer ago than --hold: admitted at once.
+	e := holdEnv(t, time.Now().Add(-time.Minute))
+	if _, err := e.r.Pass(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if e.claim(t, "big").Status.Allocation == nil {
+		t.Fatal("a claim pending longer than --hold was held again")
+	}
+	e.allFeasible(t)
+
+	// Without --hold nothing is held.
+	managed := map[string]string{ManagedLabel: "true"}
+	e = newEnv(t, Options{Policy: "binpack"}, node("n1"), slice("n1", 4), class(), claim("big", 4, managed))
+	res, err := e.r.Pass(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Held != 0 || res.Allocated != 1 || e.r.holder != nil {
+		t.Fatalf("result %+v without --hold, want the claim allocated", res)
+	}
+}
+
+func gaugeValue(t *testing.T, g prometheus.Gauge) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := g.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetGauge().GetValue()
+}
