@@ -49,8 +49,14 @@ type Options struct {
 	// MaxHold: a claim held now is decided again within it).
 	Horizon time.Duration
 	// Lookback is the period over which the arrival rate is measured
-	// (default 60s): arrivals in the last Lookback, divided by Lookback.
+	// (default 60s): arrivals in the last Lookback, divided by the time
+	// since the oldest of them, at least MinSpan and at most Lookback.
 	Lookback time.Duration
+	// MinSpan (default Lookback): below Lookback, a rate is measured
+	// over the time arrivals have been seen, so that demand that started
+	// recently is not underestimated (a burst is then overestimated:
+	// holding until it decays).
+	MinSpan time.Duration
 	// Recheck bounds the time until held claims are decided again even
 	// without new demand (default MaxHold/3).
 	Recheck time.Duration
@@ -75,6 +81,9 @@ func (o *Options) defaults() {
 	}
 	if o.Lookback <= 0 {
 		o.Lookback = 60 * time.Second
+	}
+	if o.MinSpan <= 0 || o.MinSpan > o.Lookback {
+		o.MinSpan = o.Lookback
 	}
 	if o.Recheck <= 0 {
 		o.Recheck = max(o.MaxHold/3, time.Second)
@@ -168,7 +177,11 @@ func (h *Holder) Rate(now time.Time) float64 {
 	cut := now.Add(-h.opts.Lookback)
 	i := sort.Search(len(h.arrivals), func(i int) bool { return h.arrivals[i].After(cut) })
 	h.arrivals = h.arrivals[i:]
-	return float64(len(h.arrivals)) / h.opts.Lookback.Seconds()
+	if len(h.arrivals) == 0 {
+		return 0
+	}
+	span := min(max(now.Sub(h.arrivals[0]), h.opts.MinSpan), h.opts.Lookback)
+	return float64(len(h.arrivals)) / span.Seconds()
 }
 
 // Expected is the number of claims forecast to arrive within the horizon.

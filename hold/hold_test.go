@@ -269,6 +269,19 @@ func TestRateAndForget(t *testing.T) {
 	if e := h.Expected(t0.Add(12 * time.Second)); e != 2*0.1*20 {
 		t.Fatalf("expected %v, want 2 arrivals in the lookback x 20 s horizon / 10 s", e)
 	}
+	// Measured over the time arrivals were seen (4 s), not below MinSpan.
+	short := New(Options{Lookback: 10 * time.Second, MinSpan: 2 * time.Second})
+	for i := range 5 {
+		short.Observe(t0.Add(time.Duration(i)*time.Second), fmt.Sprint(i), claim(fmt.Sprint(i), 1))
+	}
+	if r := short.Rate(t0.Add(4 * time.Second)); r != 5.0/4 {
+		t.Fatalf("rate %v with MinSpan, want 5 arrivals / 4 s", r)
+	}
+	one := New(Options{Lookback: 10 * time.Second, MinSpan: 2 * time.Second})
+	one.Observe(t0, "0", claim("0", 1))
+	if r := one.Rate(t0.Add(time.Second / 2)); r != 1.0/2 {
+		t.Fatalf("rate %v just after the first arrival, want 1 / MinSpan", r)
+	}
 	h.Forget(func(k string) bool { return k == "3" })
 	if !h.Since("0").IsZero() || !h.Since("3").Equal(t0.Add(3*time.Second)) {
 		t.Fatalf("Forget kept %v, dropped %v", h.Since("0"), h.Since("3"))
