@@ -34,6 +34,9 @@ type plan struct {
 	// from this time the plan no longer decides, so they are decided
 	// again. Zero: none held.
 	recheck time.Time
+	// held: the demand keys held back (a held stand-in's claim that
+	// appears is decided: it stays pending).
+	held map[string]bool
 }
 
 // covers reports whether the plan still decides the current demand (keys:

@@ -282,6 +282,12 @@ func (r *Reconciler) solveAndWrite(ctx context.Context, snap *Snapshot, batch, p
 	r.plan = newPlan(r.fair, dem, solve, claims, out)
 	if held != nil {
 		r.plan.recheck = held.Recheck
+		r.plan.held = map[string]bool{}
+		for i, c := range p.Claims {
+			if held.IsHeld(i) {
+				r.plan.held[dem.key(c.Obj)] = true
+			}
+		}
 	}
 	if opts.Policy == alloc.Frag {
 		if r.workload == nil {
@@ -369,6 +375,11 @@ func (r *Reconciler) writePlanned(ctx context.Context, snap *Snapshot, dem *dema
 			res.Unallocated++
 			decided = append(decided, c)
 			delete(r.plan.why, k)
+		} else if r.plan.held[k] {
+			// Held for forecast demand (holding.go): decided, pending
+			// until the plan's recheck.
+			decided = append(decided, c)
+			res.Held++
 		}
 	}
 	if len(decided) > 0 {
