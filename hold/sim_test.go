@@ -28,7 +28,7 @@ import (
 // claims admitted without and with holding, against offline. It is a
 // design tool, slow at 1,000 claims: HOLD_SIM=1 runs it; SIM_SIZES
 // (8x8:300,16x8:1000), SIM_PATTERNS (burst,stream,waves), HOLD_MAX,
-// HOLD_HORIZON, HOLD_LOOKBACK, HOLD_MINSPAN, HOLD_SCENARIOS steer it.
+// HOLD_HORIZON, HOLD_LOOKBACK, HOLD_MINSPAN, HOLD_SCENARIOS, HOLD_TIMEOUT steer it.
 func TestSimulateArrivals(t *testing.T) {
 	if os.Getenv("HOLD_SIM") == "" {
 		t.Skip("HOLD_SIM=1 runs the arrival simulation")
@@ -41,6 +41,7 @@ func TestSimulateArrivals(t *testing.T) {
 		Lookback:  envDur(t, "HOLD_LOOKBACK", 0),
 		MinSpan:   envDur(t, "HOLD_MINSPAN", 0),
 		Scenarios: envInt(t, "HOLD_SCENARIOS", 0),
+		Timeout:   envDur(t, "HOLD_TIMEOUT", 0),
 		Objective: alloc.MaxClaims, Policy: alloc.Binpack,
 	}
 	for _, size := range sizes {
