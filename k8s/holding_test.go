@@ -94,3 +94,36 @@ func gaugeValue(t *testing.T, g prometheus.Gauge) float64 {
 	}
 	return m.GetGauge().GetValue()
 }
+
+// A held stand-in: pod big (4 GPUs, no claim yet) is held for forecast
+// one-GPU claims. When its claim appears while the plan holds, the pass
+// writes nothing, solves nothing, and counts the claim as decided in its
+// first pass (drasat_passes_to_first_try).
+func TestHeldStandInsClaimIsDecided(t *testing.T) {
+	e := newEnv(t, Options{Hold: 30 * time.Second, Policy: "binpack"}, node("n1"), slice("n1", 4), class(),
+		template("four", 4), templatePod("big", "four"))
+	e.r.holder = hold.New(hold.Options{MaxHold: 30 * time.Second, Seed: 1})
+	now := time.Now()
+	for i := range 60 {
+		e.r.holder.Observe(now.Add(-20*time.Second+time.Duration(i)*time.Second/3), "old-"+fmt.Sprint(i), claim(fmt.Sprint("old-", i), 1, nil))
+	}
+	res := e.pass(t)
+	if res.Held != 1 || res.Projected != 1 || res.Unallocated != 0 {
+		t.Fatalf("first pass %+v: want the stand-in held", res)
+	}
+	solves := histogramCount(t, e.r.Metrics.SolveSeconds)
+	e.materialize(t, "big", 4)
+	res = e.pass(t)
+	if res.Held != 1 || res.Allocated != 0 || res.Unallocated != 0 {
+		t.Fatalf("second pass %+v: want big's claim held, nothing written", res)
+	}
+	if n := histogramCount(t, e.r.Metrics.SolveSeconds); n != solves {
+		t.Errorf("the plan held, yet the pass solved again")
+	}
+	if n := histogramCount(t, e.r.Metrics.PassesToFirstTry); n != 1 {
+		t.Errorf("passes-to-first-try observed %d claims, want big's claim decided", n)
+	}
+	if c := e.claim(t, "big-gpu-abcde"); c.Status.Allocation != nil || c.Annotations[UnallocatableAnnotation] != "" {
+		t.Errorf("held claim written or marked unallocatable")
+	}
+}
