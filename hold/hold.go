@@ -404,7 +404,7 @@ func subProblem(p *model.Problem, claims []*model.Claim) *model.Problem {
 				cc.ExcludedNodes[n] = v
 			}
 		}
-		if i >= 0 && c.Obj != nil && IsPrototype(c.Obj) {
+		if c.Obj != nil && IsPrototype(c.Obj) {
 			cc.Key = fmt.Sprintf("%s#%d", c.Key, i)
 		}
 		q.Claims[i] = &cc
