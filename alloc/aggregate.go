@@ -69,11 +69,6 @@ func aggregateRealise(ctx context.Context, cs *componentState, end time.Time) ou
 	return skipped
 }
 
-// diveLargeClaims is the component size above which the dive takes the
-// smaller share before its model is built (about 16 nodes of A100s, where
-// the per-node model passes Limits.DiveLPRows).
-const diveLargeClaims = 1_500
-
 // aggregateDive is the default aggregate stage: diving on the per-node
 // model's LP relaxation (bound.NodeAggregate.Dive, pure Go) for an answer
 // above the incumbent, realised like the others. It runs only where the
@@ -90,14 +85,10 @@ func aggregateDive(ctx context.Context, cs *componentState, end time.Time) outco
 	if cs.opts.NoAggregateDive || !plainDevices(cs) || cs.rel == nil || !cs.short() || !cs.rel.Enumerated() {
 		return skipped
 	}
-	// Large components get half the time left instead of three quarters
-	// (the model building included, now within the share): under heavy load their dive may not
-	// finish, and best-fit and the neighbourhood search need the rest.
-	share := cs.plan.dive
-	if len(cs.claims) > diveLargeClaims {
-		share = min(share, 0.5)
+	if _, err := cs.aggregateModel(end); err != nil {
+		return skipped
 	}
-	return aggregateStage(ctx, cs, end, share, diveLP)
+	return aggregateStage(ctx, cs, end, cs.plan.dive, diveLP)
 }
 
 // aggregateModel builds the per-node model once per component.
