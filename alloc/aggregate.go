@@ -3,10 +3,14 @@ package alloc
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"sort"
+	"sync"
 	"time"
 
 	"github.com/drasat/drasat/bound"
@@ -69,40 +73,19 @@ func aggregateRealise(ctx context.Context, cs *componentState, end time.Time) ou
 // model's LP relaxation (bound.NodeAggregate.Dive, pure Go) for an answer
 // above the incumbent, realised like the others. It runs only where the
 // model is a relaxation (plainDevices), which is where the LP's value
-// says what is within reach.
-//
-// On components whose per-node model the dive solves as it is (up to
-// Limits.DiveLPRows rows: up to about 16 nodes) it runs before best-fit: where
-// the LP is tight (the MIG batches) the realised answer meets the
-// relaxation's bound and ends the pipeline in a fraction of what best-fit
-// takes. On larger ones it runs after best-fit (aggregateDiveLate): their
-// realisation takes seconds, and under load it could leave best-fit
-// without time.
+// says what is within reach, after best-fit's first round and before the
+// others: where the LP is tight (the MIG batches) the realised answer
+// meets the relaxation's bound and ends the pipeline in a fraction of
+// what best-fit takes. Components above Limits.DiveLPRows rows dive on
+// the global model and spread its answer over the nodes (diveLP); a node
+// whose realisation falls short keeps the incumbent's claims
+// (mergeNodes), so on a loaded machine the stage costs best-fit time but
+// not the first round's answer.
 func aggregateDive(ctx context.Context, cs *componentState, end time.Time) outcome {
-	return aggregateDiveIf(ctx, cs, end, func(rows int) bool { return rows <= cs.limits().DiveLPRows })
-}
-
-// diveLateMinTime is the least time left for which the late dive is
-// started: realising 64 nodes takes 2–6 s, and a dive that runs out of
-// time only takes it from the neighbourhood search (with 4 s it cost
-// count 64x8/2000 36 claims on a machine at load 4: 1,502 against 1,538).
-const diveLateMinTime = 6 * time.Second
-
-// aggregateDiveLate is the dive after best-fit, on the large components,
-// when at least diveLateMinTime is left.
-func aggregateDiveLate(ctx context.Context, cs *componentState, end time.Time) outcome {
-	if time.Until(end) < diveLateMinTime {
-		return skipped
-	}
-	return aggregateDiveIf(ctx, cs, end, func(rows int) bool { return rows > cs.limits().DiveLPRows })
-}
-
-func aggregateDiveIf(ctx context.Context, cs *componentState, end time.Time, here func(rows int) bool) outcome {
 	if cs.opts.NoAggregateDive || !plainDevices(cs) || cs.rel == nil || !cs.short() || !cs.rel.Enumerated() {
 		return skipped
 	}
-	na, err := cs.aggregateModel(end)
-	if err != nil || !here(na.Rows()) {
+	if _, err := cs.aggregateModel(end); err != nil {
 		return skipped
 	}
 	return aggregateStage(ctx, cs, end, cs.plan.dive, diveLP)
@@ -151,60 +134,268 @@ func aggregateStage(ctx context.Context, cs *componentState, end time.Time, shar
 	if err != nil || ans.values == nil || ans.objective <= cs.value {
 		return out
 	}
-	keep, err := na.RealiseLayouts(ans.values)
+	re, err := na.Realise(ans.values, cs.claims)
 	if err != nil {
 		return out
 	}
-	nodes := cs.rel.NodesOf(ans.values, cs.claims)
-	orig := map[int]*model.Claim{}
-	var held []*model.Claim
-	for _, c := range cs.claims {
-		n, ok := nodes[c.Index]
-		if !ok || c.Err != nil {
-			continue
-		}
-		cc := *c
-		cc.FixedNode = n
-		orig[c.Index] = c
-		held = append(held, &cc)
-	}
-	// With layouts and nodes fixed the nodes are independent (every bin
-	// of the model lies on one node, and plain devices share nothing
-	// across bins of different nodes): the SAT model of each node's
-	// claims and devices alone, each asked for all its claims first.
-	byNode := map[int][]*model.Claim{}
-	var order []int
-	for _, c := range held {
-		if byNode[c.FixedNode] == nil {
-			order = append(order, c.FixedNode)
-		}
-		byNode[c.FixedNode] = append(byNode[c.FixedNode], c)
-	}
-	var as []*Assignment
-	for i, n := range order {
-		nodeEnd := time.Now().Add(time.Until(end) / time.Duration(len(order)-i))
-		got, err := realiseNode(ctx, cs, byNode[n], keep, nodeEnd)
-		if err != nil {
-			return out
-		}
-		as = append(as, got...)
-	}
-	val := cs.valueOf(as)
-	if val <= cs.value {
+	groups := realisationGroups(cs, re)
+	got, err := realiseGroups(ctx, cs, groups, re.Keep, end)
+	if err != nil {
 		return out
 	}
-	for _, a := range as {
-		a.Claim = orig[a.Claim.Index]
+	// Claims the merge dropped, or the incumbent's nodes have room for.
+	as := fill(ctx, cs.p, mergeNodes(cs, groups, got), cs.bySize, cs.limits().SearchSteps)
+	if cs.valueOf(as) <= cs.value {
+		return out
 	}
 	out.found, out.alloc = true, as
 	return out
 }
 
-// realiseNode places the most weight of one node's held claims on the
-// devices kept: all of them first (usually at once), else more and more
-// from nothing, until the deadline.
-func realiseNode(ctx context.Context, cs *componentState, held []*model.Claim, keep []bool, end time.Time) ([]*Assignment, error) {
-	m, err := encode.Encode(cs.p, held, encode.Options{Symmetry: true, DeviceSymmetry: true, Allowed: func(d int) bool { return keep[d] }})
+// realisationGroup is a part of a realisation that the SAT model can
+// place on its own: bins of one node and the claims whose items the
+// realisation put in them.
+type realisationGroup struct {
+	node   int
+	claims []*model.Claim // held to node (copies with FixedNode)
+	bins   []int          // Bin.Index
+}
+
+// realisationGroups splits a realisation into independent groups: with
+// layouts, nodes and bins fixed, bins that no claim shares share nothing
+// (plain devices, counters within a bin), so the claims of each group of
+// bins linked by claims are placed alone, a GPU or two at a time instead
+// of a node's packing. A claim the realisation has a node but no bins for
+// joins all of its node's bins.
+func realisationGroups(cs *componentState, re *bound.Realisation) []realisationGroup {
+	bins := cs.rel.Bins
+	parent := make([]int, len(bins))
+	for i := range parent {
+		parent[i] = i
+	}
+	var find func(int) int
+	find = func(i int) int {
+		for parent[i] != i {
+			parent[i] = parent[parent[i]]
+			i = parent[i]
+		}
+		return i
+	}
+	union := func(a, b int) { parent[find(a)] = find(b) }
+	binNode := func(b int) int {
+		if r := cs.p.Devices[bins[b].Devices[0]].Reach; len(r) == 1 {
+			return r[0]
+		}
+		return -1
+	}
+	nodeBins := map[int][]int{}
+	for b := range bins {
+		n := binNode(b)
+		nodeBins[n] = append(nodeBins[n], b)
+	}
+	binsOf := func(c *model.Claim) []int {
+		if bs, ok := re.Bins[c.Index]; ok && len(bs) > 0 {
+			return bs
+		}
+		return nodeBins[re.Nodes[c.Index]]
+	}
+	for _, c := range cs.claims {
+		if _, ok := re.Nodes[c.Index]; !ok || c.Err != nil {
+			continue
+		}
+		bs := binsOf(c)
+		for _, b := range bs[1:] {
+			union(bs[0], b)
+		}
+	}
+	index := map[int]int{}
+	var groups []realisationGroup
+	for _, c := range cs.claims {
+		n, ok := re.Nodes[c.Index]
+		if !ok || c.Err != nil {
+			continue
+		}
+		bs := binsOf(c)
+		if len(bs) == 0 {
+			continue
+		}
+		root := find(bs[0])
+		gi, ok := index[root]
+		if !ok {
+			gi = len(groups)
+			index[root] = gi
+			groups = append(groups, realisationGroup{node: n})
+		}
+		cc := *c
+		cc.FixedNode = n
+		groups[gi].claims = append(groups[gi].claims, &cc)
+	}
+	for b := range bins {
+		if gi, ok := index[find(b)]; ok {
+			groups[gi].bins = append(groups[gi].bins, b)
+		}
+	}
+	return groups
+}
+
+// realiseGroups places every group's claims (realiseGroup) on the
+// component's workers. got[i] is groups[i]'s answer, its assignments
+// naming the component's claims.
+func realiseGroups(ctx context.Context, cs *componentState, groups []realisationGroup, keep []bool, end time.Time) ([][]*Assignment, error) {
+	got := make([][]*Assignment, len(groups))
+	errs := make([]error, len(groups))
+	workers := max(cs.workers, 1)
+	orig := map[int]*model.Claim{}
+	for _, c := range cs.claims {
+		orig[c.Index] = c
+	}
+	// pass realises the groups of order side by side, each with a share
+	// of the time left in proportion to its claims among those not yet
+	// started (times the workers).
+	pass := func(order []int) {
+		left := 0
+		for _, i := range order {
+			left += len(groups[i].claims)
+		}
+		var mu sync.Mutex
+		next := 0
+		take := func() (int, time.Time) {
+			mu.Lock()
+			defer mu.Unlock()
+			if next == len(order) {
+				return -1, time.Time{}
+			}
+			i := order[next]
+			next++
+			share := min(1, float64(workers*len(groups[i].claims))/float64(max(left, 1)))
+			left -= len(groups[i].claims)
+			return i, time.Now().Add(time.Duration(float64(time.Until(end)) * share))
+		}
+		var wg sync.WaitGroup
+		for w := 0; w < workers; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i, groupEnd := take(); i >= 0; i, groupEnd = take() {
+					g := &groups[i]
+					allowed := make(map[int]bool)
+					for _, b := range g.bins {
+						for _, d := range cs.rel.Bins[b].Devices {
+							if keep[d] {
+								allowed[d] = true
+							}
+						}
+					}
+					got[i], errs[i] = realiseGroup(ctx, cs, g.claims, func(d int) bool { return allowed[d] }, groupEnd)
+					for _, a := range got[i] {
+						a.Claim = orig[a.Claim.Index]
+					}
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	// Larger groups first: most groups are one GPU and done in a
+	// millisecond, and what they leave goes to the larger ones. Groups
+	// that ran out of their share get a second pass with what is left.
+	order := make([]int, len(groups))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return len(groups[order[a]].claims) > len(groups[order[b]].claims) })
+	pass(order)
+	var again []int
+	for _, i := range order {
+		if errs[i] == nil && len(got[i]) < len(groups[i].claims) {
+			again = append(again, i)
+		}
+	}
+	if len(again) > 0 && ctx.Err() == nil && time.Now().Before(end) {
+		first := slices.Clone(got)
+		pass(again)
+		for _, i := range again {
+			if errs[i] == nil && cs.valueOf(got[i]) < cs.valueOf(first[i]) {
+				got[i] = first[i]
+			}
+		}
+	}
+	return got, errors.Join(errs...)
+}
+
+// mergeNodes joins the realised groups with the incumbent node by node: a
+// node keeps the realisation when its groups placed all their claims or
+// have at least the incumbent's weight on that node, else the
+// incumbent's assignments there
+// (a node the realisation ran out of time on, or whose SAT model found
+// less than the aggregated answer), without the claims a realised node
+// already holds. Every node's assignments use only that node's devices,
+// and dropping claims keeps an allocation valid, so the merge is an
+// allocation; the driver keeps it only when it beats the incumbent.
+func mergeNodes(cs *componentState, groups []realisationGroup, got [][]*Assignment) []*Assignment {
+	inc := map[int][]*Assignment{}
+	var incNodes []int
+	for _, a := range cs.best {
+		n := assignmentNode(cs, a)
+		if inc[n] == nil {
+			incNodes = append(incNodes, n)
+		}
+		inc[n] = append(inc[n], a)
+	}
+	byNode := map[int][]*Assignment{}
+	complete := map[int]bool{}
+	var order []int
+	for i, g := range groups {
+		if _, ok := byNode[g.node]; !ok {
+			order = append(order, g.node)
+			byNode[g.node] = []*Assignment{}
+			complete[g.node] = true
+		}
+		byNode[g.node] = append(byNode[g.node], got[i]...)
+		complete[g.node] = complete[g.node] && len(got[i]) == len(g.claims)
+	}
+	held := map[int]bool{}
+	var as []*Assignment
+	realised := map[int]bool{}
+	for _, n := range order {
+		if complete[n] || cs.valueOf(byNode[n]) >= cs.valueOf(inc[n]) {
+			realised[n] = true
+			as = append(as, byNode[n]...)
+			for _, a := range byNode[n] {
+				held[a.Claim.Index] = true
+			}
+		}
+	}
+	for _, n := range incNodes {
+		if realised[n] {
+			continue
+		}
+		for _, a := range inc[n] {
+			if !held[a.Claim.Index] {
+				held[a.Claim.Index] = true
+				as = append(as, a)
+			}
+		}
+	}
+	return as
+}
+
+// assignmentNode is the node an assignment's devices are on (every
+// device of a component the aggregated model covers lies on one node),
+// -1 for an assignment without devices.
+func assignmentNode(cs *componentState, a *Assignment) int {
+	if len(a.Picks) > 0 {
+		if r := cs.p.Devices[a.Picks[0].Dev].Reach; len(r) == 1 {
+			return r[0]
+		}
+	}
+	return a.Node
+}
+
+// realiseGroup places the most weight of a group's held claims on the
+// devices allowed: all of them first (usually at once), else more and
+// more from nothing, until the deadline.
+func realiseGroup(ctx context.Context, cs *componentState, held []*model.Claim, allowed func(int) bool, end time.Time) ([]*Assignment, error) {
+	m, err := encode.Encode(cs.p, held, encode.Options{Symmetry: true, DeviceSymmetry: true, Allowed: allowed})
 	if err != nil {
 		return nil, err
 	}
@@ -214,7 +405,10 @@ func realiseNode(ctx context.Context, cs *componentState, held []*model.Claim, k
 	for _, c := range held {
 		all += cs.weight(c)
 	}
-	if s.Solve(ctx, end, obj.Geq(int(all))) == solver.Sat {
+	// All of them gets half the group's time: a group whose claims do
+	// not all fit (the model relaxes matchAttribute and kinds) can take
+	// its whole time to refute, and the ascent needs some.
+	if s.Solve(ctx, time.Now().Add(time.Until(end)/2), obj.Geq(int(all))) == solver.Sat {
 		return decode(cs.p, m, s), nil
 	}
 	var as []*Assignment

@@ -29,7 +29,7 @@ func TestAggregateStageAgainstBruteForce(t *testing.T) {
 	// The large components' path: the global model, distributed over the
 	// nodes (Limits.DiveLPRows 1 sends every component there).
 	t.Run("dive-global", func(t *testing.T) {
-		testAggregateStage(t, Options{Limits: Limits{DiveLPRows: 1}}, aggregateDiveLate, false)
+		testAggregateStage(t, Options{Limits: Limits{DiveLPRows: 1}}, aggregateDive, false)
 	})
 }
 
@@ -78,4 +78,63 @@ func testAggregateStage(t *testing.T, opts Options, stage func(context.Context, 
 	if runs == 0 || optimal*2 < runs || wantBounds && bounds == 0 {
 		t.Fatalf("stage ran on %d instances, proved %d bounds, realised %d optima", runs, bounds, optimal)
 	}
+}
+
+// TestMergeNodesValid joins a partly realised dive with the greedy
+// incumbent, as the dive stage does when some groups run out of time:
+// half of the groups are taken as failed (nothing placed), the merge
+// and the fill after it must still be a valid allocation (no device or
+// claim twice) for the independent checker, and never hold a claim
+// twice.
+func TestMergeNodesValid(t *testing.T) {
+	merged := 0
+	for seed := uint64(1); seed <= 10; seed++ {
+		objs := randomInstance(seed)
+		p := build(t, objs, "")
+		cs := &componentState{p: p, claims: p.Claims, deadline: time.Now().Add(20 * time.Second), plan: newPlan(false), workers: 2, noSAT: true}
+		cs.bound = math.MaxInt64
+		ctx := context.Background()
+		cs.accept(aloneBound(ctx, cs, cs.deadline))
+		cs.accept(greedyIncumbent(ctx, cs, cs.deadline))
+		cs.accept(relaxation(ctx, cs, cs.deadline))
+		if cs.rel == nil || !plainDevices(cs) || !cs.rel.Enumerated() {
+			continue
+		}
+		na, err := cs.aggregateModel(cs.deadline)
+		if err != nil {
+			continue
+		}
+		sol, _, err := na.Dive(ctx, cs.deadline, 0)
+		if err != nil || sol.Values == nil {
+			continue
+		}
+		re, err := na.Realise(sol.Values, cs.claims)
+		if err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		groups := realisationGroups(cs, re)
+		got, err := realiseGroups(ctx, cs, groups, re.Keep, cs.deadline)
+		if err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		for i := range got {
+			if i%2 == 1 {
+				got[i] = nil
+			}
+		}
+		as := fill(ctx, p, mergeNodes(cs, groups, got), cs.bySize, cs.limits().SearchSteps)
+		seen := map[int]bool{}
+		for _, a := range as {
+			if seen[a.Claim.Index] {
+				t.Fatalf("seed %d: claim %s twice", seed, a.Claim.Key)
+			}
+			seen[a.Claim.Index] = true
+		}
+		checkAllocations(t, p, objs, &Result{Assignments: as}, "")
+		merged++
+	}
+	if merged == 0 {
+		t.Fatal("no instance reached the merge")
+	}
+	t.Logf("%d merges checked", merged)
 }

@@ -2,6 +2,7 @@ package alloc
 
 import (
 	"context"
+	"slices"
 
 	"github.com/drasat/drasat/model"
 )
@@ -54,12 +55,27 @@ func ReleasePick(s *model.State, c *model.Claim, pk Pick) {
 // most once in vain (failed searches are most of a pass's work).
 // steps bounds each claim's search per node.
 func greedy(ctx context.Context, p *model.Problem, claims []*model.Claim, steps int) []*Assignment {
+	return fill(ctx, p, nil, claims, steps)
+}
+
+// fill is greedy on top of an allocation: the devices of as are taken
+// first, then the claims not in as are placed in order; it returns as
+// with the claims placed appended.
+func fill(ctx context.Context, p *model.Problem, as []*Assignment, claims []*model.Claim, steps int) []*Assignment {
 	s := model.NewState(p)
-	var out []*Assignment
+	in := map[int]bool{}
+	for _, a := range as {
+		a.take(s)
+		in[a.Claim.Index] = true
+	}
+	out := slices.Clone(as)
 	full := map[string]map[int]bool{} // class -> nodes where it did not fit
 	for i, c := range claims {
 		if i%64 == 0 && ctx.Err() != nil {
 			break
+		}
+		if in[c.Index] {
+			continue
 		}
 		k := c.ClassKey()
 		if full[k] == nil {

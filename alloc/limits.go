@@ -41,9 +41,9 @@ type Limits struct {
 	LowerMin, LowerMax time.Duration
 
 	// DiveLPRows is the largest per-node aggregated model (rows of its LP)
-	// the aggregate dive solves as it is, before best-fit: 2,000 (about
-	// 16 nodes of A100s). Larger components dive on the global model,
-	// spread over the nodes, after best-fit.
+	// the aggregate dive solves as it is: 2,000 (about 16 nodes of
+	// A100s). Larger components dive on the global model, spread over
+	// the nodes.
 	DiveLPRows int
 }
 

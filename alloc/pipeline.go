@@ -380,7 +380,6 @@ var maxClaimsStages = []stage{
 	{"best-fit-first", quickShare, bestFitFirst},
 	{"aggregate-dive", allLeft, aggregateDive},
 	{"best-fit", allLeft, bestFitTries},
-	{"aggregate-dive-late", allLeft, aggregateDiveLate},
 	{"neighbourhood", lnsShare, neighbourhood},
 	{"settled", untimed, settledWithoutSAT},
 	{"encode", allLeft, encodeModel},

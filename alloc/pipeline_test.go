@@ -95,9 +95,8 @@ func TestPipelineUnderBudgets(t *testing.T) {
 		}
 	}
 	for _, st := range append(slices.Clone(maxClaimsStages), orderedStages...) {
-		// aggregate: opt-in (UseCBC), TestAggregateStageAgainstBruteForce;
-		// aggregate-dive-late: large components only, TestAggregateStageAgainstBruteForce.
-		if !ran[st.name] && st.name != "aggregate" && st.name != "aggregate-dive-late" {
+		// aggregate: opt-in (UseCBC), TestAggregateStageAgainstBruteForce.
+		if !ran[st.name] && st.name != "aggregate" {
 			t.Errorf("stage %s never ran", st.name)
 		}
 	}

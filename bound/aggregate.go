@@ -244,11 +244,19 @@ func (r *Relaxation) RealiseLayouts(values map[string]float64, perNode bool) ([]
 	if err != nil {
 		return nil, err
 	}
-	return r.realiseLayouts(ag, values, perNode)
+	keep, _, err := r.realiseLayouts(ag, values, perNode)
+	return keep, err
 }
 
-func (r *Relaxation) realiseLayouts(ag *aggregated, values map[string]float64, perNode bool) ([]bool, error) {
+// realiseLayouts is RealiseLayouts that also returns each bin's pattern
+// (an index into its type's patterns, by Bin.Index; -1 for a bin the
+// solution leaves without one).
+func (r *Relaxation) realiseLayouts(ag *aggregated, values map[string]float64, perNode bool) ([]bool, []int, error) {
 	keep := make([]bool, len(r.p.Devices))
+	patOf := make([]int, len(r.Bins))
+	for i := range patOf {
+		patOf[i] = -1
+	}
 	// Bins grouped as the model's variables are: by type, or by type and node.
 	type group struct{ t, node int }
 	byGroup := map[group][]*Bin{}
@@ -302,14 +310,15 @@ func (r *Relaxation) realiseLayouts(ag *aggregated, values map[string]float64, p
 				}
 			}
 			if set == nil {
-				return nil, fmt.Errorf("bin type %d pattern %d: no layout holds it", ti, pi)
+				return nil, nil, fmt.Errorf("bin type %d pattern %d: no layout holds it", ti, pi)
 			}
 			for ; n > 0; n-- {
 				if next == len(bins) {
-					return nil, fmt.Errorf("bin type %d: the solution uses more than its %d bins", ti, len(bins))
+					return nil, nil, fmt.Errorf("bin type %d: the solution uses more than its %d bins", ti, len(bins))
 				}
 				b := bins[next]
 				next++
+				patOf[b.Index] = pi
 				for i, d := range b.Devices {
 					if set.has(i) {
 						keep[d] = true
@@ -323,7 +332,7 @@ func (r *Relaxation) realiseLayouts(ag *aggregated, values map[string]float64, p
 			}
 		}
 	}
-	return keep, nil
+	return keep, patOf, nil
 }
 
 // WriteNodeAggregateLP writes the aggregated model with one copy per node:

@@ -3,9 +3,13 @@ package bound
 import (
 	"fmt"
 	"io"
+	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/drasat/drasat/model"
 )
 
 // NodeAggregate is the aggregated claim-pattern model per node
@@ -196,5 +200,90 @@ func (na *NodeAggregate) WriteLP(w io.Writer) error {
 // RealiseLayouts is Relaxation.RealiseLayouts for a solution of this
 // model, without enumerating the patterns again.
 func (na *NodeAggregate) RealiseLayouts(values map[string]float64) ([]bool, error) {
-	return na.r.realiseLayouts(na.ag, values, true)
+	keep, _, err := na.r.realiseLayouts(na.ag, values, true)
+	return keep, err
+}
+
+// Realisation is a solution of the per-node model made concrete: the
+// devices each bin keeps (RealiseLayouts), each admitted claim's node
+// (Relaxation.NodesOf) and the bins whose pattern slots its items take.
+type Realisation struct {
+	Keep  []bool      // by device
+	Nodes map[int]int // claim index -> node
+	// Bins is, per claim index, the bins (Bin.Index) whose patterns
+	// hold the claim's items: the claim's shapes, taken slot by slot
+	// from the bins of its node in bin order. A claim whose node has no
+	// slot left for one of its items (not in an integral solution) has
+	// no entry.
+	Bins map[int][]int
+}
+
+// Realise turns a solution of this model into layouts, nodes and the bins
+// of each claim's items. The bins let a caller realise the answer one
+// group of bins at a time (the bins sharing claims), where the claims of
+// a node held to the node alone leave the SAT model the whole node's
+// packing to search.
+func (na *NodeAggregate) Realise(values map[string]float64, claims []*model.Claim) (*Realisation, error) {
+	keep, patOf, err := na.r.realiseLayouts(na.ag, values, true)
+	if err != nil {
+		return nil, err
+	}
+	re := &Realisation{Keep: keep, Nodes: na.r.NodesOf(values, claims), Bins: map[int][]int{}}
+	// The free slots per node and shape, bin by bin.
+	type sn struct{ s, n int }
+	type slot struct{ bin, left int }
+	slots := map[sn][]slot{}
+	for _, b := range na.r.Bins {
+		pi := patOf[b.Index]
+		if pi < 0 {
+			continue
+		}
+		n := -1
+		if dev := na.r.p.Devices[b.Devices[0]]; len(dev.Reach) == 1 {
+			n = dev.Reach[0]
+		}
+		cnt := map[int]int{}
+		for _, s := range na.ag.pats[b.Type][pi] {
+			cnt[s]++
+		}
+		for s := range na.ag.shapes {
+			if c := cnt[s]; c > 0 {
+				slots[sn{s, n}] = append(slots[sn{s, n}], slot{b.Index, c})
+			}
+		}
+	}
+	demand := map[string][]ShapeDemand{}
+	for ki := range na.Classes {
+		demand[na.r.classes[na.Classes[ki].Class].key] = na.Classes[ki].Demand
+	}
+	for _, c := range claims {
+		n, ok := re.Nodes[c.Index]
+		if !ok {
+			continue
+		}
+		var bins []int
+		fits := true
+		for _, d := range demand[c.ClassKey()] {
+			q := slots[sn{d.Shape, n}]
+			for need := int(math.Round(d.N)); need > 0; {
+				if len(q) == 0 {
+					fits = false
+					break
+				}
+				take := min(need, q[0].left)
+				bins = append(bins, q[0].bin)
+				q[0].left -= take
+				need -= take
+				if q[0].left == 0 {
+					q = q[1:]
+				}
+			}
+			slots[sn{d.Shape, n}] = q
+		}
+		if fits {
+			sort.Ints(bins)
+			re.Bins[c.Index] = slices.Compact(bins)
+		}
+	}
+	return re, nil
 }

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -50,7 +51,7 @@ func build(ctx context.Context, objs *Objects, opts Options) (*Problem, error) {
 		opts.Compat = CompatKEP5963
 	}
 	b := &builder{objs: objs, p: &Problem{Options: opts}, cel: newCELEnv(ctx, opts.CELCost),
-		deviceByID: map[DeviceID][]int{}, matchCache: map[string]matchResult{}, setByName: map[[3]string]int{}, nodeByName: map[string]int{}}
+		deviceByID: map[DeviceID][]int{}, matchCache: map[string]matchResult{}, valuesCache: map[string]map[int][]string{}, setByName: map[[3]string]int{}, nodeByName: map[string]int{}}
 	b.buildNodes()
 	nodeObjs := make([]*corev1.Node, len(b.p.Nodes))
 	for i, n := range b.p.Nodes {
@@ -95,7 +96,15 @@ type builder struct {
 	nodeByName map[string]int
 	classes    map[string]*resourceapi.DeviceClass
 	matchCache map[string]matchResult
-	attrCache  map[string][]*[]string // attribute -> per device, nil until looked up
+	// valuesCache shares a constraint's attribute values among claims
+	// whose constraint reads the same attribute of the same candidate
+	// lists (matchCache shares identical alternatives' lists): a
+	// matchAttribute claim of a large cluster maps tens of thousands of
+	// devices, once per claim cost 1.6 GB at 2,048 GPUs / 8,000 claims.
+	// The values are a function of the device and the attribute, and
+	// nothing writes them after the build.
+	valuesCache map[string]map[int][]string
+	attrCache   map[string][]*[]string // attribute -> per device, nil until looked up
 	// existingCap sums the consumedCapacity of existing shares per device;
 	// altCaps are the alternatives' capacity consumptions, scaled at the end.
 	existingCap map[int]map[resourceapi.QualifiedName]resource.Quantity
@@ -680,6 +689,26 @@ func (b *builder) buildRequests(c *Claim) error {
 		default:
 			// A constraint type of a newer API: an error for the claim, as upstream.
 			return fmt.Errorf("field spec.devices.constraints[%d]: neither matchAttribute nor distinctAttribute is set (unknown constraint type)", i)
+		}
+		key, shared := k.Attribute, true
+		for _, req := range c.Requests {
+			for _, alt := range req.Alternatives {
+				if !k.Applies(req, alt) {
+					continue
+				}
+				if _, derived := alt.Derived[k.Attribute]; derived {
+					shared = false
+				}
+				key += fmt.Sprintf("|%p/%d", unsafe.SliceData(alt.Candidates), len(alt.Candidates))
+			}
+		}
+		if vals, ok := b.valuesCache[key]; ok && shared {
+			k.Values = vals
+			c.Constraints = append(c.Constraints, k)
+			continue
+		}
+		if shared {
+			b.valuesCache[key] = k.Values
 		}
 		for _, req := range c.Requests {
 			for _, alt := range req.Alternatives {
