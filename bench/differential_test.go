@@ -234,7 +234,68 @@ func diffInstance(seed uint64) (*model.Objects, []*resourceapi.ResourceClaim) {
 		claims = append(claims, c)
 	}
 	diffExtend(seed, objs, claims)
+	diffDuplicateNames(seed, objs)
 	return objs, claims
+}
+
+// diffDuplicateNames sometimes adds a pool "dup" (one generation, counters
+// in a slice of their own) whose device x-0 is in the slice of every node:
+// upstream checks device names among a node's slices only, so each node
+// uses its own x-0 (and sometimes x-1), and an allocated x-0 consumes for
+// all of them.
+// Sometimes x-0 is also in a slice on all nodes, which makes the pool
+// invalid on every node; sometimes an existing claim holds x-0.
+func diffDuplicateNames(seed uint64, objs *model.Objects) {
+	rng := rand.New(rand.NewPCG(seed, 43))
+	if rng.IntN(4) != 0 {
+		return
+	}
+	everywhere, second := rng.IntN(4) == 0, rng.IntN(3) == 0
+	count := int64(len(objs.Nodes) + 1)
+	if everywhere {
+		count++
+	}
+	pool := resourceapi.ResourcePool{Name: "dup", Generation: 1, ResourceSliceCount: count}
+	one := map[string]resourceapi.Counter{"n": {Value: *resource.NewQuantity(1, resource.DecimalSI)}}
+	dev := func(name string) resourceapi.Device {
+		d := resourceapi.Device{Name: name, Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{
+			"size":  {IntValue: ptr.To(int64(1 + rng.IntN(3)))},
+			"model": {StringValue: ptr.To([]string{"a", "b"}[rng.IntN(2)])},
+			"numa":  {IntValues: []int64{int64(rng.IntN(3))}},
+		}}
+		if rng.IntN(4) > 0 {
+			d.Attributes["opt"] = resourceapi.DeviceAttribute{IntValue: ptr.To(int64(rng.IntN(3)))}
+		}
+		if rng.IntN(2) == 0 {
+			d.ConsumesCounters = []resourceapi.DeviceCounterConsumption{{CounterSet: "dc", Counters: one}}
+		}
+		return d
+	}
+	objs.Slices = append(objs.Slices, &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "dup-counters"}, Spec: resourceapi.ResourceSliceSpec{
+		Driver: upDriver, Pool: pool, AllNodes: ptr.To(true), SharedCounters: []resourceapi.CounterSet{{Name: "dc", Counters: map[string]resourceapi.Counter{
+			"n": {Value: *resource.NewQuantity(int64(1+rng.IntN(3)), resource.DecimalSI)}}}}}})
+	for _, n := range objs.Nodes {
+		s := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "dup-" + n.Name}, Spec: resourceapi.ResourceSliceSpec{
+			Driver: upDriver, Pool: pool, NodeName: ptr.To(n.Name)}}
+		s.Spec.Devices = append(s.Spec.Devices, dev("x-0"))
+		if second {
+			s.Spec.Devices = append(s.Spec.Devices, dev("x-1"))
+		}
+		if rng.IntN(2) == 0 {
+			s.Spec.Devices = append(s.Spec.Devices, dev("x-"+n.Name))
+		}
+		objs.Slices = append(objs.Slices, s)
+	}
+	if everywhere {
+		objs.Slices = append(objs.Slices, &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "dup-all"}, Spec: resourceapi.ResourceSliceSpec{
+			Driver: upDriver, Pool: pool, AllNodes: ptr.To(true), Devices: []resourceapi.Device{dev("x-0")}}})
+	}
+	if rng.IntN(3) == 0 {
+		r := resourceapi.DeviceRequestAllocationResult{Request: "r", Driver: upDriver, Pool: "dup", Device: "x-0"}
+		c := upClaim("existing-dup", upExact("r", 1, nil))
+		c.Status.Allocation = &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{r}}}
+		objs.Claims = append(objs.Claims, c)
+	}
 }
 
 // diffExtend widens diffInstance's instances with the rest of the API, from

@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -64,15 +65,61 @@ func (c *checker) touchedPools() map[*pool]bool {
 	return out
 }
 
-// in is the device a placement names in pool generation pl, nil if pl
-// does not have it. The allocated state knows devices by name only, so a
-// device allocated from one generation counts, with what this generation
-// says it consumes, in every generation that has it.
-func (p *placement) in(pl *pool) *device {
-	if k := keyOf(p.res); k.pool() == pl.key && pl.issue == "" {
-		return pl.byName[k.Device]
+// in lists the devices a placement charges in pool generation pl (none if
+// pl does not have the name). The allocated state knows devices by name
+// only, so a device allocated from one generation counts, with what this
+// generation says it consumes, in every generation that has it; and where
+// one name is in the slices of several nodes (pl.dups), an allocated name
+// consumes for every one of them, as upstream sums the consumption of
+// every device of the pool whose name is allocated. Only the claim the
+// scheduler places last (last) is checked with just its own devices:
+// every claim before it is allocated by then.
+func (p *placement) in(pl *pool, last string) []*device {
+	k := keyOf(p.res)
+	if k.pool() != pl.key || pl.issue != "" {
+		return nil
 	}
-	return nil
+	if p.isNew && p.dev != nil && p.dev.pool == pl && (!pl.dups || p.claim == last) {
+		return []*device{p.dev}
+	}
+	return pl.named[k.Device]
+}
+
+// lastChoices are the claims that may come last in pool generation pl:
+// with one name in several nodes' slices, the checks hold when some order
+// of the new claims passes; otherwise the order does not matter ("").
+func lastChoices(pl *pool, cons []*placement) []string {
+	if !pl.dups {
+		return []string{""}
+	}
+	var out []string
+	for _, p := range cons {
+		if p.isNew && p.dev.pool == pl && !slices.Contains(out, p.claim) {
+			out = append(out, p.claim)
+		}
+	}
+	if len(out) == 0 {
+		out = []string{""}
+	}
+	return out
+}
+
+// firstPassing runs check for each choice of the last claim and keeps the
+// errors of the first choice when none passes.
+func (c *checker) firstPassing(choices []string, check func(last string)) {
+	var first []error
+	for i, last := range choices {
+		before := len(c.errs)
+		check(last)
+		if len(c.errs) == before {
+			return
+		}
+		if i == 0 {
+			first = append(first, c.errs[before:]...)
+		}
+		c.errs = c.errs[:before]
+	}
+	c.errs = append(c.errs, first...)
 }
 
 // checkCounters: rule 5. In every pool where new results consume counters,
@@ -86,15 +133,19 @@ func (c *checker) checkCounters() {
 		if !touched[pl] {
 			continue
 		}
-		totals := map[string]map[string]resource.Quantity{}
-		newBy := map[string]map[string][]*placement{}
-		var newInPool []*placement
-		for _, p := range cons {
-			d := p.in(pl)
-			if d == nil {
-				continue
-			}
-			if p.isNew && len(d.spec.ConsumesCounters) > 0 {
+		c.firstPassing(lastChoices(pl, cons), func(last string) { c.poolCounters(pl, cons, last) })
+	}
+}
+
+// poolCounters checks the counters of one pool generation, claim last
+// placed last.
+func (c *checker) poolCounters(pl *pool, cons []*placement, last string) {
+	totals := map[string]map[string]resource.Quantity{}
+	newBy := map[string]map[string][]*placement{}
+	var newInPool []*placement
+	for _, p := range cons {
+		for _, d := range p.in(pl, last) {
+			if p.isNew && len(d.spec.ConsumesCounters) > 0 && !slices.Contains(newInPool, p) {
 				newInPool = append(newInPool, p)
 			}
 			for _, cc := range d.spec.ConsumesCounters {
@@ -112,30 +163,30 @@ func (c *checker) checkCounters() {
 				}
 			}
 		}
-		for _, setName := range pl.setNames {
-			cs := pl.counterSets[setName]
-			names := make([]string, 0, len(cs.Counters))
-			for name := range cs.Counters {
-				names = append(names, name)
+	}
+	for _, setName := range pl.setNames {
+		cs := pl.counterSets[setName]
+		names := make([]string, 0, len(cs.Counters))
+		for name := range cs.Counters {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			total, ok := totals[setName][name]
+			if !ok {
+				total = resource.Quantity{}
 			}
-			sort.Strings(names)
-			for _, name := range names {
-				total, ok := totals[setName][name]
-				if !ok {
-					total = resource.Quantity{}
-				}
-				capacity := cs.Counters[name].Value
-				if total.Cmp(capacity) <= 0 {
-					continue
-				}
-				who := newBy[setName][name]
-				what := "new consumers"
-				if len(who) == 0 {
-					who, what = newInPool, "existing allocations alone exceed it, yet new devices in the pool were allocated"
-				}
-				c.errorf("pool %s: counter set %s, counter %s: allocated devices consume %s, more than its value %s; %s: %s",
-					pl.key, setName, name, total.String(), capacity.String(), what, list(who))
+			capacity := cs.Counters[name].Value
+			if total.Cmp(capacity) <= 0 {
+				continue
 			}
+			who := newBy[setName][name]
+			what := "new consumers"
+			if len(who) == 0 {
+				who, what = newInPool, "existing allocations alone exceed it, yet new devices in the pool were allocated"
+			}
+			c.errorf("pool %s: counter set %s, counter %s: allocated devices consume %s, more than its value %s; %s: %s",
+				pl.key, setName, name, total.String(), capacity.String(), what, list(who))
 		}
 	}
 }
@@ -176,51 +227,51 @@ func (c *checker) checkGroups() {
 			if !touched[setKey{pl, setName}] {
 				continue
 			}
-			var es []entry
-			for _, p := range cons {
-				d := p.in(pl)
-				if d == nil {
-					continue
-				}
-				for _, cc := range d.spec.ConsumesCounters {
-					if cc.CounterSet == setName {
-						es = append(es, entry{p, cc.CompatibilityGroups})
-					}
-				}
-			}
-			describe := func(e entry) string {
-				if len(e.groups) == 0 {
-					return e.p.String() + " [<none>]"
-				}
-				return e.p.String() + " [" + strings.Join(e.groups, ",") + "]"
-			}
-			prefix := fmt.Sprintf("pool %s: counter set %s: compatibility groups", pl.key, setName)
-			if c.compat == CompatWildcard {
-				for i := range es {
-					for j := i + 1; j < len(es); j++ {
-						a, b := es[i], es[j]
-						if (!a.p.isNew && !b.p.isNew) || len(a.groups) == 0 || len(b.groups) == 0 || intersects(a.groups, b.groups) {
-							continue
+			c.firstPassing(lastChoices(pl, cons), func(last string) {
+				var es []entry
+				for _, p := range cons {
+					for _, d := range p.in(pl, last) {
+						for _, cc := range d.spec.ConsumesCounters {
+							if cc.CounterSet == setName {
+								es = append(es, entry{p, cc.CompatibilityGroups})
+							}
 						}
-						c.errorf("%s (wildcard): %s and %s share no group", prefix, describe(a), describe(b))
 					}
 				}
-				continue
-			}
-			if len(es) == 0 {
-				continue
-			}
-			common := modes(es[0].groups)
-			for _, e := range es[1:] {
-				common = intersect(common, modes(e.groups))
-			}
-			if len(common) == 0 {
-				var parts []string
-				for _, e := range es {
-					parts = append(parts, describe(e))
+				describe := func(e entry) string {
+					if len(e.groups) == 0 {
+						return e.p.String() + " [<none>]"
+					}
+					return e.p.String() + " [" + strings.Join(e.groups, ",") + "]"
 				}
-				c.errorf("%s (kep5963): the devices allocated from it have no common group: %s", prefix, strings.Join(parts, ", "))
-			}
+				prefix := fmt.Sprintf("pool %s: counter set %s: compatibility groups", pl.key, setName)
+				if c.compat == CompatWildcard {
+					for i := range es {
+						for j := i + 1; j < len(es); j++ {
+							a, b := es[i], es[j]
+							if (!a.p.isNew && !b.p.isNew) || len(a.groups) == 0 || len(b.groups) == 0 || intersects(a.groups, b.groups) {
+								continue
+							}
+							c.errorf("%s (wildcard): %s and %s share no group", prefix, describe(a), describe(b))
+						}
+					}
+					return
+				}
+				if len(es) == 0 {
+					return
+				}
+				common := modes(es[0].groups)
+				for _, e := range es[1:] {
+					common = intersect(common, modes(e.groups))
+				}
+				if len(common) == 0 {
+					var parts []string
+					for _, e := range es {
+						parts = append(parts, describe(e))
+					}
+					c.errorf("%s (kep5963): the devices allocated from it have no common group: %s", prefix, strings.Join(parts, ", "))
+				}
+			})
 		}
 	}
 }

@@ -523,7 +523,7 @@ func (s *orderSearch) valid(ri, ai int, constraints, capacity bool) bool {
 	for _, r := range s.results {
 		var d *device
 		if v := s.c.w.view(s.node, keyOf(&r).pool()); v != nil {
-			d = v.byName[r.Device] // the node's generation of the device
+			d = s.c.w.entryOn(v, r.Device, s.node) // the node's generation of the device
 		}
 		if s.node != nil && (d == nil || !availableEverywhere(d)) {
 			out.Status.Allocation.NodeSelector = &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{

@@ -75,6 +75,7 @@ func build(ctx context.Context, objs *Objects, opts Options) (*Problem, error) {
 		return nil, err
 	}
 	b.scaleCapacities()
+	b.separateDuplicateNames()
 	for _, c := range b.p.Claims {
 		if c.Err == nil {
 			c.Err = b.searchOrderError(c)
@@ -382,20 +383,100 @@ func (b *builder) separateGenerations() {
 			}
 			// d's name consumes counters in o's generation: d excludes
 			// that generation's new counter consumers.
+			same := b.copyOf[o] == b.copyOf[d.Index]
 			for _, e := range byCopy[b.copyOf[o]] {
 				dev := b.p.Devices[e]
-				if e == o || dev.InUse || len(dev.Consumes) == 0 {
+				if e == o || e == d.Index || dev.InUse || len(dev.Consumes) == 0 {
 					continue
+				}
+				if same || dev.ID == d.ID {
+					continue // see separateDuplicateNames
 				}
 				d.Incompatible = append(d.Incompatible, e)
 				dev.Incompatible = append(dev.Incompatible, d.Index)
+				d.OrderExclusive = append(d.OrderExclusive, e)
+				dev.OrderExclusive = append(dev.OrderExclusive, d.Index)
 			}
 		}
 	}
 	for _, d := range b.p.Devices {
 		sort.Ints(d.Incompatible)
 		d.Incompatible = slices.Compact(d.Incompatible)
+		sort.Ints(d.OrderExclusive)
+		d.OrderExclusive = slices.Compact(d.OrderExclusive)
 	}
+}
+
+// separateDuplicateNames: where one device name is in the slices of
+// several nodes of one pool generation (valid on each, see poolInvalid),
+// an allocated name consumes for every one of them, while the claim that
+// allocates it is checked with its own device's consumption. So only the
+// claim the scheduler places last may take such a name with counters
+// without the others counting for it: when two pending claims could take
+// such names, a device of one excludes the devices of the other such names
+// (OrderExclusive: within one claim they go together, as the scheduler's
+// search sees them). Devices whose names are once in the generation need
+// nothing: the claims taking them may come first.
+func (b *builder) separateDuplicateNames() {
+	byCopy := map[int][]int{} // copy -> devices whose name it has twice, with counters
+	for _, d := range b.p.Devices {
+		if !d.InUse && len(d.Consumes) > 0 && b.duplicated(d.Index) {
+			byCopy[b.copyOf[d.Index]] = append(byCopy[b.copyOf[d.Index]], d.Index)
+		}
+	}
+	for _, devs := range byCopy {
+		slices.Sort(devs)
+		rivals := 0
+		for _, c := range b.p.Claims {
+			if c.Err == nil && c.hasCandidate(devs) {
+				rivals++
+			}
+		}
+		if rivals < 2 {
+			continue // a claim alone is checked as the scheduler checks it
+		}
+		for _, d := range devs {
+			for _, e := range devs {
+				dd, de := b.p.Devices[d], b.p.Devices[e]
+				if dd.ID == de.ID {
+					continue // copies of one name exclude each other anyway
+				}
+				dd.Incompatible = append(dd.Incompatible, e)
+				dd.OrderExclusive = append(dd.OrderExclusive, e)
+			}
+		}
+		for _, d := range devs {
+			dev := b.p.Devices[d]
+			sort.Ints(dev.Incompatible)
+			dev.Incompatible = slices.Compact(dev.Incompatible)
+			sort.Ints(dev.OrderExclusive)
+			dev.OrderExclusive = slices.Compact(dev.OrderExclusive)
+		}
+	}
+}
+
+// hasCandidate tells whether one of devs (sorted) can serve a request of c.
+func (c *Claim) hasCandidate(devs []int) bool {
+	for _, r := range c.Requests {
+		for _, a := range r.Alternatives {
+			for _, d := range a.Candidates {
+				if _, ok := slices.BinarySearch(devs, d); ok {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// duplicated tells whether device d's name is twice in its generation.
+func (b *builder) duplicated(d int) bool {
+	for _, o := range b.deviceByID[b.p.Devices[d].ID] {
+		if o != d && b.copyOf[o] == b.copyOf[d] {
+			return true
+		}
+	}
+	return false
 }
 
 func metaName(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: name} }

@@ -111,8 +111,15 @@ type Device struct {
 	// CompatibleOnlyWith is the research extension's CEL expression, "" if none.
 	CompatibleOnlyWith string
 	// Incompatible lists devices of the same pool that compatibleOnlyWith
-	// forbids together with this one (either direction), sorted.
+	// forbids together with this one (either direction), sorted; and the
+	// other copies of its name and the pairs that separateGenerations
+	// keeps apart.
 	Incompatible []int
+	// OrderExclusive is the part of Incompatible that only keeps two
+	// claims from depending on the order the scheduler places them in
+	// (separateGenerations); within one claim, as the scheduler's search
+	// for it sees them, the devices go together.
+	OrderExclusive []int
 }
 
 // Consumption is what a device takes from one counter set.

@@ -103,7 +103,9 @@ func (b *builder) searchOrderError(c *Claim) error {
 	}
 	late := b.lateDevices()
 	search := func(n int, exhaustive bool) (*upstreamSearch, bool) {
-		g := &upstreamSearch{b: b, p: b.p, s: NewState(b.p), c: c, node: n, steps: SearchSteps, late: late, inClaim: map[int]int{},
+		st := NewState(b.p)
+		st.oneClaim = true
+		g := &upstreamSearch{b: b, p: b.p, s: st, c: c, node: n, steps: SearchSteps, late: late, inClaim: map[int]int{},
 			until: len(c.Requests), exhaustive: exhaustive}
 		if !ordered {
 			g.until = 1
