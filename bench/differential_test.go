@@ -235,7 +235,42 @@ func diffInstance(seed uint64) (*model.Objects, []*resourceapi.ResourceClaim) {
 	}
 	diffExtend(seed, objs, claims)
 	diffDuplicateNames(seed, objs)
+	diffWide(seed, objs, claims)
 	return objs, claims
+}
+
+// diffWide sometimes gives one node a pool of 26 to 33 more devices, so
+// that allocationMode All, with the claim's other requests, meets the
+// limit of 32 results: the allocator's check before its search (an error
+// on that node), and its search unwinding to a firstAvailable request
+// (sometimes asking for 20 devices).
+func diffWide(seed uint64, objs *model.Objects, claims []*resourceapi.ResourceClaim) {
+	rng := rand.New(rand.NewPCG(seed, 47))
+	if rng.IntN(6) != 0 {
+		return
+	}
+	node := objs.Nodes[rng.IntN(len(objs.Nodes))].Name
+	s := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "wide"}, Spec: resourceapi.ResourceSliceSpec{
+		Driver: upDriver, Pool: resourceapi.ResourcePool{Name: "wide", Generation: 1, ResourceSliceCount: 1}, NodeName: ptr.To(node)}}
+	for i, k := 0, 26+rng.IntN(8); i < k; i++ {
+		d := resourceapi.Device{Name: fmt.Sprintf("w-%02d", i), Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{
+			"size":  {IntValue: ptr.To(int64(1 + rng.IntN(3)))},
+			"model": {StringValue: ptr.To([]string{"a", "b"}[rng.IntN(2)])},
+			"numa":  {IntValues: []int64{int64(rng.IntN(3))}},
+		}}
+		if rng.IntN(8) > 0 {
+			d.Attributes["opt"] = resourceapi.DeviceAttribute{IntValue: ptr.To(int64(rng.IntN(3)))}
+		}
+		s.Spec.Devices = append(s.Spec.Devices, d)
+	}
+	objs.Slices = append(objs.Slices, s)
+	for _, c := range claims {
+		for i := range c.Spec.Devices.Requests {
+			if r := &c.Spec.Devices.Requests[i]; len(r.FirstAvailable) > 1 && r.FirstAvailable[0].AllocationMode == resourceapi.DeviceAllocationModeExactCount && rng.IntN(3) == 0 {
+				r.FirstAvailable[0].Count = 20
+			}
+		}
+	}
 }
 
 // diffDuplicateNames sometimes adds a pool "dup" (one generation, counters
@@ -503,7 +538,7 @@ func TestSingleClaimFeasibilityMatchesUpstream(t *testing.T) {
 	if n, err := strconv.ParseUint(os.Getenv("DRASAT_DIFF_FIRST"), 10, 64); err == nil && n > 0 {
 		first = n // reproduce one seed: DRASAT_DIFF_FIRST=846 DRASAT_DIFF_SEEDS=1
 	}
-	var total, feasible, disagree int
+	var total, feasible, disagree, limited int
 	for seed := first; seed < first+uint64(seeds); seed++ {
 		base, claims := diffInstance(seed)
 		for _, c := range claims {
@@ -530,6 +565,11 @@ func TestSingleClaimFeasibilityMatchesUpstream(t *testing.T) {
 				feasible++
 				validateAllocations(t, fmt.Sprintf("seed %d, %s: upstream", seed, c.Name), &objs, up.Allocated)
 			}
+			for _, r := range up.Rejected {
+				if strings.Contains(r.Reason, "exceeds the claim limit") {
+					limited++ // the generator reaches the result limit's error
+				}
+			}
 			if upOK != drOK {
 				disagree++
 				var why []string
@@ -541,8 +581,48 @@ func TestSingleClaimFeasibilityMatchesUpstream(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d single claims on %d instances (seeds %d-%d): %d feasible for upstream, %d disagreements", total, seeds, first, first+uint64(seeds)-1, feasible, disagree)
+	t.Logf("%d single claims on %d instances (seeds %d-%d): %d feasible for upstream, %d failing there on the result limit, %d disagreements", total, seeds, first, first+uint64(seeds)-1, feasible, limited, disagree)
 	if feasible == 0 || feasible == total {
 		t.Errorf("degenerate instances: %d of %d feasible", feasible, total)
+	}
+}
+
+// TestResultLimitFixturesMatchUpstream: the shared fixture of the result
+// limit's unwinding (../testdata/order/limit-unwind.yaml), and the same
+// with a second node where the claim fits while node-1's limit check fails
+// (19 x and all 14 y: 33): the upstream allocator and drasat agree on
+// both.
+func TestResultLimitFixturesMatchUpstream(t *testing.T) {
+	load := func() *model.Objects {
+		objs, _, err := model.Load([]string{"../testdata/order/limit-unwind.yaml"}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return objs
+	}
+	unwind := load()
+	up := runUpstream(t, unwind, UpstreamFeatures{Allocator: &allFeatures})
+	dr := runDrasat(t, unwind, model.CompatKEP5963)
+	if len(up.Allocated) != 1 || len(dr) != 1 || !equalPlacement(placement(up.Allocated), placement(dr)) {
+		t.Errorf("unwind: upstream %v %v, drasat %v", placement(up.Allocated), up.Rejected, placement(dr))
+	}
+	// Subrequest many past the limit alone, one for 19 x; node-1 gets a
+	// 14th y (19 + 14 = 33), node-2 has 19 x and one y (fits).
+	limit := load()
+	limit.Claims[0].Spec.Devices.Requests[0].FirstAvailable[0].Count = 40
+	limit.Claims[0].Spec.Devices.Requests[0].FirstAvailable[1].Count = 19
+	devs := &limit.Slices[0].Spec.Devices
+	extra := (*devs)[21].DeepCopy()
+	extra.Name = "y-13"
+	node2 := limit.Slices[0].DeepCopy()
+	node2.Name, node2.Spec.NodeName, node2.Spec.Pool.Name = "s2", ptr.To("node-2"), "p2"
+	node2.Spec.Devices = append(node2.Spec.Devices[:19], node2.Spec.Devices[21])
+	*devs = append(*devs, *extra)
+	limit.Slices = append(limit.Slices, node2)
+	limit.Nodes = append(limit.Nodes, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-2"}})
+	why := upstreamErrorsSomewhere(t, "limit", limit)
+	dr = runDrasat(t, limit, model.CompatKEP5963)
+	if why == "" || !strings.Contains(why, "exceeds the claim limit") || len(dr) != 0 {
+		t.Errorf("limit: upstream error %q, drasat %v", why, placement(dr))
 	}
 }

@@ -59,6 +59,10 @@ func (c *checker) checkSearchOrder(nc *newClaim) {
 		c.errorf("claim %s: %s (the scheduler's allocator fails there)", nc.key, err)
 		return
 	}
+	if err := c.resultLimitError(nc, nodes); err != "" {
+		c.errorf("claim %s: %s (the scheduler's allocator fails there)", nc.key, err)
+		return
+	}
 	first, ordered := c.orderKinds(nc.in)
 	if !first && !ordered {
 		return
@@ -74,6 +78,9 @@ func (c *checker) checkSearchOrder(nc *newClaim) {
 		where := "with no nodes"
 		if n != nil {
 			where = "on node " + n.Name
+		}
+		if !ok && s.exceeded && s.err == "" {
+			s.err = fmt.Sprintf("the results would exceed the limit of %d", maxResults)
 		}
 		switch {
 		case s.err != "":
@@ -285,6 +292,40 @@ func (c *checker) allSelectorError(nc *newClaim, nodes []*corev1.Node) string {
 	return ""
 }
 
+// resultLimitError: before it searches, the allocator adds up on each node
+// the fewest results every request could take there (a firstAvailable
+// request its smallest subrequest; allocationMode All every matching
+// device the node sees) and fails past the limit of 32.
+func (c *checker) resultLimitError(nc *newClaim, nodes []*corev1.Node) string {
+	for _, n := range nodes {
+		s := &orderSearch{c: c, nc: nc, node: n}
+		sum := 0
+		for ri := range nc.in.Spec.Devices.Requests {
+			least := -1
+			for _, a := range requestAlts(&nc.in.Spec.Devices.Requests[ri]) {
+				k := int(max(a.count, 1))
+				if a.mode == resourceapi.DeviceAllocationModeAll {
+					devs, _ := s.devices(a, true)
+					k = len(devs)
+				}
+				if least < 0 || k < least {
+					least = k
+				}
+			}
+			if least > maxResults-sum {
+				where := "with no nodes"
+				if n != nil {
+					where = "on node " + n.Name
+				}
+				return fmt.Sprintf("request %s: adding %d devices exceeds the limit of %d results, with %d already accounted for, %s",
+					nc.in.Spec.Devices.Requests[ri].Name, least, maxResults, sum, where)
+			}
+			sum += least
+		}
+	}
+	return ""
+}
+
 func requestAlts(r *resourceapi.DeviceRequest) []*alt {
 	if r.Exactly != nil {
 		return []*alt{exactAlt(r)}
@@ -315,31 +356,37 @@ type orderSearch struct {
 	until   int // the request at which the search counts as done
 	results []resourceapi.DeviceRequestAllocationResult
 	err     string
+	// exceeded: a request would take the claim past the result limit; the
+	// allocator unwinds to the nearest firstAvailable request, which tries
+	// its next subrequest, without trying other devices before.
+	exceeded bool
 }
 
 func (s *orderSearch) request(ri int) bool {
 	if ri == s.until {
 		return true
 	}
+	allExceeded := true
 	for ai, a := range requestAlts(&s.nc.in.Spec.Devices.Requests[ri]) {
 		if s.steps <= 0 || s.err != "" {
 			return false
 		}
+		s.exceeded = false
 		if a.mode == resourceapi.DeviceAllocationModeAll {
 			if s.all(ri, ai, a) {
 				return true
 			}
-			continue
+		} else if count := int(max(a.count, 1)); len(s.results)+count > maxResults {
+			s.exceeded = true
+		} else {
+			devs, errs := s.devices(a, false)
+			if s.pick(ri, ai, a, devs, errs, 0, count) {
+				return true
+			}
 		}
-		count := int(max(a.count, 1))
-		if len(s.results)+count > maxResults {
-			continue
-		}
-		devs, errs := s.devices(a, false)
-		if s.pick(ri, ai, a, devs, errs, 0, count) {
-			return true
-		}
+		allExceeded = allExceeded && s.exceeded
 	}
+	s.exceeded = allExceeded
 	return false
 }
 
@@ -370,6 +417,9 @@ func (s *orderSearch) pick(ri, ai int, a *alt, devs []*device, errs map[*device]
 			}
 		}
 		s.results = s.results[:len(s.results)-1]
+		if s.exceeded {
+			return false
+		}
 	}
 	return false
 }
@@ -378,7 +428,11 @@ func (s *orderSearch) pick(ri, ai int, a *alt, devs []*device, errs map[*device]
 // added ends the attempt, one that only breaks a constraint is an error.
 func (s *orderSearch) all(ri, ai int, a *alt) bool {
 	devs, _ := s.devices(a, true)
-	if devs == nil || len(s.results)+len(devs) > maxResults {
+	if devs == nil {
+		return false
+	}
+	if len(s.results)+len(devs) > maxResults {
+		s.exceeded = true
 		return false
 	}
 	before := len(s.results)

@@ -78,6 +78,9 @@ func build(ctx context.Context, objs *Objects, opts Options) (*Problem, error) {
 	b.separateDuplicateNames()
 	for _, c := range b.p.Claims {
 		if c.Err == nil {
+			c.Err = b.resultLimitError(c)
+		}
+		if c.Err == nil {
 			c.Err = b.searchOrderError(c)
 		}
 	}
@@ -907,6 +910,45 @@ func limitResults(c *Claim) error {
 				a.Candidates, a.AllMatch, a.OverLimit = nil, nil, true
 				a.onNode = map[int][]int{}
 			}
+		}
+	}
+	return nil
+}
+
+// resultLimitError: on every node it tries, before it searches, the
+// allocator adds up the fewest results each request could take there (a
+// firstAvailable request its smallest subrequest), where an All request
+// (or subrequest) takes every matching device the node sees; past 32 it
+// fails with an error, which aborts the pod's scheduling attempt, whatever
+// other nodes offer. limitResults did this with one device for All.
+func (b *builder) resultLimitError(c *Claim) error {
+	for _, n := range b.searchNodes(c) {
+		sum := 0
+		for _, r := range c.Requests {
+			least := math.MaxInt
+			for _, a := range r.Alternatives {
+				k := a.Count
+				if a.All {
+					k = 0
+					for _, d := range a.AllMatch {
+						if n < 0 || b.p.Devices[d].SeenFrom(n) {
+							k++
+						}
+					}
+					if a.OverLimit {
+						k = 1 // limitResults: even one is too many
+					}
+				}
+				least = min(least, k)
+			}
+			if least > MaxResults-sum {
+				where := ""
+				if n >= 0 {
+					where = " on node " + b.p.Nodes[n].Name
+				}
+				return fmt.Errorf("request %s: adding %d devices exceeds the claim limit of %d results, with %d already accounted for%s", r.Name, least, MaxResults, sum, where)
+			}
+			sum += least
 		}
 	}
 	return nil

@@ -59,6 +59,11 @@ type upstreamSearch struct {
 	picks      []searchPick
 	inClaim    map[int]int
 	err        error
+	// exceeded: the request being searched would take the claim past 32
+	// results. The allocator then unwinds (errAllocationResultMaxSizeExceeded)
+	// without trying other devices for the requests before, up to the
+	// nearest firstAvailable request, which tries its next subrequest.
+	exceeded bool
 }
 
 // searchKinds: first, the claim's first request (its first subrequest) is
@@ -111,6 +116,10 @@ func (b *builder) searchOrderError(c *Claim) error {
 			g.until = 1
 		}
 		ok := g.request(0)
+		if !ok && g.exceeded && g.err == nil {
+			// Past every firstAvailable request: Allocate fails.
+			g.err = fmt.Errorf("the claim's results would exceed the limit of %d", MaxResults)
+		}
 		return g, ok
 	}
 	where := func(n int) string {
@@ -339,23 +348,27 @@ func (g *upstreamSearch) request(ri int) bool {
 	if ri == g.until {
 		return !g.exhaustive
 	}
+	allExceeded := true
 	for ai, a := range g.c.Requests[ri].Alternatives {
 		if g.steps <= 0 || g.err != nil {
 			return false
 		}
-		if a.All {
+		g.exceeded = false
+		switch {
+		case a.All:
 			if g.all(ri, ai, a) {
 				return true
 			}
-			continue
-		}
-		if len(g.picks)+a.Count > MaxResults {
-			continue
-		}
-		if g.devices(ri, ai, a, 0, a.Count) {
+		case a.OverLimit || len(g.picks)+a.Count > MaxResults:
+			g.exceeded = true
+		case g.devices(ri, ai, a, 0, a.Count):
 			return true
 		}
+		allExceeded = allExceeded && g.exceeded
 	}
+	// A firstAvailable request whose every subrequest exceeded passes the
+	// error on; so does a request without subrequests.
+	g.exceeded = allExceeded
 	return false
 }
 
@@ -449,6 +462,9 @@ func (g *upstreamSearch) devices(ri, ai int, a *Alternative, from, need int) boo
 			return true
 		}
 		g.release(a, d)
+		if g.exceeded {
+			return false
+		}
 	}
 	return false
 }
@@ -479,7 +495,11 @@ func (g *upstreamSearch) all(ri, ai int, a *Alternative) bool {
 			take = append(take, d)
 		}
 	}
-	if len(take) == 0 || len(g.picks)+len(take) > MaxResults {
+	if len(take) == 0 {
+		return false
+	}
+	if len(g.picks)+len(take) > MaxResults {
+		g.exceeded = true
 		return false
 	}
 	// The allocator checks, in order: held, counters and groups, taints,
