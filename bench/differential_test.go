@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -625,4 +626,62 @@ func TestResultLimitFixturesMatchUpstream(t *testing.T) {
 	if why == "" || !strings.Contains(why, "exceeds the claim limit") || len(dr) != 0 {
 		t.Errorf("limit: upstream error %q, drasat %v", why, placement(dr))
 	}
+}
+
+// upstreamInOrder is the scheduler taking the pending claims of an
+// instance one at a time, in input order, each with the claims before it
+// allocated: the upstream allocator on every node, an error on any node
+// rejecting the claim, else the first node where it fits.
+func upstreamInOrder(t *testing.T, label string, base *model.Objects, claims []*resourceapi.ResourceClaim) []*resourceapi.ResourceClaim {
+	var placed []*resourceapi.ResourceClaim
+	for _, c := range claims {
+		one := *base
+		one.Claims = append(append(slices.Clone(base.Claims), placed...), c)
+		up, err := Upstream(context.Background(), &one, UpstreamFeatures{Allocator: &allFeatures})
+		if err != nil {
+			t.Fatalf("Upstream: %v", err)
+		}
+		if len(up.Allocated) == 1 && upstreamErrorsSomewhere(t, label+", "+c.Name, &one) == "" {
+			placed = append(placed, up.Allocated[0])
+		}
+	}
+	return placed
+}
+
+// TestBatchAdmitsAtLeastUpstream: on random small instances from the same
+// generator, all claims at once: every allocation drasat makes passes
+// check/, and drasat admits at least as many claims as the scheduler
+// taking them one by one in input order (upstreamInOrder), whose result
+// also passes check/. DRASAT_BATCH_SEEDS=N runs N instances instead of 40,
+// DRASAT_BATCH_FIRST=S starts at seed S.
+func TestBatchAdmitsAtLeastUpstream(t *testing.T) {
+	seeds := 40
+	if n, err := strconv.Atoi(os.Getenv("DRASAT_BATCH_SEEDS")); err == nil && n > 0 {
+		seeds = n
+	}
+	first := uint64(1)
+	if n, err := strconv.ParseUint(os.Getenv("DRASAT_BATCH_FIRST"), 10, 64); err == nil && n > 0 {
+		first = n
+	}
+	var upTotal, drTotal, fewer, more int
+	for seed := first; seed < first+uint64(seeds); seed++ {
+		base, claims := diffInstance(seed)
+		label := fmt.Sprintf("seed %d", seed)
+		up := upstreamInOrder(t, label, base, claims)
+		objs := *base
+		objs.Claims = append(slices.Clone(base.Claims), claims...)
+		validateAllocations(t, label+": upstream in order", &objs, up)
+		dr := runDrasatAs(t, label+": drasat", &objs, model.CompatKEP5963)
+		upTotal += len(up)
+		drTotal += len(dr)
+		switch {
+		case len(dr) < len(up):
+			fewer++
+			t.Errorf("%s: drasat admits %d claims, upstream in order %d\nupstream: %v\ndrasat: %v", label, len(dr), len(up), placement(up), placement(dr))
+		case len(dr) > len(up):
+			more++
+		}
+	}
+	t.Logf("%d instances (seeds %d-%d): upstream in order admits %d claims, drasat %d; drasat more on %d, fewer on %d",
+		seeds, first, first+uint64(seeds)-1, upTotal, drTotal, more, fewer)
 }

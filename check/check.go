@@ -135,8 +135,8 @@ func (c *checker) run(allocated []*resourceapi.ResourceClaim) {
 	c.collect(allocated)
 	for _, nc := range c.newClaims {
 		c.checkClaim(nc)
-		c.checkSearchOrder(nc)
 	}
+	c.checkSearchOrders()
 	c.checkOccupancy()
 	if !c.noCapacity {
 		c.checkCapacity()

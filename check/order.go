@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -10,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/google/uuid"
+
+	"github.com/drasat/drasat/model"
 )
 
 // orderSteps bounds the checker's search per claim and node.
@@ -40,7 +43,7 @@ const orderSteps = 20000
 // The search asks the checker itself whether a partial allocation is valid:
 // the claim cut after the request being filled, that request asking for
 // exactly the devices picked so far.
-func (c *checker) checkSearchOrder(nc *newClaim) {
+func (c *checker) checkSearchOrder(nc *newClaim, before *predecessors) {
 	if c.inSearch {
 		return
 	}
@@ -70,7 +73,7 @@ func (c *checker) checkSearchOrder(nc *newClaim) {
 	var picks []string
 	matched := false
 	for _, n := range nodes {
-		s := &orderSearch{c: c, nc: nc, node: n, steps: orderSteps, until: len(nc.in.Spec.Devices.Requests)}
+		s := &orderSearch{c: c, nc: nc, node: n, steps: orderSteps, until: len(nc.in.Spec.Devices.Requests), before: before}
 		if !ordered {
 			s.until = 1
 		}
@@ -101,6 +104,74 @@ func (c *checker) checkSearchOrder(nc *newClaim) {
 		c.errorf("claim %s: whether the scheduler's allocator fails depends on its search order, so the results (%s) must be what it picks from the existing allocations (%s)",
 			nc.key, resultList(nc.alloc.Devices.Results), strings.Join(picks, "; "))
 	}
+}
+
+// checkSearchOrders runs rule 10 for every new claim. The scheduler places
+// pending claims one at a time, each searched with the claims placed
+// before it allocated; the allocation is valid when some order of the new
+// claims gives each its results without an error on any node. Two orders
+// are tried: the engine's (every such claim searched from the existing
+// allocations alone: it keeps rival claims apart, see model/searchorder.go),
+// and the input order (the order a scheduler taking the claims as they come
+// would use: each claim searched with the new claims listed before it).
+func (c *checker) checkSearchOrders() {
+	if c.inSearch {
+		return
+	}
+	start := len(c.errs)
+	for _, nc := range c.newClaims {
+		c.checkSearchOrder(nc, nil)
+	}
+	if len(c.errs) == start {
+		return
+	}
+	alone := slices.Clone(c.errs[start:])
+	c.errs = c.errs[:start]
+	pos := map[string]int{}
+	for i, cl := range c.objs.Claims {
+		pos[claimKey(cl)] = i
+	}
+	inOrder := slices.Clone(c.newClaims)
+	slices.SortStableFunc(inOrder, func(a, b *newClaim) int { return pos[a.key] - pos[b.key] })
+	before := &predecessors{}
+	for _, nc := range inOrder {
+		c.checkSearchOrder(nc, before)
+		before.add(c, nc)
+	}
+	if len(c.errs) > start {
+		c.errs = append(c.errs[:start], alone...)
+	}
+}
+
+// predecessors are the new claims placed before the one being searched:
+// the scheduler sees them allocated.
+type predecessors struct {
+	objs   *model.Objects // the input with the predecessors allocated
+	input  map[string]*resourceapi.ResourceClaim
+	claims []*newClaim
+}
+
+// add places nc after the predecessors: the objects the checker reads for
+// the next claim have nc allocated.
+func (p *predecessors) add(c *checker, nc *newClaim) {
+	p.claims = append(p.claims, nc)
+	allocated := map[string]*resourceapi.ResourceClaim{}
+	for _, pc := range p.claims {
+		allocated[pc.key] = pc.out
+	}
+	objs := *c.objs
+	objs.Claims = nil
+	for _, cl := range c.objs.Claims {
+		if out, ok := allocated[claimKey(cl)]; ok && c.input[claimKey(cl)] == cl {
+			cl = out
+		}
+		objs.Claims = append(objs.Claims, cl)
+	}
+	p.input = maps.Clone(c.input)
+	for k, out := range allocated {
+		p.input[k] = out
+	}
+	p.objs = &objs
 }
 
 // orderKinds: first, the claim's first request (first subrequest) is All
@@ -356,6 +427,7 @@ type orderSearch struct {
 	until   int // the request at which the search counts as done
 	results []resourceapi.DeviceRequestAllocationResult
 	err     string
+	before  *predecessors // new claims placed before this one (nil: none)
 	// exceeded: a request would take the claim past the result limit; the
 	// allocator unwinds to the nearest firstAvailable request, which tries
 	// its next subrequest, without trying other devices before.
@@ -532,6 +604,15 @@ func (s *orderSearch) held(a *alt, d *device) bool {
 			return true
 		}
 	}
+	if s.before != nil {
+		for _, pc := range s.before.claims {
+			for _, p := range pc.placements {
+				if !p.admin && !p.isShare() && keyOf(p.res) == d.key {
+					return true
+				}
+			}
+		}
+	}
 	return false
 }
 
@@ -585,10 +666,14 @@ func (s *orderSearch) valid(ri, ai int, constraints, capacity bool) bool {
 			break
 		}
 	}
-	sub := &checker{objs: s.c.objs, compat: s.c.compat, w: s.c.w, classes: s.c.classes, input: s.c.input, fixed: s.c.fixed, inSearch: true, noCapacity: !capacity}
-	saved := s.c.input[s.nc.key]
-	s.c.input[s.nc.key] = in
+	objs, input := s.c.objs, s.c.input
+	if s.before != nil && s.before.objs != nil {
+		objs, input = s.before.objs, s.before.input
+	}
+	sub := &checker{objs: objs, compat: s.c.compat, w: s.c.w, classes: s.c.classes, input: input, fixed: s.c.fixed, inSearch: true, noCapacity: !capacity}
+	saved := input[s.nc.key]
+	input[s.nc.key] = in
 	sub.run([]*resourceapi.ResourceClaim{out})
-	s.c.input[s.nc.key] = saved
+	input[s.nc.key] = saved
 	return len(sub.errs) == 0
 }

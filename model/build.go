@@ -76,12 +76,18 @@ func build(ctx context.Context, objs *Objects, opts Options) (*Problem, error) {
 	}
 	b.scaleCapacities()
 	b.separateDuplicateNames()
+	outcomes := map[*Claim]*searchOutcome{}
 	for _, c := range b.p.Claims {
 		if c.Err == nil {
 			c.Err = b.resultLimitError(c)
 		}
 		if c.Err == nil {
-			c.Err = b.searchOrderError(c)
+			outcomes[c], c.Err = b.searchOrderError(c)
+		}
+	}
+	for _, c := range b.p.Claims {
+		if out := outcomes[c]; out != nil && c.Err == nil {
+			c.Err = b.holdOrdered(c, out)
 		}
 	}
 	b.p.CELCost = b.cel.spent

@@ -97,68 +97,87 @@ func constrained(c *Claim, r *Request, a *Alternative) bool {
 	return false
 }
 
+// searchOutcome is what the allocator's search found for an
+// order-dependent claim: the picks on each node where it succeeded, and
+// those nodes in order.
+type searchOutcome struct {
+	found map[int][]searchPick
+	fits  []int
+}
+
 // searchOrderError runs the allocator's search for c on every node it may
-// use and returns the first error (the claim then fails). A claim whose
-// outcome depends on the search order (orderedAll) is then held to the
-// devices found on the first node where the search succeeds.
-func (b *builder) searchOrderError(c *Claim) error {
+// use and returns the first error (the claim then fails). For a claim whose
+// outcome depends on the search order it also returns what the search
+// found, for holdOrdered (nil otherwise).
+func (b *builder) searchOrderError(c *Claim) (*searchOutcome, error) {
 	first, ordered := searchKinds(c)
 	if !first && !ordered {
-		return nil
+		return nil, nil
 	}
-	late := b.lateDevices()
-	search := func(n int, exhaustive bool) (*upstreamSearch, bool) {
-		st := NewState(b.p)
-		st.oneClaim = true
-		g := &upstreamSearch{b: b, p: b.p, s: st, c: c, node: n, steps: SearchSteps, late: late, inClaim: map[int]int{},
-			until: len(c.Requests), exhaustive: exhaustive}
-		if !ordered {
-			g.until = 1
-		}
-		ok := g.request(0)
-		if !ok && g.exceeded && g.err == nil {
-			// Past every firstAvailable request: Allocate fails.
-			g.err = fmt.Errorf("the claim's results would exceed the limit of %d", MaxResults)
-		}
-		return g, ok
-	}
-	where := func(n int) string {
-		if n < 0 {
-			return ""
-		}
-		return " on node " + b.p.Nodes[n].Name
-	}
-	found := map[int][]searchPick{}
-	var fits []int
+	out := &searchOutcome{found: map[int][]searchPick{}}
 	for _, n := range b.searchNodes(c) {
-		g, ok := search(n, false)
+		g, ok := b.search(c, n, false, ordered)
 		switch {
 		case g.err != nil:
-			return fmt.Errorf("%s%s (the scheduler's allocator searches in publication order and fails there)", g.err, where(n))
+			return nil, fmt.Errorf("%s%s (the scheduler's allocator searches in publication order and fails there)", g.err, b.onNode(n))
 		case g.steps <= 0 && ordered:
-			return fmt.Errorf("the scheduler's allocator could not be followed%s within %d search steps, and its outcome depends on its search order", where(n), SearchSteps)
+			return nil, fmt.Errorf("the scheduler's allocator could not be followed%s within %d search steps, and its outcome depends on its search order", b.onNode(n), SearchSteps)
 		case ok:
-			found[n] = slices.Clone(g.picks)
-			fits = append(fits, n)
+			out.found[n] = slices.Clone(g.picks)
+			out.fits = append(out.fits, n)
 		}
 	}
-	if !ordered || len(fits) == 0 {
-		return nil
+	if !ordered || len(out.fits) == 0 {
+		return nil, nil
 	}
-	for _, m := range fits[1:] {
-		o := b.contender(c, found[m])
+	return out, nil
+}
+
+// search runs the allocator's search for c on node n, from the existing
+// allocations alone; exhaustive goes on past complete placements.
+func (b *builder) search(c *Claim, n int, exhaustive, ordered bool) (*upstreamSearch, bool) {
+	st := NewState(b.p)
+	st.oneClaim = true
+	g := &upstreamSearch{b: b, p: b.p, s: st, c: c, node: n, steps: SearchSteps, late: b.lateDevices(), inClaim: map[int]int{},
+		until: len(c.Requests), exhaustive: exhaustive}
+	if !ordered {
+		g.until = 1
+	}
+	ok := g.request(0)
+	if !ok && g.exceeded && g.err == nil {
+		// Past every firstAvailable request: Allocate fails.
+		g.err = fmt.Errorf("the claim's results would exceed the limit of %d", MaxResults)
+	}
+	return g, ok
+}
+
+func (b *builder) onNode(n int) string {
+	if n < 0 {
+		return ""
+	}
+	return " on node " + b.p.Nodes[n].Name
+}
+
+// holdOrdered decides an order-dependent claim once every claim's search
+// is known (claims failing with an error are never placed, so they are no
+// rivals): it fails when a rival placed first could make the search on a
+// later node go past its first success into an error; otherwise it is
+// held to the devices found on the first node where the search succeeds.
+func (b *builder) holdOrdered(c *Claim, out *searchOutcome) error {
+	for _, m := range out.fits[1:] {
+		o := b.contender(c, out.found[m])
 		if o == nil {
 			continue
 		}
-		if g, _ := search(m, true); g.err != nil || g.steps <= 0 {
+		if g, _ := b.search(c, m, true, true); g.err != nil || g.steps <= 0 {
 			why := "an error"
 			if g.err != nil {
 				why = g.err.Error()
 			}
-			return fmt.Errorf("the scheduler's outcome depends on the order of the pending claims: if claim %s came first, the allocator could go past its first placement%s and meet %s", o.Key, where(m), why)
+			return fmt.Errorf("the scheduler's outcome depends on the order of the pending claims: if claim %s came first, the allocator could go past its first placement%s and meet %s", o.Key, b.onNode(m), why)
 		}
 	}
-	b.holdTo(c, fits[0], found[fits[0]])
+	b.holdTo(c, out.fits[0], out.found[out.fits[0]])
 	return nil
 }
 
