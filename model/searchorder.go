@@ -32,7 +32,12 @@ import (
 // does not depend on the order can be placed after it; but when the search
 // on another node can meet an error after its first success, and another
 // order-dependent pending claim could take what that success used, the
-// claim fails too: one of the two would have to come second.
+// claim fails too: one of the two would have to come second (a claim that
+// fails with an error is never placed, so it is no rival: holdOrdered runs
+// once every claim's search is known). Both rules are conservative against
+// a scheduler taking the claims in another order: with other claims placed
+// first, a failing search may not meet its error, and a held claim could
+// get other devices (docs/semantics.md, the allocator's search order).
 // SearchSteps bounds the search per claim and node; a claim whose search
 // does not finish within it on some node is not allocated.
 const SearchSteps = 20000
