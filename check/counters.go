@@ -71,46 +71,71 @@ func (c *checker) touchedPools() map[*pool]bool {
 // generation says it consumes, in every generation that has it; and where
 // one name is in the slices of several nodes (pl.dups), an allocated name
 // consumes for every one of them, as upstream sums the consumption of
-// every device of the pool whose name is allocated. Only the claim the
-// scheduler places last (last) is checked with just its own devices:
-// every claim before it is allocated by then.
-func (p *placement) in(pl *pool, last string) []*device {
+// every device of the pool whose name is allocated. The allocator checks
+// counters only when it allocates a device that consumes some: so only the
+// last claim with such devices in pl (o.last) is checked with just its own
+// devices, and new claims without any (o.after) can come after it and are
+// never checked there: they count for nothing.
+func (p *placement) in(pl *pool, o lastOrder) []*device {
 	k := keyOf(p.res)
 	if k.pool() != pl.key || pl.issue != "" {
 		return nil
 	}
-	if p.isNew && p.dev != nil && p.dev.pool == pl && (!pl.dups || p.claim == last) {
+	if p.isNew && p.dev != nil && p.dev.pool == pl && (!pl.dups || p.claim == o.last) {
 		return []*device{p.dev}
+	}
+	if p.isNew && pl.dups && o.after[p.claim] {
+		return nil
 	}
 	return pl.named[k.Device]
 }
 
-// lastChoices are the claims that may come last in pool generation pl:
-// with one name in several nodes' slices, the checks hold when some order
-// of the new claims passes; otherwise the order does not matter ("").
-func lastChoices(pl *pool, cons []*placement) []string {
+// lastOrder is one order of the new claims for a pool generation whose
+// names repeat across nodes' slices: the claim checked last, and the
+// claims placed after it.
+type lastOrder struct {
+	last  string
+	after map[string]bool
+}
+
+// lastChoices are the orders worth trying in pool generation pl: with one
+// name in several nodes' slices, the checks hold when some order of the
+// new claims passes; otherwise the order does not matter.
+func lastChoices(pl *pool, cons []*placement) []lastOrder {
 	if !pl.dups {
-		return []string{""}
+		return []lastOrder{{}}
 	}
-	var out []string
+	consuming, after := []string{}, map[string]bool{}
 	for _, p := range cons {
-		if p.isNew && p.dev.pool == pl && !slices.Contains(out, p.claim) {
-			out = append(out, p.claim)
+		if !p.isNew || p.dev == nil || p.dev.pool != pl {
+			continue
+		}
+		if len(p.dev.spec.ConsumesCounters) > 0 {
+			if !slices.Contains(consuming, p.claim) {
+				consuming = append(consuming, p.claim)
+			}
+			delete(after, p.claim)
+		} else if !slices.Contains(consuming, p.claim) {
+			after[p.claim] = true
 		}
 	}
+	var out []lastOrder
+	for _, k := range consuming {
+		out = append(out, lastOrder{k, after})
+	}
 	if len(out) == 0 {
-		out = []string{""}
+		out = []lastOrder{{after: after}}
 	}
 	return out
 }
 
 // firstPassing runs check for each choice of the last claim and keeps the
 // errors of the first choice when none passes.
-func (c *checker) firstPassing(choices []string, check func(last string)) {
+func (c *checker) firstPassing(choices []lastOrder, check func(o lastOrder)) {
 	var first []error
-	for i, last := range choices {
+	for i, o := range choices {
 		before := len(c.errs)
-		check(last)
+		check(o)
 		if len(c.errs) == before {
 			return
 		}
@@ -133,18 +158,18 @@ func (c *checker) checkCounters() {
 		if !touched[pl] {
 			continue
 		}
-		c.firstPassing(lastChoices(pl, cons), func(last string) { c.poolCounters(pl, cons, last) })
+		c.firstPassing(lastChoices(pl, cons), func(o lastOrder) { c.poolCounters(pl, cons, o) })
 	}
 }
 
 // poolCounters checks the counters of one pool generation, claim last
 // placed last.
-func (c *checker) poolCounters(pl *pool, cons []*placement, last string) {
+func (c *checker) poolCounters(pl *pool, cons []*placement, o lastOrder) {
 	totals := map[string]map[string]resource.Quantity{}
 	newBy := map[string]map[string][]*placement{}
 	var newInPool []*placement
 	for _, p := range cons {
-		for _, d := range p.in(pl, last) {
+		for _, d := range p.in(pl, o) {
 			if p.isNew && len(d.spec.ConsumesCounters) > 0 && !slices.Contains(newInPool, p) {
 				newInPool = append(newInPool, p)
 			}
@@ -227,10 +252,10 @@ func (c *checker) checkGroups() {
 			if !touched[setKey{pl, setName}] {
 				continue
 			}
-			c.firstPassing(lastChoices(pl, cons), func(last string) {
+			c.firstPassing(lastChoices(pl, cons), func(o lastOrder) {
 				var es []entry
 				for _, p := range cons {
-					for _, d := range p.in(pl, last) {
+					for _, d := range p.in(pl, o) {
 						for _, cc := range d.spec.ConsumesCounters {
 							if cc.CounterSet == setName {
 								es = append(es, entry{p, cc.CompatibilityGroups})
