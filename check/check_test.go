@@ -441,11 +441,20 @@ func TestCheck(t *testing.T) {
 		{name: "existing overflow blocks the pool", mutate: func(fx *fixture) {
 			fx.addExisting("old-w", false, nodeSel("node-2"), res("r", gpuDriver, "node-2", "whole"))
 		}, want: []string{"pool gpu.example.com/node-2: counter set gpu-0, counter s0: allocated devices consume 2, more than its value 1; existing allocations alone exceed it"}},
+		// New admin access takes counters, beside the existing
+		// allocations (old-q holds node-2's quarter-0) ...
 		{name: "new admin access takes counters", mutate: func(fx *fixture) {
 			adm := mkClaim("adm", []resourceapi.DeviceRequest{exact("r", "gpu", sizeSel(4), 1)})
 			adm.Spec.Devices.Requests[0].Exactly.AdminAccess = ptr.To(true)
+			fx.addPending(adm, allocation(nodeSel("node-2"), resourceapi.DeviceRequestAllocationResult{Request: "r", Driver: gpuDriver, Pool: "node-2", Device: "whole", AdminAccess: ptr.To(true)}))
+		}, want: []string{"counter set gpu-0, counter memory: allocated devices consume 50Gi, more than its value 40Gi", "claim default/adm device gpu.example.com/node-2/whole (admin access)"}},
+		// ... but claims placed after it do not see them (the allocated
+		// state skips admin access): adm first, then a and b on node-1.
+		{name: "new admin access unseen by later claims", mutate: func(fx *fixture) {
+			adm := mkClaim("adm", []resourceapi.DeviceRequest{exact("r", "gpu", sizeSel(4), 1)})
+			adm.Spec.Devices.Requests[0].Exactly.AdminAccess = ptr.To(true)
 			fx.addPending(adm, allocation(nodeSel("node-1"), resourceapi.DeviceRequestAllocationResult{Request: "r", Driver: gpuDriver, Pool: "node-1", Device: "whole", AdminAccess: ptr.To(true)}))
-		}, want: []string{"counter set gpu-0, counter memory: allocated devices consume 80Gi, more than its value 40Gi", "claim default/adm device gpu.example.com/node-1/whole (admin access)"}},
+		}},
 
 		// Rule 6: compatibility groups.
 		{name: "kep5963: disjoint groups", mutate: func(fx *fixture) {

@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -158,17 +159,36 @@ func (c *checker) checkCounters() {
 		if !touched[pl] {
 			continue
 		}
-		c.firstPassing(lastChoices(pl, cons), func(o lastOrder) { c.poolCounters(pl, cons, o) })
+		// The scheduler's allocated state does not record admin-access
+		// results: claims placed after one do not see what it consumes.
+		// Claims with such results in pl come first, each seeing the
+		// existing allocations, its own results and the other results of
+		// such claims; the other claims see every result but those.
+		admins := map[string]bool{}
+		for _, p := range cons {
+			if p.isNew && p.admin && p.dev.pool == pl {
+				admins[p.claim] = true
+			}
+		}
+		c.firstPassing(lastChoices(pl, cons), func(o lastOrder) {
+			c.poolCounters(pl, cons, o, func(p *placement) bool { return !p.isNew || !p.admin })
+			for _, x := range slices.Sorted(maps.Keys(admins)) {
+				c.poolCounters(pl, cons, o, func(p *placement) bool { return !p.isNew || p.claim == x || !p.admin && admins[p.claim] })
+			}
+		})
 	}
 }
 
 // poolCounters checks the counters of one pool generation, claim last
 // placed last.
-func (c *checker) poolCounters(pl *pool, cons []*placement, o lastOrder) {
+func (c *checker) poolCounters(pl *pool, cons []*placement, o lastOrder, counted func(*placement) bool) {
 	totals := map[string]map[string]resource.Quantity{}
 	newBy := map[string]map[string][]*placement{}
 	var newInPool []*placement
 	for _, p := range cons {
+		if !counted(p) {
+			continue
+		}
 		for _, d := range p.in(pl, o) {
 			if p.isNew && len(d.spec.ConsumesCounters) > 0 && !slices.Contains(newInPool, p) {
 				newInPool = append(newInPool, p)
