@@ -249,10 +249,6 @@ const noGroups = "\x00<none>"
 // checkGroups: rule 6, compatibility groups per counter set in which a new
 // result consumes.
 func (c *checker) checkGroups() {
-	type entry struct {
-		p      *placement
-		groups []string
-	}
 	type setKey struct {
 		pool *pool
 		set  string
@@ -272,52 +268,79 @@ func (c *checker) checkGroups() {
 			if !touched[setKey{pl, setName}] {
 				continue
 			}
+			// As for counters (checkCounters): admin-access results are
+			// unseen by claims placed after them.
+			filters := []func(*placement) bool{func(p *placement) bool { return !p.isNew || !p.admin }}
+			admins := map[string]bool{}
+			for _, p := range cons {
+				if p.isNew && p.admin && p.dev.pool == pl {
+					admins[p.claim] = true
+				}
+			}
+			for _, x := range slices.Sorted(maps.Keys(admins)) {
+				filters = append(filters, func(p *placement) bool { return !p.isNew || p.claim == x || !p.admin && admins[p.claim] })
+			}
 			c.firstPassing(lastChoices(pl, cons), func(o lastOrder) {
-				var es []entry
-				for _, p := range cons {
-					for _, d := range p.in(pl, o) {
-						for _, cc := range d.spec.ConsumesCounters {
-							if cc.CounterSet == setName {
-								es = append(es, entry{p, cc.CompatibilityGroups})
-							}
-						}
-					}
-				}
-				describe := func(e entry) string {
-					if len(e.groups) == 0 {
-						return e.p.String() + " [<none>]"
-					}
-					return e.p.String() + " [" + strings.Join(e.groups, ",") + "]"
-				}
-				prefix := fmt.Sprintf("pool %s: counter set %s: compatibility groups", pl.key, setName)
-				if c.compat == CompatWildcard {
-					for i := range es {
-						for j := i + 1; j < len(es); j++ {
-							a, b := es[i], es[j]
-							if (!a.p.isNew && !b.p.isNew) || len(a.groups) == 0 || len(b.groups) == 0 || intersects(a.groups, b.groups) {
-								continue
-							}
-							c.errorf("%s (wildcard): %s and %s share no group", prefix, describe(a), describe(b))
-						}
-					}
-					return
-				}
-				if len(es) == 0 {
-					return
-				}
-				common := modes(es[0].groups)
-				for _, e := range es[1:] {
-					common = intersect(common, modes(e.groups))
-				}
-				if len(common) == 0 {
-					var parts []string
-					for _, e := range es {
-						parts = append(parts, describe(e))
-					}
-					c.errorf("%s (kep5963): the devices allocated from it have no common group: %s", prefix, strings.Join(parts, ", "))
+				for _, counted := range filters {
+					c.setGroups(pl, setName, cons, o, counted)
 				}
 			})
 		}
+	}
+}
+
+// setGroups checks the compatibility groups of one counter set for the
+// placements counted.
+func (c *checker) setGroups(pl *pool, setName string, cons []*placement, o lastOrder, counted func(*placement) bool) {
+	type entry struct {
+		p      *placement
+		groups []string
+	}
+	var es []entry
+	for _, p := range cons {
+		if !counted(p) {
+			continue
+		}
+		for _, d := range p.in(pl, o) {
+			for _, cc := range d.spec.ConsumesCounters {
+				if cc.CounterSet == setName {
+					es = append(es, entry{p, cc.CompatibilityGroups})
+				}
+			}
+		}
+	}
+	describe := func(e entry) string {
+		if len(e.groups) == 0 {
+			return e.p.String() + " [<none>]"
+		}
+		return e.p.String() + " [" + strings.Join(e.groups, ",") + "]"
+	}
+	prefix := fmt.Sprintf("pool %s: counter set %s: compatibility groups", pl.key, setName)
+	if c.compat == CompatWildcard {
+		for i := range es {
+			for j := i + 1; j < len(es); j++ {
+				a, b := es[i], es[j]
+				if (!a.p.isNew && !b.p.isNew) || len(a.groups) == 0 || len(b.groups) == 0 || intersects(a.groups, b.groups) {
+					continue
+				}
+				c.errorf("%s (wildcard): %s and %s share no group", prefix, describe(a), describe(b))
+			}
+		}
+		return
+	}
+	if len(es) == 0 {
+		return
+	}
+	common := modes(es[0].groups)
+	for _, e := range es[1:] {
+		common = intersect(common, modes(e.groups))
+	}
+	if len(common) == 0 {
+		var parts []string
+		for _, e := range es {
+			parts = append(parts, describe(e))
+		}
+		c.errorf("%s (kep5963): the devices allocated from it have no common group: %s", prefix, strings.Join(parts, ", "))
 	}
 }
 
