@@ -551,7 +551,7 @@ func TestSingleClaimFeasibilityMatchesUpstream(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Upstream: %v", err)
 			}
-			dr := runDrasat(t, &objs, model.CompatKEP5963)
+			dr := runDrasatAs(t, fmt.Sprintf("seed %d, %s: drasat", seed, c.Name), &objs, model.CompatKEP5963)
 			total++
 			upOK, drOK := len(up.Allocated) == 1, len(dr) == 1
 			if upOK {

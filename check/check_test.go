@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -541,10 +542,14 @@ func TestCheck(t *testing.T) {
 			})
 		}, want: []string{"claim default/a: the scheduler's allocator fails on node node-2: request r: a selector fails on device gpu.example.com/node-2/half-0"}},
 		{name: "derived attribute error on a device the search tries", mutate: func(fx *fixture) {
+			// c, if placed first, would hold half-1 of node-2: left out.
+			fx.out = slices.DeleteFunc(fx.out, func(c *resourceapi.ResourceClaim) bool { return c.Name == "c" })
 			fx.device("node-1-devices", "half-0").Attributes["extra"] = resourceapi.DeviceAttribute{IntValue: ptr.To(int64(1))}
 			fx.spec("a", derivedOnExtra)
 		}, want: []string{"claim default/a: the scheduler's allocator fails on node node-2: request r: derived attribute on device gpu.example.com/node-2/half-1: no such key: extra"}},
 		{name: "derived attribute error only on another node still fails the pod", mutate: func(fx *fixture) {
+			// c, if placed first, would hold half-1 of node-2: left out.
+			fx.out = slices.DeleteFunc(fx.out, func(c *resourceapi.ResourceClaim) bool { return c.Name == "c" })
 			fx.device("node-1-devices", "half-0").Attributes["extra"] = resourceapi.DeviceAttribute{IntValue: ptr.To(int64(1))}
 			fx.device("node-1-devices", "half-1").Attributes["extra"] = resourceapi.DeviceAttribute{IntValue: ptr.To(int64(2))}
 			fx.spec("a", derivedOnExtra)

@@ -111,28 +111,57 @@ func (c *checker) checkSearchOrder(nc *newClaim, before *predecessors) {
 // before it allocated; the allocation is valid when some order of the new
 // claims gives each its results without an error on any node. Two orders
 // are tried: the engine's (every such claim searched from the existing
-// allocations alone: it keeps rival claims apart, see model/searchorder.go),
-// and the input order (the order a scheduler taking the claims as they come
+// allocations alone: it keeps rival claims apart, see model/searchorder.go;
+// those it places last searched with the others allocated), and the input
+// order (the order a scheduler taking the claims as they come
 // would use: each claim searched with the new claims listed before it).
 func (c *checker) checkSearchOrders() {
 	if c.inSearch {
 		return
 	}
 	start := len(c.errs)
+	failing := map[string]bool{}
 	for _, nc := range c.newClaims {
+		before := len(c.errs)
 		c.checkSearchOrder(nc, nil)
+		if len(c.errs) > before {
+			failing[nc.key] = true
+		}
 	}
 	if len(c.errs) == start {
 		return
 	}
 	alone := slices.Clone(c.errs[start:])
 	c.errs = c.errs[:start]
+	// The engine places such claims after all others (alloc's placeLast):
+	// each claim failing above is searched with every other new claim
+	// placed before it, but the failing ones after it (input order).
 	pos := map[string]int{}
 	for i, cl := range c.objs.Claims {
 		pos[claimKey(cl)] = i
 	}
 	inOrder := slices.Clone(c.newClaims)
 	slices.SortStableFunc(inOrder, func(a, b *newClaim) int { return pos[a.key] - pos[b.key] })
+	var others, late []*newClaim
+	for _, nc := range inOrder {
+		if failing[nc.key] {
+			late = append(late, nc)
+		} else {
+			others = append(others, nc)
+		}
+	}
+	last := &predecessors{}
+	for _, nc := range others {
+		last.add(c, nc)
+	}
+	for _, nc := range late {
+		c.checkSearchOrder(nc, last)
+		last.add(c, nc)
+	}
+	if len(c.errs) == start {
+		return
+	}
+	c.errs = c.errs[:start]
 	before := &predecessors{}
 	for _, nc := range inOrder {
 		c.checkSearchOrder(nc, before)

@@ -82,14 +82,22 @@ func build(ctx context.Context, objs *Objects, opts Options) (*Problem, error) {
 			c.Err = b.resultLimitError(c)
 		}
 		if c.Err == nil {
-			outcomes[c], c.Err = b.searchOrderError(c)
+			var err error
+			if outcomes[c], err = b.searchOrderError(c); err != nil {
+				// Failed from the existing allocations alone: with
+				// other claims placed first it may not (PlaceLast).
+				c.unheld = saveUnheld(c)
+				c.unheld.err, c.Err = err, err
+			}
 		}
 	}
 	for _, c := range b.p.Claims {
 		if out := outcomes[c]; out != nil && c.Err == nil {
+			c.unheld = saveUnheld(c)
 			c.Err = b.holdOrdered(c, out)
 		}
 	}
+	b.p.searchLate = b.lateDevices()
 	b.p.CELCost = b.cel.spent
 	return b.p, nil
 }

@@ -15,6 +15,10 @@ import (
 // counter sets, nodes, and the pending claims with their candidate devices.
 // Everything is indexed by position so encoders can use dense slices.
 type Problem struct {
+	// searchLate marks devices of pools with binding conditions, which the
+	// allocator's search tries last (for PlaceLast).
+	searchLate []bool
+
 	Devices     []*Device
 	CounterSets []*CounterSet
 	Nodes       []Node
@@ -219,6 +223,10 @@ type Claim struct {
 
 	classKey string
 	nodes    []int
+	// unheld is what the claim could use before the allocator's search
+	// for it decided (holdTo, or a search from the existing allocations
+	// that met an error): PlaceLast searches again from there.
+	unheld *unheld
 }
 
 // CandidateNodes lists, in order, the nodes from which some candidate of

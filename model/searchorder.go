@@ -582,3 +582,132 @@ func (g *upstreamSearch) release(a *Alternative, d int) {
 	g.inClaim[d]--
 	g.s.ReleaseFor(d, a, !a.AdminAccess)
 }
+
+// unheld keeps a claim's candidates as built, before holdTo, and the error
+// of its search from the existing allocations (nil when it was held).
+type unheld struct {
+	cands, allMatch [][]int // per alternative, requests in order
+	excluded        map[int]bool
+	err             error
+}
+
+func saveUnheld(c *Claim) *unheld {
+	u := &unheld{excluded: maps.Clone(c.ExcludedNodes)}
+	for _, r := range c.Requests {
+		for _, a := range r.Alternatives {
+			u.cands = append(u.cands, slices.Clone(a.Candidates))
+			u.allMatch = append(u.allMatch, slices.Clone(a.AllMatch))
+		}
+	}
+	return u
+}
+
+// Retryable tells whether c is a claim whose outcome depends on the
+// allocator's search order, which the build decided from the existing
+// allocations alone (held to the devices found there, or failed with an
+// error there): placed after the other claims, its search may end
+// elsewhere.
+func (c *Claim) Retryable() bool { return c.unheld != nil }
+
+// PlaceLast follows the allocator's search for c, a Retryable claim, with
+// every claim already in s placed before it: the scheduler taking c last.
+// It returns the node and picks (request, alternative, device) of the
+// first node where the search succeeds, and false when it fails on every
+// node or meets an error (or runs out of steps) on any. The picks are
+// taken in s.
+func (p *Problem) PlaceLast(c *Claim, s *State) (node int, picks [][3]int, ok bool) {
+	u := c.unheld
+	if u == nil {
+		return 0, nil, false
+	}
+	// The scheduler's search does not know the exclusions that only keep
+	// claims from depending on their order (Device.OrderExclusive); where
+	// one could steer this search, the claim is not retried.
+	mine := map[int]bool{}
+	for _, cands := range u.cands {
+		for _, d := range cands {
+			mine[d] = true
+		}
+	}
+	for d := range mine {
+		for _, o := range p.Devices[d].OrderExclusive {
+			if mine[o] && shareNode(p.Devices[d], p.Devices[o]) || s.Taken(o) {
+				return 0, nil, false
+			}
+		}
+	}
+	type saved struct {
+		cands, allMatch []int
+		onNode          map[int][]int
+	}
+	var keep []saved
+	i := 0
+	for _, r := range c.Requests {
+		for _, a := range r.Alternatives {
+			keep = append(keep, saved{a.Candidates, a.AllMatch, a.onNode})
+			a.Candidates, a.AllMatch = u.cands[i], u.allMatch[i]
+			a.indexByNode(p)
+			i++
+		}
+	}
+	excluded, err := c.ExcludedNodes, c.Err
+	c.ExcludedNodes, c.Err = u.excluded, nil
+	defer func() {
+		i := 0
+		for _, r := range c.Requests {
+			for _, a := range r.Alternatives {
+				a.Candidates, a.AllMatch, a.onNode = keep[i].cands, keep[i].allMatch, keep[i].onNode
+				i++
+			}
+		}
+		c.ExcludedNodes, c.Err = excluded, err
+		c.nodes = nil
+	}()
+	b := &builder{p: p, late: p.searchLate}
+	var found []searchPick
+	node = -1
+	for _, n := range b.searchNodes(c) {
+		g := &upstreamSearch{b: b, p: p, s: s, c: c, node: n, steps: SearchSteps, late: p.searchLate, inClaim: map[int]int{}, until: len(c.Requests)}
+		ok := g.request(0)
+		if g.err != nil || g.steps <= 0 || !ok && g.exceeded {
+			return 0, nil, false
+		}
+		if ok {
+			if found == nil {
+				found, node = slices.Clone(g.picks), n
+			}
+			g.undo()
+		}
+	}
+	if found == nil {
+		return 0, nil, false
+	}
+	g := &upstreamSearch{p: p, s: s, c: c, inClaim: map[int]int{}}
+	for _, pk := range found {
+		g.take(pk.req, pk.alt, c.Requests[pk.req].Alternatives[pk.alt], pk.dev)
+		picks = append(picks, [3]int{pk.req, pk.alt, pk.dev})
+	}
+	return node, picks, true
+}
+
+// undo releases the devices of a successful search.
+func (g *upstreamSearch) undo() {
+	for len(g.picks) > 0 {
+		pk := g.picks[len(g.picks)-1]
+		g.release(g.c.Requests[pk.req].Alternatives[pk.alt], pk.dev)
+	}
+}
+
+// shareNode tells whether some node reaches both devices (one search may
+// see both).
+func shareNode(a, b *Device) bool {
+	if a.All || b.All {
+		return true
+	}
+	for _, n := range a.Reach {
+		if slices.Contains(b.Reach, n) {
+			return true
+		}
+	}
+	return false
+}
