@@ -685,3 +685,42 @@ func TestBatchAdmitsAtLeastUpstream(t *testing.T) {
 	t.Logf("%d instances (seeds %d-%d): upstream in order admits %d claims, drasat %d; drasat more on %d, fewer on %d",
 		seeds, first, first+uint64(seeds)-1, upTotal, drTotal, more, fewer)
 }
+
+// TestPlacedLastMatchesUpstream: node-1 has a (numa 0), b (numa 1), both
+// kind one, and c (numa 1), kind all. Claim first asks for one kind-one
+// device of numa 0; claim c for one kind-one device, then all of kind all,
+// under matchAttribute numa. From the existing allocations alone, c's
+// search takes a, then adding c breaks the constraint: an error. With
+// first placed before it (holding a), the search takes b, then c. The
+// scheduler taking them in that order allocates both; so does drasat,
+// placing c last.
+func TestPlacedLastMatchesUpstream(t *testing.T) {
+	sel := func(e string) []resourceapi.DeviceSelector { return upSel(e) }
+	dev := func(name string, numa int64, kind string) resourceapi.Device {
+		return resourceapi.Device{Name: name, Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{
+			"numa": {IntValue: ptr.To(numa)}, "kind": {StringValue: ptr.To(kind)}}}
+	}
+	objs := &model.Objects{Classes: []*resourceapi.DeviceClass{upClass()},
+		Nodes: []*corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}},
+		Slices: []*resourceapi.ResourceSlice{{ObjectMeta: metav1.ObjectMeta{Name: "s1"}, Spec: resourceapi.ResourceSliceSpec{
+			Driver: upDriver, NodeName: ptr.To("node-1"), Pool: resourceapi.ResourcePool{Name: "p1", Generation: 1, ResourceSliceCount: 1},
+			Devices: []resourceapi.Device{dev("a", 0, "one"), dev("b", 1, "one"), dev("c", 1, "all")}}}}}
+	first := upClaim("first", upExact("r", 1, sel(fmt.Sprintf(`device.attributes["%s"].kind == "one" && device.attributes["%s"].numa == 0`, upDriver, upDriver))))
+	all := upExact("all", 1, sel(fmt.Sprintf(`device.attributes["%s"].kind == "all"`, upDriver)))
+	all.Exactly.AllocationMode, all.Exactly.Count = resourceapi.DeviceAllocationModeAll, 0
+	c := upClaim("c", upExact("one", 1, sel(fmt.Sprintf(`device.attributes["%s"].kind == "one"`, upDriver))), all)
+	c.Spec.Devices.Constraints = []resourceapi.DeviceConstraint{{MatchAttribute: ptr.To(resourceapi.FullyQualifiedName(upDriver + "/numa"))}}
+	up := upstreamInOrder(t, "placed last", objs, []*resourceapi.ResourceClaim{first, c})
+	objs.Claims = []*resourceapi.ResourceClaim{first, c}
+	validateAllocations(t, "upstream in order", objs, up)
+	dr := runDrasat(t, objs, model.CompatKEP5963)
+	want := map[string][]string{"first": {"a"}, "c": {"b", "c"}}
+	if !equalPlacement(placement(up), want) || !equalPlacement(placement(dr), want) {
+		t.Errorf("upstream in order %v, drasat %v, want %v", placement(up), placement(dr), want)
+	}
+	// Alone, c fails: its search from the existing allocations errs.
+	objs.Claims = []*resourceapi.ResourceClaim{c}
+	if got := runDrasat(t, objs, model.CompatKEP5963); len(got) != 0 {
+		t.Errorf("c alone: drasat allocates %v", placement(got))
+	}
+}
