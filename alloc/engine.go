@@ -259,6 +259,15 @@ func gather(p *model.Problem, opts Options, results []*componentResult) *Result 
 			unplaceable[c.Index] = true
 		}
 	}
+	if opts.Objective == MaxClaims {
+		// Beyond the model the bound was proven for: they add to both.
+		late := placeLast(p, res.Assignments)
+		res.Assignments = append(res.Assignments, late...)
+		for _, a := range late {
+			st.Objective += a.Claim.Weight
+			st.Bound += a.Claim.Weight
+		}
+	}
 	// In pipeline order, whichever component reached a stage first.
 	pipeline := maxClaimsStages
 	if opts.Objective == Ordered {
@@ -301,4 +310,49 @@ func gather(p *model.Problem, opts Options, results []*componentResult) *Result 
 		}
 	}
 	return res
+}
+
+// placeLast: claims whose outcome depends on the allocator's search order
+// were decided from the existing allocations alone (held to the devices
+// found there, or failed with an error there). Those left out may still be
+// placed as the scheduler would place them after every admitted claim:
+// their search, run with the admitted claims allocated, must meet no error
+// on any node, and they get the devices it picks on the first node where
+// it succeeds. In input order, each after the ones placed before. Not
+// where an admitted claim has admin access (the scheduler does not see
+// what admin access takes; the engine does).
+func placeLast(p *model.Problem, admitted []*Assignment) []*Assignment {
+	in := map[int]bool{}
+	var s *model.State
+	var out []*Assignment
+	for _, c := range p.Claims {
+		if !c.Retryable() {
+			continue
+		}
+		if s == nil {
+			s = model.NewState(p)
+			for _, a := range admitted {
+				for _, pk := range a.Picks {
+					if !exclusive(a.Claim, pk) {
+						return nil
+					}
+				}
+				a.take(s)
+				in[a.Claim.Index] = true
+			}
+		}
+		if in[c.Index] {
+			continue
+		}
+		node, picks, ok := p.PlaceLast(c, s)
+		if !ok {
+			continue
+		}
+		a := &Assignment{Claim: c, Node: node}
+		for _, pk := range picks {
+			a.Picks = append(a.Picks, Pick{Req: pk[0], Alt: pk[1], Dev: pk[2]})
+		}
+		out = append(out, a)
+	}
+	return out
 }

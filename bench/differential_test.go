@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -234,7 +235,103 @@ func diffInstance(seed uint64) (*model.Objects, []*resourceapi.ResourceClaim) {
 		claims = append(claims, c)
 	}
 	diffExtend(seed, objs, claims)
+	diffDuplicateNames(seed, objs)
+	diffWide(seed, objs, claims)
 	return objs, claims
+}
+
+// diffWide sometimes gives one node a pool of 26 to 33 more devices, so
+// that allocationMode All, with the claim's other requests, meets the
+// limit of 32 results: the allocator's check before its search (an error
+// on that node), and its search unwinding to a firstAvailable request
+// (sometimes asking for 20 devices).
+func diffWide(seed uint64, objs *model.Objects, claims []*resourceapi.ResourceClaim) {
+	rng := rand.New(rand.NewPCG(seed, 47))
+	if rng.IntN(6) != 0 {
+		return
+	}
+	node := objs.Nodes[rng.IntN(len(objs.Nodes))].Name
+	s := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "wide"}, Spec: resourceapi.ResourceSliceSpec{
+		Driver: upDriver, Pool: resourceapi.ResourcePool{Name: "wide", Generation: 1, ResourceSliceCount: 1}, NodeName: ptr.To(node)}}
+	for i, k := 0, 26+rng.IntN(8); i < k; i++ {
+		d := resourceapi.Device{Name: fmt.Sprintf("w-%02d", i), Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{
+			"size":  {IntValue: ptr.To(int64(1 + rng.IntN(3)))},
+			"model": {StringValue: ptr.To([]string{"a", "b"}[rng.IntN(2)])},
+			"numa":  {IntValues: []int64{int64(rng.IntN(3))}},
+		}}
+		if rng.IntN(8) > 0 {
+			d.Attributes["opt"] = resourceapi.DeviceAttribute{IntValue: ptr.To(int64(rng.IntN(3)))}
+		}
+		s.Spec.Devices = append(s.Spec.Devices, d)
+	}
+	objs.Slices = append(objs.Slices, s)
+	for _, c := range claims {
+		for i := range c.Spec.Devices.Requests {
+			if r := &c.Spec.Devices.Requests[i]; len(r.FirstAvailable) > 1 && r.FirstAvailable[0].AllocationMode == resourceapi.DeviceAllocationModeExactCount && rng.IntN(3) == 0 {
+				r.FirstAvailable[0].Count = 20
+			}
+		}
+	}
+}
+
+// diffDuplicateNames sometimes adds a pool "dup" (one generation, counters
+// in a slice of their own) whose device x-0 is in the slice of every node:
+// upstream checks device names among a node's slices only, so each node
+// uses its own x-0 (and sometimes x-1), and an allocated x-0 consumes for
+// all of them.
+// Sometimes x-0 is also in a slice on all nodes, which makes the pool
+// invalid on every node; sometimes an existing claim holds x-0.
+func diffDuplicateNames(seed uint64, objs *model.Objects) {
+	rng := rand.New(rand.NewPCG(seed, 43))
+	if rng.IntN(4) != 0 {
+		return
+	}
+	everywhere, second := rng.IntN(4) == 0, rng.IntN(3) == 0
+	count := int64(len(objs.Nodes) + 1)
+	if everywhere {
+		count++
+	}
+	pool := resourceapi.ResourcePool{Name: "dup", Generation: 1, ResourceSliceCount: count}
+	one := map[string]resourceapi.Counter{"n": {Value: *resource.NewQuantity(1, resource.DecimalSI)}}
+	dev := func(name string) resourceapi.Device {
+		d := resourceapi.Device{Name: name, Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{
+			"size":  {IntValue: ptr.To(int64(1 + rng.IntN(3)))},
+			"model": {StringValue: ptr.To([]string{"a", "b"}[rng.IntN(2)])},
+			"numa":  {IntValues: []int64{int64(rng.IntN(3))}},
+		}}
+		if rng.IntN(4) > 0 {
+			d.Attributes["opt"] = resourceapi.DeviceAttribute{IntValue: ptr.To(int64(rng.IntN(3)))}
+		}
+		if rng.IntN(2) == 0 {
+			d.ConsumesCounters = []resourceapi.DeviceCounterConsumption{{CounterSet: "dc", Counters: one}}
+		}
+		return d
+	}
+	objs.Slices = append(objs.Slices, &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "dup-counters"}, Spec: resourceapi.ResourceSliceSpec{
+		Driver: upDriver, Pool: pool, AllNodes: ptr.To(true), SharedCounters: []resourceapi.CounterSet{{Name: "dc", Counters: map[string]resourceapi.Counter{
+			"n": {Value: *resource.NewQuantity(int64(1+rng.IntN(3)), resource.DecimalSI)}}}}}})
+	for _, n := range objs.Nodes {
+		s := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "dup-" + n.Name}, Spec: resourceapi.ResourceSliceSpec{
+			Driver: upDriver, Pool: pool, NodeName: ptr.To(n.Name)}}
+		s.Spec.Devices = append(s.Spec.Devices, dev("x-0"))
+		if second {
+			s.Spec.Devices = append(s.Spec.Devices, dev("x-1"))
+		}
+		if rng.IntN(2) == 0 {
+			s.Spec.Devices = append(s.Spec.Devices, dev("x-"+n.Name))
+		}
+		objs.Slices = append(objs.Slices, s)
+	}
+	if everywhere {
+		objs.Slices = append(objs.Slices, &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "dup-all"}, Spec: resourceapi.ResourceSliceSpec{
+			Driver: upDriver, Pool: pool, AllNodes: ptr.To(true), Devices: []resourceapi.Device{dev("x-0")}}})
+	}
+	if rng.IntN(3) == 0 {
+		r := resourceapi.DeviceRequestAllocationResult{Request: "r", Driver: upDriver, Pool: "dup", Device: "x-0"}
+		c := upClaim("existing-dup", upExact("r", 1, nil))
+		c.Status.Allocation = &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{r}}}
+		objs.Claims = append(objs.Claims, c)
+	}
 }
 
 // diffExtend widens diffInstance's instances with the rest of the API, from
@@ -442,7 +539,7 @@ func TestSingleClaimFeasibilityMatchesUpstream(t *testing.T) {
 	if n, err := strconv.ParseUint(os.Getenv("DRASAT_DIFF_FIRST"), 10, 64); err == nil && n > 0 {
 		first = n // reproduce one seed: DRASAT_DIFF_FIRST=846 DRASAT_DIFF_SEEDS=1
 	}
-	var total, feasible, disagree int
+	var total, feasible, disagree, limited int
 	for seed := first; seed < first+uint64(seeds); seed++ {
 		base, claims := diffInstance(seed)
 		for _, c := range claims {
@@ -454,7 +551,7 @@ func TestSingleClaimFeasibilityMatchesUpstream(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Upstream: %v", err)
 			}
-			dr := runDrasat(t, &objs, model.CompatKEP5963)
+			dr := runDrasatAs(t, fmt.Sprintf("seed %d, %s: drasat", seed, c.Name), &objs, model.CompatKEP5963)
 			total++
 			upOK, drOK := len(up.Allocated) == 1, len(dr) == 1
 			if upOK {
@@ -469,6 +566,11 @@ func TestSingleClaimFeasibilityMatchesUpstream(t *testing.T) {
 				feasible++
 				validateAllocations(t, fmt.Sprintf("seed %d, %s: upstream", seed, c.Name), &objs, up.Allocated)
 			}
+			for _, r := range up.Rejected {
+				if strings.Contains(r.Reason, "exceeds the claim limit") {
+					limited++ // the generator reaches the result limit's error
+				}
+			}
 			if upOK != drOK {
 				disagree++
 				var why []string
@@ -480,8 +582,145 @@ func TestSingleClaimFeasibilityMatchesUpstream(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d single claims on %d instances (seeds %d-%d): %d feasible for upstream, %d disagreements", total, seeds, first, first+uint64(seeds)-1, feasible, disagree)
+	t.Logf("%d single claims on %d instances (seeds %d-%d): %d feasible for upstream, %d failing there on the result limit, %d disagreements", total, seeds, first, first+uint64(seeds)-1, feasible, limited, disagree)
 	if feasible == 0 || feasible == total {
 		t.Errorf("degenerate instances: %d of %d feasible", feasible, total)
+	}
+}
+
+// TestResultLimitFixturesMatchUpstream: the shared fixture of the result
+// limit's unwinding (../testdata/order/limit-unwind.yaml), and the same
+// with a second node where the claim fits while node-1's limit check fails
+// (19 x and all 14 y: 33): the upstream allocator and drasat agree on
+// both.
+func TestResultLimitFixturesMatchUpstream(t *testing.T) {
+	load := func() *model.Objects {
+		objs, _, err := model.Load([]string{"../testdata/order/limit-unwind.yaml"}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return objs
+	}
+	unwind := load()
+	up := runUpstream(t, unwind, UpstreamFeatures{Allocator: &allFeatures})
+	dr := runDrasat(t, unwind, model.CompatKEP5963)
+	if len(up.Allocated) != 1 || len(dr) != 1 || !equalPlacement(placement(up.Allocated), placement(dr)) {
+		t.Errorf("unwind: upstream %v %v, drasat %v", placement(up.Allocated), up.Rejected, placement(dr))
+	}
+	// Subrequest many past the limit alone, one for 19 x; node-1 gets a
+	// 14th y (19 + 14 = 33), node-2 has 19 x and one y (fits).
+	limit := load()
+	limit.Claims[0].Spec.Devices.Requests[0].FirstAvailable[0].Count = 40
+	limit.Claims[0].Spec.Devices.Requests[0].FirstAvailable[1].Count = 19
+	devs := &limit.Slices[0].Spec.Devices
+	extra := (*devs)[21].DeepCopy()
+	extra.Name = "y-13"
+	node2 := limit.Slices[0].DeepCopy()
+	node2.Name, node2.Spec.NodeName, node2.Spec.Pool.Name = "s2", ptr.To("node-2"), "p2"
+	node2.Spec.Devices = append(node2.Spec.Devices[:19], node2.Spec.Devices[21])
+	*devs = append(*devs, *extra)
+	limit.Slices = append(limit.Slices, node2)
+	limit.Nodes = append(limit.Nodes, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-2"}})
+	why := upstreamErrorsSomewhere(t, "limit", limit)
+	dr = runDrasat(t, limit, model.CompatKEP5963)
+	if why == "" || !strings.Contains(why, "exceeds the claim limit") || len(dr) != 0 {
+		t.Errorf("limit: upstream error %q, drasat %v", why, placement(dr))
+	}
+}
+
+// upstreamInOrder is the scheduler taking the pending claims of an
+// instance one at a time, in input order, each with the claims before it
+// allocated: the upstream allocator on every node, an error on any node
+// rejecting the claim, else the first node where it fits.
+func upstreamInOrder(t *testing.T, label string, base *model.Objects, claims []*resourceapi.ResourceClaim) []*resourceapi.ResourceClaim {
+	var placed []*resourceapi.ResourceClaim
+	for _, c := range claims {
+		one := *base
+		one.Claims = append(append(slices.Clone(base.Claims), placed...), c)
+		up, err := Upstream(context.Background(), &one, UpstreamFeatures{Allocator: &allFeatures})
+		if err != nil {
+			t.Fatalf("Upstream: %v", err)
+		}
+		if len(up.Allocated) == 1 && upstreamErrorsSomewhere(t, label+", "+c.Name, &one) == "" {
+			placed = append(placed, up.Allocated[0])
+		}
+	}
+	return placed
+}
+
+// TestBatchAdmitsAtLeastUpstream: on random small instances from the same
+// generator, all claims at once: every allocation drasat makes passes
+// check/, and drasat admits at least as many claims as the scheduler
+// taking them one by one in input order (upstreamInOrder), whose result
+// also passes check/. DRASAT_BATCH_SEEDS=N runs N instances instead of 40,
+// DRASAT_BATCH_FIRST=S starts at seed S.
+func TestBatchAdmitsAtLeastUpstream(t *testing.T) {
+	seeds := 40
+	if n, err := strconv.Atoi(os.Getenv("DRASAT_BATCH_SEEDS")); err == nil && n > 0 {
+		seeds = n
+	}
+	first := uint64(1)
+	if n, err := strconv.ParseUint(os.Getenv("DRASAT_BATCH_FIRST"), 10, 64); err == nil && n > 0 {
+		first = n
+	}
+	var upTotal, drTotal, fewer, more int
+	for seed := first; seed < first+uint64(seeds); seed++ {
+		base, claims := diffInstance(seed)
+		label := fmt.Sprintf("seed %d", seed)
+		up := upstreamInOrder(t, label, base, claims)
+		objs := *base
+		objs.Claims = append(slices.Clone(base.Claims), claims...)
+		validateAllocations(t, label+": upstream in order", &objs, up)
+		dr := runDrasatAs(t, label+": drasat", &objs, model.CompatKEP5963)
+		upTotal += len(up)
+		drTotal += len(dr)
+		switch {
+		case len(dr) < len(up):
+			fewer++
+			t.Errorf("%s: drasat admits %d claims, upstream in order %d\nupstream: %v\ndrasat: %v", label, len(dr), len(up), placement(up), placement(dr))
+		case len(dr) > len(up):
+			more++
+		}
+	}
+	t.Logf("%d instances (seeds %d-%d): upstream in order admits %d claims, drasat %d; drasat more on %d, fewer on %d",
+		seeds, first, first+uint64(seeds)-1, upTotal, drTotal, more, fewer)
+}
+
+// TestPlacedLastMatchesUpstream: node-1 has a (numa 0), b (numa 1), both
+// kind one, and c (numa 1), kind all. Claim first asks for one kind-one
+// device of numa 0; claim c for one kind-one device, then all of kind all,
+// under matchAttribute numa. From the existing allocations alone, c's
+// search takes a, then adding c breaks the constraint: an error. With
+// first placed before it (holding a), the search takes b, then c. The
+// scheduler taking them in that order allocates both; so does drasat,
+// placing c last.
+func TestPlacedLastMatchesUpstream(t *testing.T) {
+	sel := func(e string) []resourceapi.DeviceSelector { return upSel(e) }
+	dev := func(name string, numa int64, kind string) resourceapi.Device {
+		return resourceapi.Device{Name: name, Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{
+			"numa": {IntValue: ptr.To(numa)}, "kind": {StringValue: ptr.To(kind)}}}
+	}
+	objs := &model.Objects{Classes: []*resourceapi.DeviceClass{upClass()},
+		Nodes: []*corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}},
+		Slices: []*resourceapi.ResourceSlice{{ObjectMeta: metav1.ObjectMeta{Name: "s1"}, Spec: resourceapi.ResourceSliceSpec{
+			Driver: upDriver, NodeName: ptr.To("node-1"), Pool: resourceapi.ResourcePool{Name: "p1", Generation: 1, ResourceSliceCount: 1},
+			Devices: []resourceapi.Device{dev("a", 0, "one"), dev("b", 1, "one"), dev("c", 1, "all")}}}}}
+	first := upClaim("first", upExact("r", 1, sel(fmt.Sprintf(`device.attributes["%s"].kind == "one" && device.attributes["%s"].numa == 0`, upDriver, upDriver))))
+	all := upExact("all", 1, sel(fmt.Sprintf(`device.attributes["%s"].kind == "all"`, upDriver)))
+	all.Exactly.AllocationMode, all.Exactly.Count = resourceapi.DeviceAllocationModeAll, 0
+	c := upClaim("c", upExact("one", 1, sel(fmt.Sprintf(`device.attributes["%s"].kind == "one"`, upDriver))), all)
+	c.Spec.Devices.Constraints = []resourceapi.DeviceConstraint{{MatchAttribute: ptr.To(resourceapi.FullyQualifiedName(upDriver + "/numa"))}}
+	up := upstreamInOrder(t, "placed last", objs, []*resourceapi.ResourceClaim{first, c})
+	objs.Claims = []*resourceapi.ResourceClaim{first, c}
+	validateAllocations(t, "upstream in order", objs, up)
+	dr := runDrasat(t, objs, model.CompatKEP5963)
+	want := map[string][]string{"first": {"a"}, "c": {"b", "c"}}
+	if !equalPlacement(placement(up), want) || !equalPlacement(placement(dr), want) {
+		t.Errorf("upstream in order %v, drasat %v, want %v", placement(up), placement(dr), want)
+	}
+	// Alone, c fails: its search from the existing allocations errs.
+	objs.Claims = []*resourceapi.ResourceClaim{c}
+	if got := runDrasat(t, objs, model.CompatKEP5963); len(got) != 0 {
+		t.Errorf("c alone: drasat allocates %v", placement(got))
 	}
 }

@@ -2,7 +2,9 @@ package check
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/google/uuid"
@@ -199,7 +201,14 @@ func (c *checker) checkCapacity() {
 			add(existing, k, p.res.ConsumedCapacity)
 		}
 	}
-	totals := map[devKey]map[resourceapi.QualifiedName]resource.Quantity{}
+	totals := map[devKey]map[resourceapi.QualifiedName]resource.Quantity{} // non-admin shares
+	// Admin-access shares: the allocated state does not know them, so later
+	// claims never see them. Claims with one on a device come first there:
+	// each sees the existing shares, its own, and the other shares of such
+	// claims that are not admin access; the rest see every non-admin share.
+	own := map[devKey]map[string]map[resourceapi.QualifiedName]resource.Quantity{}
+	adminOn := map[devKey]map[string]bool{}
+	nonAdmin := map[devKey]map[string]map[resourceapi.QualifiedName]resource.Quantity{} // per device and claim
 	var order []*device
 	for _, nc := range c.newClaims {
 		for _, a := range nc.alts {
@@ -235,16 +244,60 @@ func (c *checker) checkCapacity() {
 				if !sameQuantities(p.res.ConsumedCapacity, used) {
 					c.errorf("%s: consumedCapacity is %v, the request consumes %v", prefix, quantities(p.res.ConsumedCapacity), quantities(used))
 				}
-				if totals[k] == nil {
+				if totals[k] == nil && own[k] == nil {
 					order = append(order, p.dev)
 				}
-				add(totals, k, used)
+				if totals[k] == nil {
+					totals[k] = map[resourceapi.QualifiedName]resource.Quantity{}
+				}
+				if !p.admin {
+					add(totals, k, used)
+					if nonAdmin[k] == nil {
+						nonAdmin[k] = map[string]map[resourceapi.QualifiedName]resource.Quantity{}
+					}
+					if nonAdmin[k][nc.key] == nil {
+						nonAdmin[k][nc.key] = map[resourceapi.QualifiedName]resource.Quantity{}
+					}
+					for n, q := range used {
+						v := nonAdmin[k][nc.key][n]
+						v.Add(q)
+						nonAdmin[k][nc.key][n] = v
+					}
+				}
+				if own[k] == nil {
+					own[k], adminOn[k] = map[string]map[resourceapi.QualifiedName]resource.Quantity{}, map[string]bool{}
+				}
+				if own[k][nc.key] == nil {
+					own[k][nc.key] = map[resourceapi.QualifiedName]resource.Quantity{}
+				}
+				for n, q := range used {
+					v := own[k][nc.key][n]
+					v.Add(q)
+					own[k][nc.key][n] = v
+				}
+				if p.admin {
+					adminOn[k][nc.key] = true
+				}
 			}
 		}
 	}
 	for _, d := range order {
 		if over := exceeds(d, existing[d.key], totals[d.key]); over != "" {
 			c.errorf("device %s: shares together: %s", d.key, over)
+		}
+		// Each claim with an admin-access share here, the others of them
+		// before it: their non-admin shares count.
+		for _, claim := range slices.Sorted(maps.Keys(adminOn[d.key])) {
+			before := map[devKey]map[resourceapi.QualifiedName]resource.Quantity{}
+			add(before, d.key, existing[d.key])
+			for other := range adminOn[d.key] {
+				if other != claim {
+					add(before, d.key, nonAdmin[d.key][other])
+				}
+			}
+			if over := exceeds(d, before[d.key], own[d.key][claim]); over != "" {
+				c.errorf("device %s: claim %s with its admin-access share, after the claims with other admin-access shares: %s", d.key, claim, over)
+			}
 		}
 	}
 }

@@ -91,6 +91,30 @@ func TestCheckCapacity(t *testing.T) {
 			}
 			out["a"].Status.Allocation.Devices.Results[0].ConsumedCapacity["bandwidth"] = q("65G")
 		}, want: "device net.example.com/p/nic-0: shares together: capacity bandwidth: 105G consumed, more than its value 100G"},
+		// a's share is admin access (65G): the allocated state does not
+		// know it, so b (40G) placed after it fits; a placed first sees
+		// only the existing shares and its own.
+		{name: "admin-access share unseen by later claims", mutate: func(objs *model.Objects, out map[string]*resourceapi.ResourceClaim) {
+			for _, c := range []*resourceapi.ResourceClaim{objs.Claims[0], out["a"]} {
+				c.Spec.Devices.Requests[0].Exactly.Capacity.Requests["bandwidth"] = q("65G")
+				c.Spec.Devices.Requests[0].Exactly.AdminAccess = ptr.To(true)
+			}
+			out["a"].Status.Allocation.Devices.Results[0].ConsumedCapacity["bandwidth"] = q("65G")
+			out["a"].Status.Allocation.Devices.Results[0].AdminAccess = ptr.To(true)
+		}},
+		{name: "admin-access share beside an existing share", mutate: func(objs *model.Objects, out map[string]*resourceapi.ResourceClaim) {
+			for _, c := range []*resourceapi.ResourceClaim{objs.Claims[0], out["a"]} {
+				c.Spec.Devices.Requests[0].Exactly.Capacity.Requests["bandwidth"] = q("65G")
+				c.Spec.Devices.Requests[0].Exactly.AdminAccess = ptr.To(true)
+			}
+			out["a"].Status.Allocation.Devices.Results[0].ConsumedCapacity["bandwidth"] = q("65G")
+			out["a"].Status.Allocation.Devices.Results[0].AdminAccess = ptr.To(true)
+			uid := types.UID("0f6a8a62-2bd4-4b1c-9d4e-2f1a6c1b7a09")
+			objs.Claims = append(objs.Claims, &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: "old", Namespace: "default"},
+				Status: resourceapi.ResourceClaimStatus{Allocation: &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{
+					Results: []resourceapi.DeviceRequestAllocationResult{{Request: "r", Driver: netDriver, Pool: "p", Device: "nic-0", ShareID: &uid,
+						ConsumedCapacity: map[resourceapi.QualifiedName]resource.Quantity{"bandwidth": q("40G")}}}}}}})
+		}, want: "claim default/a with its admin-access share, after the claims with other admin-access shares: capacity bandwidth: 105G consumed"},
 		{name: "existing share counts", mutate: func(objs *model.Objects, _ map[string]*resourceapi.ResourceClaim) {
 			uid := types.UID("0f6a8a62-2bd4-4b1c-9d4e-2f1a6c1b7a09")
 			objs.Claims = append(objs.Claims, &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: "old", Namespace: "default"},

@@ -135,8 +135,8 @@ func (c *checker) run(allocated []*resourceapi.ResourceClaim) {
 	c.collect(allocated)
 	for _, nc := range c.newClaims {
 		c.checkClaim(nc)
-		c.checkSearchOrder(nc)
 	}
+	c.checkSearchOrders()
 	c.checkOccupancy()
 	if !c.noCapacity {
 		c.checkCapacity()
@@ -249,10 +249,10 @@ func (c *checker) generationOptions(nc *newClaim) []generationOption {
 		var devs []*device
 		for _, p := range nc.placements {
 			v := c.w.view(n, keyOf(p.res).pool())
-			if v == nil || v.issue != "" || v.byName[p.res.Device] == nil {
+			if v == nil || v.issue != "" || c.w.entryOn(v, p.res.Device, n) == nil {
 				break
 			}
-			d := v.byName[p.res.Device]
+			d := c.w.entryOn(v, p.res.Device, n)
 			if ok, _ := c.w.allocatable(d, n); !ok {
 				break
 			}

@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -441,11 +442,20 @@ func TestCheck(t *testing.T) {
 		{name: "existing overflow blocks the pool", mutate: func(fx *fixture) {
 			fx.addExisting("old-w", false, nodeSel("node-2"), res("r", gpuDriver, "node-2", "whole"))
 		}, want: []string{"pool gpu.example.com/node-2: counter set gpu-0, counter s0: allocated devices consume 2, more than its value 1; existing allocations alone exceed it"}},
+		// New admin access takes counters, beside the existing
+		// allocations (old-q holds node-2's quarter-0) ...
 		{name: "new admin access takes counters", mutate: func(fx *fixture) {
 			adm := mkClaim("adm", []resourceapi.DeviceRequest{exact("r", "gpu", sizeSel(4), 1)})
 			adm.Spec.Devices.Requests[0].Exactly.AdminAccess = ptr.To(true)
+			fx.addPending(adm, allocation(nodeSel("node-2"), resourceapi.DeviceRequestAllocationResult{Request: "r", Driver: gpuDriver, Pool: "node-2", Device: "whole", AdminAccess: ptr.To(true)}))
+		}, want: []string{"counter set gpu-0, counter memory: allocated devices consume 50Gi, more than its value 40Gi", "claim default/adm device gpu.example.com/node-2/whole (admin access)"}},
+		// ... but claims placed after it do not see them (the allocated
+		// state skips admin access): adm first, then a and b on node-1.
+		{name: "new admin access unseen by later claims", mutate: func(fx *fixture) {
+			adm := mkClaim("adm", []resourceapi.DeviceRequest{exact("r", "gpu", sizeSel(4), 1)})
+			adm.Spec.Devices.Requests[0].Exactly.AdminAccess = ptr.To(true)
 			fx.addPending(adm, allocation(nodeSel("node-1"), resourceapi.DeviceRequestAllocationResult{Request: "r", Driver: gpuDriver, Pool: "node-1", Device: "whole", AdminAccess: ptr.To(true)}))
-		}, want: []string{"counter set gpu-0, counter memory: allocated devices consume 80Gi, more than its value 40Gi", "claim default/adm device gpu.example.com/node-1/whole (admin access)"}},
+		}},
 
 		// Rule 6: compatibility groups.
 		{name: "kep5963: disjoint groups", mutate: func(fx *fixture) {
@@ -532,10 +542,14 @@ func TestCheck(t *testing.T) {
 			})
 		}, want: []string{"claim default/a: the scheduler's allocator fails on node node-2: request r: a selector fails on device gpu.example.com/node-2/half-0"}},
 		{name: "derived attribute error on a device the search tries", mutate: func(fx *fixture) {
+			// c, if placed first, would hold half-1 of node-2: left out.
+			fx.out = slices.DeleteFunc(fx.out, func(c *resourceapi.ResourceClaim) bool { return c.Name == "c" })
 			fx.device("node-1-devices", "half-0").Attributes["extra"] = resourceapi.DeviceAttribute{IntValue: ptr.To(int64(1))}
 			fx.spec("a", derivedOnExtra)
 		}, want: []string{"claim default/a: the scheduler's allocator fails on node node-2: request r: derived attribute on device gpu.example.com/node-2/half-1: no such key: extra"}},
 		{name: "derived attribute error only on another node still fails the pod", mutate: func(fx *fixture) {
+			// c, if placed first, would hold half-1 of node-2: left out.
+			fx.out = slices.DeleteFunc(fx.out, func(c *resourceapi.ResourceClaim) bool { return c.Name == "c" })
 			fx.device("node-1-devices", "half-0").Attributes["extra"] = resourceapi.DeviceAttribute{IntValue: ptr.To(int64(1))}
 			fx.device("node-1-devices", "half-1").Attributes["extra"] = resourceapi.DeviceAttribute{IntValue: ptr.To(int64(2))}
 			fx.spec("a", derivedOnExtra)

@@ -2,6 +2,8 @@ package check
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -64,15 +66,86 @@ func (c *checker) touchedPools() map[*pool]bool {
 	return out
 }
 
-// in is the device a placement names in pool generation pl, nil if pl
-// does not have it. The allocated state knows devices by name only, so a
-// device allocated from one generation counts, with what this generation
-// says it consumes, in every generation that has it.
-func (p *placement) in(pl *pool) *device {
-	if k := keyOf(p.res); k.pool() == pl.key && pl.issue == "" {
-		return pl.byName[k.Device]
+// in lists the devices a placement charges in pool generation pl (none if
+// pl does not have the name). The allocated state knows devices by name
+// only, so a device allocated from one generation counts, with what this
+// generation says it consumes, in every generation that has it; and where
+// one name is in the slices of several nodes (pl.dups), an allocated name
+// consumes for every one of them, as upstream sums the consumption of
+// every device of the pool whose name is allocated. The allocator checks
+// counters only when it allocates a device that consumes some: so only the
+// last claim with such devices in pl (o.last) is checked with just its own
+// devices, and new claims without any (o.after) can come after it and are
+// never checked there: they count for nothing.
+func (p *placement) in(pl *pool, o lastOrder) []*device {
+	k := keyOf(p.res)
+	if k.pool() != pl.key || pl.issue != "" {
+		return nil
 	}
-	return nil
+	if p.isNew && p.dev != nil && p.dev.pool == pl && (!pl.dups || p.claim == o.last) {
+		return []*device{p.dev}
+	}
+	if p.isNew && pl.dups && o.after[p.claim] {
+		return nil
+	}
+	return pl.named[k.Device]
+}
+
+// lastOrder is one order of the new claims for a pool generation whose
+// names repeat across nodes' slices: the claim checked last, and the
+// claims placed after it.
+type lastOrder struct {
+	last  string
+	after map[string]bool
+}
+
+// lastChoices are the orders worth trying in pool generation pl: with one
+// name in several nodes' slices, the checks hold when some order of the
+// new claims passes; otherwise the order does not matter.
+func lastChoices(pl *pool, cons []*placement) []lastOrder {
+	if !pl.dups {
+		return []lastOrder{{}}
+	}
+	consuming, after := []string{}, map[string]bool{}
+	for _, p := range cons {
+		if !p.isNew || p.dev == nil || p.dev.pool != pl {
+			continue
+		}
+		if len(p.dev.spec.ConsumesCounters) > 0 {
+			if !slices.Contains(consuming, p.claim) {
+				consuming = append(consuming, p.claim)
+			}
+			delete(after, p.claim)
+		} else if !slices.Contains(consuming, p.claim) {
+			after[p.claim] = true
+		}
+	}
+	var out []lastOrder
+	for _, k := range consuming {
+		out = append(out, lastOrder{k, after})
+	}
+	if len(out) == 0 {
+		out = []lastOrder{{after: after}}
+	}
+	return out
+}
+
+// firstPassing runs check for each choice of the last claim and keeps the
+// errors of the first choice when none passes.
+func (c *checker) firstPassing(choices []lastOrder, check func(o lastOrder)) {
+	var first []error
+	for i, o := range choices {
+		before := len(c.errs)
+		check(o)
+		if len(c.errs) == before {
+			return
+		}
+		if i == 0 {
+			first = append(first, c.errs[before:]...)
+		}
+		c.errs = c.errs[:before]
+	}
+	c.errs = append(c.errs, first...)
 }
 
 // checkCounters: rule 5. In every pool where new results consume counters,
@@ -86,15 +159,38 @@ func (c *checker) checkCounters() {
 		if !touched[pl] {
 			continue
 		}
-		totals := map[string]map[string]resource.Quantity{}
-		newBy := map[string]map[string][]*placement{}
-		var newInPool []*placement
+		// The scheduler's allocated state does not record admin-access
+		// results: claims placed after one do not see what it consumes.
+		// Claims with such results in pl come first, each seeing the
+		// existing allocations, its own results and the other results of
+		// such claims; the other claims see every result but those.
+		admins := map[string]bool{}
 		for _, p := range cons {
-			d := p.in(pl)
-			if d == nil {
-				continue
+			if p.isNew && p.admin && p.dev.pool == pl {
+				admins[p.claim] = true
 			}
-			if p.isNew && len(d.spec.ConsumesCounters) > 0 {
+		}
+		c.firstPassing(lastChoices(pl, cons), func(o lastOrder) {
+			c.poolCounters(pl, cons, o, func(p *placement) bool { return !p.isNew || !p.admin })
+			for _, x := range slices.Sorted(maps.Keys(admins)) {
+				c.poolCounters(pl, cons, o, func(p *placement) bool { return !p.isNew || p.claim == x || !p.admin && admins[p.claim] })
+			}
+		})
+	}
+}
+
+// poolCounters checks the counters of one pool generation, claim last
+// placed last.
+func (c *checker) poolCounters(pl *pool, cons []*placement, o lastOrder, counted func(*placement) bool) {
+	totals := map[string]map[string]resource.Quantity{}
+	newBy := map[string]map[string][]*placement{}
+	var newInPool []*placement
+	for _, p := range cons {
+		if !counted(p) {
+			continue
+		}
+		for _, d := range p.in(pl, o) {
+			if p.isNew && len(d.spec.ConsumesCounters) > 0 && !slices.Contains(newInPool, p) {
 				newInPool = append(newInPool, p)
 			}
 			for _, cc := range d.spec.ConsumesCounters {
@@ -112,30 +208,30 @@ func (c *checker) checkCounters() {
 				}
 			}
 		}
-		for _, setName := range pl.setNames {
-			cs := pl.counterSets[setName]
-			names := make([]string, 0, len(cs.Counters))
-			for name := range cs.Counters {
-				names = append(names, name)
+	}
+	for _, setName := range pl.setNames {
+		cs := pl.counterSets[setName]
+		names := make([]string, 0, len(cs.Counters))
+		for name := range cs.Counters {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			total, ok := totals[setName][name]
+			if !ok {
+				total = resource.Quantity{}
 			}
-			sort.Strings(names)
-			for _, name := range names {
-				total, ok := totals[setName][name]
-				if !ok {
-					total = resource.Quantity{}
-				}
-				capacity := cs.Counters[name].Value
-				if total.Cmp(capacity) <= 0 {
-					continue
-				}
-				who := newBy[setName][name]
-				what := "new consumers"
-				if len(who) == 0 {
-					who, what = newInPool, "existing allocations alone exceed it, yet new devices in the pool were allocated"
-				}
-				c.errorf("pool %s: counter set %s, counter %s: allocated devices consume %s, more than its value %s; %s: %s",
-					pl.key, setName, name, total.String(), capacity.String(), what, list(who))
+			capacity := cs.Counters[name].Value
+			if total.Cmp(capacity) <= 0 {
+				continue
 			}
+			who := newBy[setName][name]
+			what := "new consumers"
+			if len(who) == 0 {
+				who, what = newInPool, "existing allocations alone exceed it, yet new devices in the pool were allocated"
+			}
+			c.errorf("pool %s: counter set %s, counter %s: allocated devices consume %s, more than its value %s; %s: %s",
+				pl.key, setName, name, total.String(), capacity.String(), what, list(who))
 		}
 	}
 }
@@ -153,10 +249,6 @@ const noGroups = "\x00<none>"
 // checkGroups: rule 6, compatibility groups per counter set in which a new
 // result consumes.
 func (c *checker) checkGroups() {
-	type entry struct {
-		p      *placement
-		groups []string
-	}
 	type setKey struct {
 		pool *pool
 		set  string
@@ -176,52 +268,79 @@ func (c *checker) checkGroups() {
 			if !touched[setKey{pl, setName}] {
 				continue
 			}
-			var es []entry
+			// As for counters (checkCounters): admin-access results are
+			// unseen by claims placed after them.
+			filters := []func(*placement) bool{func(p *placement) bool { return !p.isNew || !p.admin }}
+			admins := map[string]bool{}
 			for _, p := range cons {
-				d := p.in(pl)
-				if d == nil {
-					continue
-				}
-				for _, cc := range d.spec.ConsumesCounters {
-					if cc.CounterSet == setName {
-						es = append(es, entry{p, cc.CompatibilityGroups})
-					}
+				if p.isNew && p.admin && p.dev.pool == pl {
+					admins[p.claim] = true
 				}
 			}
-			describe := func(e entry) string {
-				if len(e.groups) == 0 {
-					return e.p.String() + " [<none>]"
+			for _, x := range slices.Sorted(maps.Keys(admins)) {
+				filters = append(filters, func(p *placement) bool { return !p.isNew || p.claim == x || !p.admin && admins[p.claim] })
+			}
+			c.firstPassing(lastChoices(pl, cons), func(o lastOrder) {
+				for _, counted := range filters {
+					c.setGroups(pl, setName, cons, o, counted)
 				}
-				return e.p.String() + " [" + strings.Join(e.groups, ",") + "]"
-			}
-			prefix := fmt.Sprintf("pool %s: counter set %s: compatibility groups", pl.key, setName)
-			if c.compat == CompatWildcard {
-				for i := range es {
-					for j := i + 1; j < len(es); j++ {
-						a, b := es[i], es[j]
-						if (!a.p.isNew && !b.p.isNew) || len(a.groups) == 0 || len(b.groups) == 0 || intersects(a.groups, b.groups) {
-							continue
-						}
-						c.errorf("%s (wildcard): %s and %s share no group", prefix, describe(a), describe(b))
-					}
+			})
+		}
+	}
+}
+
+// setGroups checks the compatibility groups of one counter set for the
+// placements counted.
+func (c *checker) setGroups(pl *pool, setName string, cons []*placement, o lastOrder, counted func(*placement) bool) {
+	type entry struct {
+		p      *placement
+		groups []string
+	}
+	var es []entry
+	for _, p := range cons {
+		if !counted(p) {
+			continue
+		}
+		for _, d := range p.in(pl, o) {
+			for _, cc := range d.spec.ConsumesCounters {
+				if cc.CounterSet == setName {
+					es = append(es, entry{p, cc.CompatibilityGroups})
 				}
-				continue
-			}
-			if len(es) == 0 {
-				continue
-			}
-			common := modes(es[0].groups)
-			for _, e := range es[1:] {
-				common = intersect(common, modes(e.groups))
-			}
-			if len(common) == 0 {
-				var parts []string
-				for _, e := range es {
-					parts = append(parts, describe(e))
-				}
-				c.errorf("%s (kep5963): the devices allocated from it have no common group: %s", prefix, strings.Join(parts, ", "))
 			}
 		}
+	}
+	describe := func(e entry) string {
+		if len(e.groups) == 0 {
+			return e.p.String() + " [<none>]"
+		}
+		return e.p.String() + " [" + strings.Join(e.groups, ",") + "]"
+	}
+	prefix := fmt.Sprintf("pool %s: counter set %s: compatibility groups", pl.key, setName)
+	if c.compat == CompatWildcard {
+		for i := range es {
+			for j := i + 1; j < len(es); j++ {
+				a, b := es[i], es[j]
+				if (!a.p.isNew && !b.p.isNew) || len(a.groups) == 0 || len(b.groups) == 0 || intersects(a.groups, b.groups) {
+					continue
+				}
+				c.errorf("%s (wildcard): %s and %s share no group", prefix, describe(a), describe(b))
+			}
+		}
+		return
+	}
+	if len(es) == 0 {
+		return
+	}
+	common := modes(es[0].groups)
+	for _, e := range es[1:] {
+		common = intersect(common, modes(e.groups))
+	}
+	if len(common) == 0 {
+		var parts []string
+		for _, e := range es {
+			parts = append(parts, describe(e))
+		}
+		c.errorf("%s (kep5963): the devices allocated from it have no common group: %s", prefix, strings.Join(parts, ", "))
 	}
 }
 

@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -10,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/google/uuid"
+
+	"github.com/drasat/drasat/model"
 )
 
 // orderSteps bounds the checker's search per claim and node.
@@ -40,7 +43,7 @@ const orderSteps = 20000
 // The search asks the checker itself whether a partial allocation is valid:
 // the claim cut after the request being filled, that request asking for
 // exactly the devices picked so far.
-func (c *checker) checkSearchOrder(nc *newClaim) {
+func (c *checker) checkSearchOrder(nc *newClaim, before *predecessors) {
 	if c.inSearch {
 		return
 	}
@@ -59,6 +62,10 @@ func (c *checker) checkSearchOrder(nc *newClaim) {
 		c.errorf("claim %s: %s (the scheduler's allocator fails there)", nc.key, err)
 		return
 	}
+	if err := c.resultLimitError(nc, nodes); err != "" {
+		c.errorf("claim %s: %s (the scheduler's allocator fails there)", nc.key, err)
+		return
+	}
 	first, ordered := c.orderKinds(nc.in)
 	if !first && !ordered {
 		return
@@ -66,7 +73,7 @@ func (c *checker) checkSearchOrder(nc *newClaim) {
 	var picks []string
 	matched := false
 	for _, n := range nodes {
-		s := &orderSearch{c: c, nc: nc, node: n, steps: orderSteps, until: len(nc.in.Spec.Devices.Requests)}
+		s := &orderSearch{c: c, nc: nc, node: n, steps: orderSteps, until: len(nc.in.Spec.Devices.Requests), before: before}
 		if !ordered {
 			s.until = 1
 		}
@@ -74,6 +81,9 @@ func (c *checker) checkSearchOrder(nc *newClaim) {
 		where := "with no nodes"
 		if n != nil {
 			where = "on node " + n.Name
+		}
+		if !ok && s.exceeded && s.err == "" {
+			s.err = fmt.Sprintf("the results would exceed the limit of %d", maxResults)
 		}
 		switch {
 		case s.err != "":
@@ -94,6 +104,103 @@ func (c *checker) checkSearchOrder(nc *newClaim) {
 		c.errorf("claim %s: whether the scheduler's allocator fails depends on its search order, so the results (%s) must be what it picks from the existing allocations (%s)",
 			nc.key, resultList(nc.alloc.Devices.Results), strings.Join(picks, "; "))
 	}
+}
+
+// checkSearchOrders runs rule 10 for every new claim. The scheduler places
+// pending claims one at a time, each searched with the claims placed
+// before it allocated; the allocation is valid when some order of the new
+// claims gives each its results without an error on any node. Two orders
+// are tried: the engine's (every such claim searched from the existing
+// allocations alone: it keeps rival claims apart, see model/searchorder.go;
+// those it places last searched with the others allocated), and the input
+// order (the order a scheduler taking the claims as they come
+// would use: each claim searched with the new claims listed before it).
+func (c *checker) checkSearchOrders() {
+	if c.inSearch {
+		return
+	}
+	start := len(c.errs)
+	failing := map[string]bool{}
+	for _, nc := range c.newClaims {
+		before := len(c.errs)
+		c.checkSearchOrder(nc, nil)
+		if len(c.errs) > before {
+			failing[nc.key] = true
+		}
+	}
+	if len(c.errs) == start {
+		return
+	}
+	alone := slices.Clone(c.errs[start:])
+	c.errs = c.errs[:start]
+	// The engine places such claims after all others (alloc's placeLast):
+	// each claim failing above is searched with every other new claim
+	// placed before it, but the failing ones after it (input order).
+	pos := map[string]int{}
+	for i, cl := range c.objs.Claims {
+		pos[claimKey(cl)] = i
+	}
+	inOrder := slices.Clone(c.newClaims)
+	slices.SortStableFunc(inOrder, func(a, b *newClaim) int { return pos[a.key] - pos[b.key] })
+	var others, late []*newClaim
+	for _, nc := range inOrder {
+		if failing[nc.key] {
+			late = append(late, nc)
+		} else {
+			others = append(others, nc)
+		}
+	}
+	last := &predecessors{}
+	for _, nc := range others {
+		last.add(c, nc)
+	}
+	for _, nc := range late {
+		c.checkSearchOrder(nc, last)
+		last.add(c, nc)
+	}
+	if len(c.errs) == start {
+		return
+	}
+	c.errs = c.errs[:start]
+	before := &predecessors{}
+	for _, nc := range inOrder {
+		c.checkSearchOrder(nc, before)
+		before.add(c, nc)
+	}
+	if len(c.errs) > start {
+		c.errs = append(c.errs[:start], alone...)
+	}
+}
+
+// predecessors are the new claims placed before the one being searched:
+// the scheduler sees them allocated.
+type predecessors struct {
+	objs   *model.Objects // the input with the predecessors allocated
+	input  map[string]*resourceapi.ResourceClaim
+	claims []*newClaim
+}
+
+// add places nc after the predecessors: the objects the checker reads for
+// the next claim have nc allocated.
+func (p *predecessors) add(c *checker, nc *newClaim) {
+	p.claims = append(p.claims, nc)
+	allocated := map[string]*resourceapi.ResourceClaim{}
+	for _, pc := range p.claims {
+		allocated[pc.key] = pc.out
+	}
+	objs := *c.objs
+	objs.Claims = nil
+	for _, cl := range c.objs.Claims {
+		if out, ok := allocated[claimKey(cl)]; ok && c.input[claimKey(cl)] == cl {
+			cl = out
+		}
+		objs.Claims = append(objs.Claims, cl)
+	}
+	p.input = maps.Clone(c.input)
+	for k, out := range allocated {
+		p.input[k] = out
+	}
+	p.objs = &objs
 }
 
 // orderKinds: first, the claim's first request (first subrequest) is All
@@ -285,6 +392,40 @@ func (c *checker) allSelectorError(nc *newClaim, nodes []*corev1.Node) string {
 	return ""
 }
 
+// resultLimitError: before it searches, the allocator adds up on each node
+// the fewest results every request could take there (a firstAvailable
+// request its smallest subrequest; allocationMode All every matching
+// device the node sees) and fails past the limit of 32.
+func (c *checker) resultLimitError(nc *newClaim, nodes []*corev1.Node) string {
+	for _, n := range nodes {
+		s := &orderSearch{c: c, nc: nc, node: n}
+		sum := 0
+		for ri := range nc.in.Spec.Devices.Requests {
+			least := -1
+			for _, a := range requestAlts(&nc.in.Spec.Devices.Requests[ri]) {
+				k := int(max(a.count, 1))
+				if a.mode == resourceapi.DeviceAllocationModeAll {
+					devs, _ := s.devices(a, true)
+					k = len(devs)
+				}
+				if least < 0 || k < least {
+					least = k
+				}
+			}
+			if least > maxResults-sum {
+				where := "with no nodes"
+				if n != nil {
+					where = "on node " + n.Name
+				}
+				return fmt.Sprintf("request %s: adding %d devices exceeds the limit of %d results, with %d already accounted for, %s",
+					nc.in.Spec.Devices.Requests[ri].Name, least, maxResults, sum, where)
+			}
+			sum += least
+		}
+	}
+	return ""
+}
+
 func requestAlts(r *resourceapi.DeviceRequest) []*alt {
 	if r.Exactly != nil {
 		return []*alt{exactAlt(r)}
@@ -315,31 +456,38 @@ type orderSearch struct {
 	until   int // the request at which the search counts as done
 	results []resourceapi.DeviceRequestAllocationResult
 	err     string
+	before  *predecessors // new claims placed before this one (nil: none)
+	// exceeded: a request would take the claim past the result limit; the
+	// allocator unwinds to the nearest firstAvailable request, which tries
+	// its next subrequest, without trying other devices before.
+	exceeded bool
 }
 
 func (s *orderSearch) request(ri int) bool {
 	if ri == s.until {
 		return true
 	}
+	allExceeded := true
 	for ai, a := range requestAlts(&s.nc.in.Spec.Devices.Requests[ri]) {
 		if s.steps <= 0 || s.err != "" {
 			return false
 		}
+		s.exceeded = false
 		if a.mode == resourceapi.DeviceAllocationModeAll {
 			if s.all(ri, ai, a) {
 				return true
 			}
-			continue
+		} else if count := int(max(a.count, 1)); len(s.results)+count > maxResults {
+			s.exceeded = true
+		} else {
+			devs, errs := s.devices(a, false)
+			if s.pick(ri, ai, a, devs, errs, 0, count) {
+				return true
+			}
 		}
-		count := int(max(a.count, 1))
-		if len(s.results)+count > maxResults {
-			continue
-		}
-		devs, errs := s.devices(a, false)
-		if s.pick(ri, ai, a, devs, errs, 0, count) {
-			return true
-		}
+		allExceeded = allExceeded && s.exceeded
 	}
+	s.exceeded = allExceeded
 	return false
 }
 
@@ -370,6 +518,9 @@ func (s *orderSearch) pick(ri, ai int, a *alt, devs []*device, errs map[*device]
 			}
 		}
 		s.results = s.results[:len(s.results)-1]
+		if s.exceeded {
+			return false
+		}
 	}
 	return false
 }
@@ -378,7 +529,11 @@ func (s *orderSearch) pick(ri, ai int, a *alt, devs []*device, errs map[*device]
 // added ends the attempt, one that only breaks a constraint is an error.
 func (s *orderSearch) all(ri, ai int, a *alt) bool {
 	devs, _ := s.devices(a, true)
-	if devs == nil || len(s.results)+len(devs) > maxResults {
+	if devs == nil {
+		return false
+	}
+	if len(s.results)+len(devs) > maxResults {
+		s.exceeded = true
 		return false
 	}
 	before := len(s.results)
@@ -478,6 +633,15 @@ func (s *orderSearch) held(a *alt, d *device) bool {
 			return true
 		}
 	}
+	if s.before != nil {
+		for _, pc := range s.before.claims {
+			for _, p := range pc.placements {
+				if !p.admin && !p.isShare() && keyOf(p.res) == d.key {
+					return true
+				}
+			}
+		}
+	}
 	return false
 }
 
@@ -523,7 +687,7 @@ func (s *orderSearch) valid(ri, ai int, constraints, capacity bool) bool {
 	for _, r := range s.results {
 		var d *device
 		if v := s.c.w.view(s.node, keyOf(&r).pool()); v != nil {
-			d = v.byName[r.Device] // the node's generation of the device
+			d = s.c.w.entryOn(v, r.Device, s.node) // the node's generation of the device
 		}
 		if s.node != nil && (d == nil || !availableEverywhere(d)) {
 			out.Status.Allocation.NodeSelector = &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
@@ -531,10 +695,14 @@ func (s *orderSearch) valid(ri, ai int, constraints, capacity bool) bool {
 			break
 		}
 	}
-	sub := &checker{objs: s.c.objs, compat: s.c.compat, w: s.c.w, classes: s.c.classes, input: s.c.input, fixed: s.c.fixed, inSearch: true, noCapacity: !capacity}
-	saved := s.c.input[s.nc.key]
-	s.c.input[s.nc.key] = in
+	objs, input := s.c.objs, s.c.input
+	if s.before != nil && s.before.objs != nil {
+		objs, input = s.before.objs, s.before.input
+	}
+	sub := &checker{objs: objs, compat: s.c.compat, w: s.c.w, classes: s.c.classes, input: input, fixed: s.c.fixed, inSearch: true, noCapacity: !capacity}
+	saved := input[s.nc.key]
+	input[s.nc.key] = in
 	sub.run([]*resourceapi.ResourceClaim{out})
-	s.c.input[s.nc.key] = saved
+	input[s.nc.key] = saved
 	return len(sub.errs) == 0
 }

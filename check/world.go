@@ -41,7 +41,11 @@ type pool struct {
 	counterSets map[string]*resourceapi.CounterSet
 	setNames    []string // sorted
 	devices     []*device
-	byName      map[string]*device
+	byName      map[string]*device   // the first device of each name
+	named       map[string][]*device // every device of each name, by slice name
+	// dups: some name is in slices of different nodes (each node sees one
+	// of them; upstream checks names among a node's slices only).
+	dups bool
 }
 
 // device is one device of a pool generation.
@@ -156,15 +160,22 @@ func (w *world) buildPools(slices []*resourceapi.ResourceSlice) {
 	for _, k := range keys {
 		all := byPool[k]
 		built := map[string]*pool{}
-		get := func(gen int64, of []*resourceapi.ResourceSlice) *pool {
+		// target: the slices the node sees, among which device names
+		// must be unique (nil: all of them).
+		get := func(gen int64, of, target []*resourceapi.ResourceSlice) *pool {
 			of = append([]*resourceapi.ResourceSlice(nil), of...)
 			sort.SliceStable(of, func(i, j int) bool { return of[i].Name < of[j].Name })
 			id := fmt.Sprint(gen)
 			for _, s := range of {
 				id += "/" + s.Name
 			}
+			if target == nil {
+				target = of
+			}
+			dup := duplicateName(target)
+			id += "|" + dup
 			if built[id] == nil {
-				built[id] = newPool(k, gen, of)
+				built[id] = newPool(k, gen, of, dup)
 			}
 			return built[id]
 		}
@@ -172,16 +183,16 @@ func (w *world) buildPools(slices []*resourceapi.ResourceSlice) {
 		for _, s := range all {
 			highest = max(highest, s.Spec.Pool.Generation)
 		}
-		w.pools[k] = get(highest, generation(all, highest))
+		w.pools[k] = get(highest, generation(all, highest), nil)
 		for _, n := range w.nodes {
-			gen, of, ok := w.nodeGeneration(all, n)
+			gen, of, target, ok := w.nodeGeneration(all, n)
 			if !ok {
 				continue
 			}
 			if w.perNode[n.Name] == nil {
 				w.perNode[n.Name] = map[poolKey]*pool{}
 			}
-			w.perNode[n.Name][k] = get(gen, of)
+			w.perNode[n.Name][k] = get(gen, of, target)
 		}
 		var gens []*pool
 		for _, pl := range built {
@@ -193,8 +204,10 @@ func (w *world) buildPools(slices []*resourceapi.ResourceSlice) {
 			}
 			return gens[i].slices[0].Name < gens[j].slices[0].Name
 		})
-		if len(gens) > 1 {
-			w.multi[k] = true
+		for _, pl := range gens {
+			if len(gens) > 1 || pl.dups && pl.issue == "" {
+				w.multi[k] = true // devices are read per node
+			}
 		}
 		// Lookups by name alone (existing allocations) prefer a usable
 		// generation, the highest first.
@@ -242,11 +255,35 @@ func generation(all []*resourceapi.ResourceSlice, gen int64) []*resourceapi.Reso
 	return out
 }
 
+// duplicateName is a device name given twice among the device slices of
+// target ("" if none), as upstream's validateDeviceNames finds it among the
+// slices published for a node (slices with sharedCounters hold counter
+// sets, their devices are not looked at).
+func duplicateName(target []*resourceapi.ResourceSlice) string {
+	seen := map[string]bool{}
+	for _, s := range target {
+		if len(s.Spec.SharedCounters) > 0 {
+			continue
+		}
+		for _, d := range s.Spec.Devices {
+			if seen[d.Name] {
+				return d.Name
+			}
+			seen[d.Name] = true
+		}
+	}
+	return ""
+}
+
 // newPool builds one generation of a pool and records why it is not
-// usable, if it is not.
-func newPool(k poolKey, gen int64, slices []*resourceapi.ResourceSlice) *pool {
-	p := &pool{key: k, gen: gen, slices: slices, counterSets: map[string]*resourceapi.CounterSet{}, byName: map[string]*device{}}
+// usable, if it is not; dup is a device name the slices of the node using
+// it give twice ("" if none).
+func newPool(k poolKey, gen int64, slices []*resourceapi.ResourceSlice, dup string) *pool {
+	p := &pool{key: k, gen: gen, slices: slices, counterSets: map[string]*resourceapi.CounterSet{}, byName: map[string]*device{}, named: map[string][]*device{}}
 	var issues []string
+	if dup != "" {
+		issues = append(issues, fmt.Sprintf("invalid: duplicate device name %s", dup))
+	}
 	for _, s := range p.slices {
 		if s.Spec.Pool.ResourceSliceCount != int64(len(p.slices)) {
 			issues = append(issues, fmt.Sprintf("incomplete: generation %d has %d slices, slice %s says resourceSliceCount %d",
@@ -269,13 +306,14 @@ func newPool(k poolKey, gen int64, slices []*resourceapi.ResourceSlice) *pool {
 	for _, s := range p.slices {
 		for i := range s.Spec.Devices {
 			spec := &s.Spec.Devices[i]
-			if p.byName[spec.Name] != nil {
-				issues = append(issues, fmt.Sprintf("invalid: duplicate device name %s", spec.Name))
-				continue
-			}
 			d := &device{key: devKey{k.Driver, k.Pool, spec.Name}, pool: p, slice: s, spec: spec}
 			p.devices = append(p.devices, d)
-			p.byName[spec.Name] = d
+			if p.byName[spec.Name] == nil {
+				p.byName[spec.Name] = d
+			} else {
+				p.dups = true
+			}
+			p.named[spec.Name] = append(p.named[spec.Name], d)
 			for _, cc := range spec.ConsumesCounters {
 				cs := p.counterSets[cc.CounterSet]
 				if cs == nil {
@@ -305,7 +343,7 @@ func newPool(k poolKey, gen int64, slices []*resourceapi.ResourceSlice) *pool {
 // generation anywhere means the driver is replacing this one: n ignores the
 // pool (not ok). Otherwise all slices of that generation form the pool,
 // complete or not. Not ok, too, when n sees no slice of the pool.
-func (w *world) nodeGeneration(all []*resourceapi.ResourceSlice, n *corev1.Node) (int64, []*resourceapi.ResourceSlice, bool) {
+func (w *world) nodeGeneration(all []*resourceapi.ResourceSlice, n *corev1.Node) (gen int64, of, target []*resourceapi.ResourceSlice, ok bool) {
 	var mine []*resourceapi.ResourceSlice
 	for _, local := range []bool{true, false} {
 		for _, s := range all {
@@ -315,7 +353,7 @@ func (w *world) nodeGeneration(all []*resourceapi.ResourceSlice, n *corev1.Node)
 		}
 	}
 	if len(mine) == 0 {
-		return 0, nil, false
+		return 0, nil, nil, false
 	}
 	top := mine[0].Spec.Pool.Generation
 	for _, s := range mine {
@@ -323,14 +361,14 @@ func (w *world) nodeGeneration(all []*resourceapi.ResourceSlice, n *corev1.Node)
 	}
 	seen := generation(mine, top)
 	if int64(len(seen)) == seen[0].Spec.Pool.ResourceSliceCount {
-		return top, seen, true
+		return top, seen, seen, true
 	}
 	for _, s := range all {
 		if s.Spec.Pool.Generation > top {
-			return 0, nil, false
+			return 0, nil, nil, false
 		}
 	}
-	return top, generation(all, top), true
+	return top, generation(all, top), seen, true
 }
 
 // view is the generation of pool k that node n uses (nil when it uses
@@ -342,6 +380,18 @@ func (w *world) view(n *corev1.Node, k poolKey) *pool {
 		}
 	}
 	return w.pools[k]
+}
+
+// entryOn is the device of that name in pool generation pl that node n
+// sees (nil node: the first), nil if none; one name may be in the slices
+// of several nodes.
+func (w *world) entryOn(pl *pool, name string, n *corev1.Node) *device {
+	for _, d := range pl.named[name] {
+		if n == nil || !pl.dups || w.sliceRelevant(d.slice, n) {
+			return d
+		}
+	}
+	return nil
 }
 
 // seesDevice tells whether node n uses d's generation of its pool and

@@ -380,7 +380,9 @@ func IsSimple(c *model.Claim) bool { return simpleKey(c) != "" }
 // simpleKey returns a key identical for interchangeable simple claims, or
 // "" when the claim is not simple.
 func simpleKey(c *model.Claim) string {
-	if c.FixedNode >= 0 || len(c.ExcludedNodes) > 0 || len(c.Requests) != 1 || len(c.Constraints) != 0 || len(c.Requests[0].Alternatives) != 1 {
+	// A claim with an error may have only its first requests built:
+	// claimUnit keeps it out.
+	if c.Err != nil || c.FixedNode >= 0 || len(c.ExcludedNodes) > 0 || len(c.Requests) != 1 || len(c.Constraints) != 0 || len(c.Requests[0].Alternatives) != 1 {
 		return ""
 	}
 	a := c.Requests[0].Alternatives[0]

@@ -76,11 +76,29 @@ func build(ctx context.Context, objs *Objects, opts Options) (*Problem, error) {
 		return nil, err
 	}
 	b.scaleCapacities()
+	b.separateDuplicateNames()
+	outcomes := map[*Claim]*searchOutcome{}
 	for _, c := range b.p.Claims {
 		if c.Err == nil {
-			c.Err = b.searchOrderError(c)
+			c.Err = b.resultLimitError(c)
+		}
+		if c.Err == nil {
+			var err error
+			if outcomes[c], err = b.searchOrderError(c); err != nil {
+				// Failed from the existing allocations alone: with
+				// other claims placed first it may not (PlaceLast).
+				c.unheld = saveUnheld(c)
+				c.unheld.err, c.Err = err, err
+			}
 		}
 	}
+	for _, c := range b.p.Claims {
+		if out := outcomes[c]; out != nil && c.Err == nil {
+			c.unheld = saveUnheld(c)
+			c.Err = b.holdOrdered(c, out)
+		}
+	}
+	b.p.searchLate = b.lateDevices()
 	b.p.CELCost = b.cel.spent
 	return b.p, nil
 }
@@ -391,20 +409,100 @@ func (b *builder) separateGenerations() {
 			}
 			// d's name consumes counters in o's generation: d excludes
 			// that generation's new counter consumers.
+			same := b.copyOf[o] == b.copyOf[d.Index]
 			for _, e := range byCopy[b.copyOf[o]] {
 				dev := b.p.Devices[e]
-				if e == o || dev.InUse || len(dev.Consumes) == 0 {
+				if e == o || e == d.Index || dev.InUse || len(dev.Consumes) == 0 {
 					continue
+				}
+				if same || dev.ID == d.ID {
+					continue // see separateDuplicateNames
 				}
 				d.Incompatible = append(d.Incompatible, e)
 				dev.Incompatible = append(dev.Incompatible, d.Index)
+				d.OrderExclusive = append(d.OrderExclusive, e)
+				dev.OrderExclusive = append(dev.OrderExclusive, d.Index)
 			}
 		}
 	}
 	for _, d := range b.p.Devices {
 		sort.Ints(d.Incompatible)
 		d.Incompatible = slices.Compact(d.Incompatible)
+		sort.Ints(d.OrderExclusive)
+		d.OrderExclusive = slices.Compact(d.OrderExclusive)
 	}
+}
+
+// separateDuplicateNames: where one device name is in the slices of
+// several nodes of one pool generation (valid on each, see poolInvalid),
+// an allocated name consumes for every one of them, while the claim that
+// allocates it is checked with its own device's consumption. So only the
+// claim the scheduler places last may take such a name with counters
+// without the others counting for it: when two pending claims could take
+// such names, a device of one excludes the devices of the other such names
+// (OrderExclusive: within one claim they go together, as the scheduler's
+// search sees them). Devices whose names are once in the generation need
+// nothing: the claims taking them may come first.
+func (b *builder) separateDuplicateNames() {
+	byCopy := map[int][]int{} // copy -> devices whose name it has twice, with counters
+	for _, d := range b.p.Devices {
+		if !d.InUse && len(d.Consumes) > 0 && b.duplicated(d.Index) {
+			byCopy[b.copyOf[d.Index]] = append(byCopy[b.copyOf[d.Index]], d.Index)
+		}
+	}
+	for _, devs := range byCopy {
+		slices.Sort(devs)
+		rivals := 0
+		for _, c := range b.p.Claims {
+			if c.Err == nil && c.hasCandidate(devs) {
+				rivals++
+			}
+		}
+		if rivals < 2 {
+			continue // a claim alone is checked as the scheduler checks it
+		}
+		for _, d := range devs {
+			for _, e := range devs {
+				dd, de := b.p.Devices[d], b.p.Devices[e]
+				if dd.ID == de.ID {
+					continue // copies of one name exclude each other anyway
+				}
+				dd.Incompatible = append(dd.Incompatible, e)
+				dd.OrderExclusive = append(dd.OrderExclusive, e)
+			}
+		}
+		for _, d := range devs {
+			dev := b.p.Devices[d]
+			sort.Ints(dev.Incompatible)
+			dev.Incompatible = slices.Compact(dev.Incompatible)
+			sort.Ints(dev.OrderExclusive)
+			dev.OrderExclusive = slices.Compact(dev.OrderExclusive)
+		}
+	}
+}
+
+// hasCandidate tells whether one of devs (sorted) can serve a request of c.
+func (c *Claim) hasCandidate(devs []int) bool {
+	for _, r := range c.Requests {
+		for _, a := range r.Alternatives {
+			for _, d := range a.Candidates {
+				if _, ok := slices.BinarySearch(devs, d); ok {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// duplicated tells whether device d's name is twice in its generation.
+func (b *builder) duplicated(d int) bool {
+	for _, o := range b.deviceByID[b.p.Devices[d].ID] {
+		if o != d && b.copyOf[o] == b.copyOf[d] {
+			return true
+		}
+	}
+	return false
 }
 
 func metaName(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: name} }
@@ -855,6 +953,45 @@ func limitResults(c *Claim) error {
 				a.Candidates, a.AllMatch, a.OverLimit = nil, nil, true
 				a.onNode = map[int][]int{}
 			}
+		}
+	}
+	return nil
+}
+
+// resultLimitError: on every node it tries, before it searches, the
+// allocator adds up the fewest results each request could take there (a
+// firstAvailable request its smallest subrequest), where an All request
+// (or subrequest) takes every matching device the node sees; past 32 it
+// fails with an error, which aborts the pod's scheduling attempt, whatever
+// other nodes offer. limitResults did this with one device for All.
+func (b *builder) resultLimitError(c *Claim) error {
+	for _, n := range b.searchNodes(c) {
+		sum := 0
+		for _, r := range c.Requests {
+			least := math.MaxInt
+			for _, a := range r.Alternatives {
+				k := a.Count
+				if a.All {
+					k = 0
+					for _, d := range a.AllMatch {
+						if n < 0 || b.p.Devices[d].SeenFrom(n) {
+							k++
+						}
+					}
+					if a.OverLimit {
+						k = 1 // limitResults: even one is too many
+					}
+				}
+				least = min(least, k)
+			}
+			if least > MaxResults-sum {
+				where := ""
+				if n >= 0 {
+					where = " on node " + b.p.Nodes[n].Name
+				}
+				return fmt.Errorf("request %s: adding %d devices exceeds the claim limit of %d results, with %d already accounted for%s", r.Name, least, MaxResults, sum, where)
+			}
+			sum += least
 		}
 	}
 	return nil

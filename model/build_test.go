@@ -2,6 +2,7 @@ package model
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -311,5 +312,50 @@ spec:
 	}
 	if err := buildYAML(t, slice(true)+claim).Claims[0].Err; err != nil {
 		t.Fatalf("a tainted first device stops the walk before the constraint: got error %v", err)
+	}
+}
+
+// TestResultLimitPerNode: on every node it tries, before searching, the
+// allocator adds up each request's fewest results there, allocationMode
+// All counting every matching device the node sees, and fails past 32: an
+// error that aborts the pod's scheduling attempt even where another node
+// would fit. node-a has `wide` devices of kind y and one of kind x, node-b
+// one of each; the claim asks for one x, then all y.
+func TestResultLimitPerNode(t *testing.T) {
+	slice := func(node string, ys int) string {
+		out := "---\napiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {name: " + node + "}\nspec:\n  driver: gpu.example.com\n  nodeName: " + node +
+			"\n  pool: {name: " + node + ", generation: 1, resourceSliceCount: 1}\n  devices:\n  - {name: x, attributes: {k: {string: x}}}\n"
+		for i := 0; i < ys; i++ {
+			out += fmt.Sprintf("  - {name: y-%d, attributes: {k: {string: \"y\"}}}\n", i)
+		}
+		return out
+	}
+	claim := `---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: c, namespace: default}
+spec:
+  devices:
+    requests:
+    - name: one
+      exactly: {deviceClassName: gpu, selectors: [{cel: {expression: 'device.attributes["gpu.example.com"].k == "x"'}}]}
+    - name: all
+      exactly: {deviceClassName: gpu, allocationMode: All, selectors: [{cel: {expression: 'device.attributes["gpu.example.com"].k == "y"'}}]}
+`
+	for _, tc := range []struct {
+		wide int
+		want string // "" for no error
+	}{
+		{31, ""},
+		{32, "request all: adding 32 devices exceeds the claim limit of 32 results, with 1 already accounted for on node node-a"},
+	} {
+		p := buildYAML(t, genNodes+slice("node-a", tc.wide)+slice("node-b", 1)+claim)
+		got := ""
+		if err := p.Claims[0].Err; err != nil {
+			got = err.Error()
+		}
+		if got != tc.want {
+			t.Errorf("%d devices on node-a: claim error %q, want %q", tc.wide, got, tc.want)
+		}
 	}
 }

@@ -39,6 +39,12 @@ type poolView struct {
 	gen    int64
 	slices []*resourceapi.ResourceSlice // usable: the generation's slices; incomplete: those present
 	want   int64                        // resourceSliceCount of the generation
+	// target are the slices of the generation published for the node
+	// (upstream's DeviceSlicesTargetingNode): device names must be unique
+	// among them only.
+	target []*resourceapi.ResourceSlice
+	// invalid is why the pool is invalid on the node ("" if valid).
+	invalid string
 }
 
 // viewOn applies upstream's per-node pool rule (GatherPools in
@@ -77,7 +83,7 @@ func viewOn(all []*resourceapi.ResourceSlice, n *corev1.Node) poolView {
 	atG := ofGeneration(seen, g)
 	want := atG[0].Spec.Pool.ResourceSliceCount
 	if int64(len(atG)) == want {
-		return poolView{kind: viewUsable, gen: g, slices: atG, want: want}
+		return poolView{kind: viewUsable, gen: g, slices: atG, want: want, target: atG}
 	}
 	for _, s := range all {
 		if s.Spec.Pool.Generation > g {
@@ -86,9 +92,9 @@ func viewOn(all []*resourceapi.ResourceSlice, n *corev1.Node) poolView {
 	}
 	everywhere := ofGeneration(all, g)
 	if int64(len(everywhere)) == want {
-		return poolView{kind: viewUsable, gen: g, slices: everywhere, want: want}
+		return poolView{kind: viewUsable, gen: g, slices: everywhere, want: want, target: atG}
 	}
-	return poolView{kind: viewIncomplete, gen: g, slices: everywhere, want: want}
+	return poolView{kind: viewIncomplete, gen: g, slices: everywhere, want: want, target: atG}
 }
 
 // usablePools groups slices into pools and decides, per node, which
@@ -124,7 +130,7 @@ func usablePools(input []*resourceapi.ResourceSlice, nodes []*corev1.Node) ([]po
 		var order []string
 		if len(nodes) == 0 {
 			cur, gen := newestGeneration(all)
-			v := poolView{kind: viewUsable, gen: gen, slices: cur, want: cur[0].Spec.Pool.ResourceSliceCount}
+			v := poolView{kind: viewUsable, gen: gen, slices: cur, want: cur[0].Spec.Pool.ResourceSliceCount, target: cur}
 			if int64(len(cur)) != v.want {
 				v.kind = viewIncomplete
 			}
@@ -143,6 +149,12 @@ func usablePools(input []*resourceapi.ResourceSlice, nodes []*corev1.Node) ([]po
 			key := fmt.Sprintf("%d/%d", v.kind, v.gen)
 			for _, s := range v.slices {
 				key += "/" + s.Name
+			}
+			// Device names are checked per node: nodes that see the
+			// generation's slices differently may disagree on validity.
+			if v.kind == viewUsable {
+				v.invalid = poolInvalid(v.slices, v.target)
+				key += "/" + v.invalid
 			}
 			if views[key] == nil {
 				views[key] = &v
@@ -172,7 +184,10 @@ func usablePools(input []*resourceapi.ResourceSlice, nodes []*corev1.Node) ([]po
 					Reason: fmt.Sprintf("%sincomplete: generation %d has %d of %d slices", where, v.gen, len(cur), v.want)})
 				continue
 			}
-			if reason := poolInvalid(cur); reason != "" {
+			if v.kind == viewUsable && len(nodes) == 0 {
+				v.invalid = poolInvalid(v.slices, v.target)
+			}
+			if reason := v.invalid; reason != "" {
 				issues = append(issues, PoolIssue{Driver: k.Driver, Pool: k.Pool, Reason: where + "invalid: " + reason})
 				continue
 			}
@@ -230,9 +245,24 @@ func sliceSeenFrom(s *resourceapi.ResourceSlice, n *corev1.Node) bool {
 	return matches(s.Spec.NodeName, s.Spec.AllNodes, s.Spec.NodeSelector)
 }
 
-// poolInvalid mirrors the allocator's pool validation: unique device and
-// counter-set names, and consumption only of counters that exist.
-func poolInvalid(slices []*resourceapi.ResourceSlice) string {
+// poolInvalid mirrors the allocator's pool validation (buildPool): device
+// names unique among the device slices published for the node (target;
+// upstream's validateDeviceNames sees only those, so one name in slices of
+// two different nodes is valid on each), counter-set names unique and
+// consumption only of counters that exist, across the whole generation.
+func poolInvalid(slices, target []*resourceapi.ResourceSlice) string {
+	names := map[string]bool{}
+	for _, s := range target {
+		if len(s.Spec.SharedCounters) > 0 {
+			continue // a counter-set slice: its devices are never used
+		}
+		for _, d := range s.Spec.Devices {
+			if names[d.Name] {
+				return fmt.Sprintf("device %q defined twice (slice %s)", d.Name, s.Name)
+			}
+			names[d.Name] = true
+		}
+	}
 	sets := map[string]map[string]bool{}
 	for _, s := range slices {
 		for _, cs := range s.Spec.SharedCounters {
@@ -245,13 +275,8 @@ func poolInvalid(slices []*resourceapi.ResourceSlice) string {
 			}
 		}
 	}
-	devices := map[string]bool{}
 	for _, s := range slices {
 		for _, d := range s.Spec.Devices {
-			if devices[d.Name] {
-				return fmt.Sprintf("device %q defined twice (slice %s)", d.Name, s.Name)
-			}
-			devices[d.Name] = true
 			for _, cc := range d.ConsumesCounters {
 				set := sets[cc.CounterSet]
 				if set == nil {

@@ -110,6 +110,18 @@ func TestPoolGenerationPerNode(t *testing.T) {
 		{name: "generation complete across nodes",
 			slices: genSlice("p-a", "node-a", 3, 2, "", "a0") + genSlice("p-b", "node-b", 3, 2, "", "b0") + genSlice("p-old", "node-c", 1, 1, "", "c0"),
 			reach:  "c0@node-c a0@node-a b0@node-b"},
+		// Upstream checks device names only among the slices published
+		// for the node (buildPool's validateDeviceNames): d0 in node-a's
+		// and node-b's slices is valid on each, d0 twice among the
+		// slices node-a sees is invalid on node-a only.
+		{name: "one device name in slices of different nodes",
+			slices: genSlice("p-a", "node-a", 1, 2, "", "d0") + genSlice("p-b", "node-b", 1, 2, "", "d0"),
+			reach:  "d0@node-a d0@node-b"},
+		{name: "one device name twice in the slices a node sees",
+			slices:   genSlice("p-a", "node-a", 1, 3, "", "d0") + genSlice("p-b", "node-b", 1, 3, "", "d1") + genSlice("p-all", "", 1, 3, "", "d0"),
+			reach:    "d0@ d0@node-b,node-c d1@node-b",
+			issues:   `pool gpu.example.com/p: on node node-a: invalid: device "d0" defined twice (slice p-all)`,
+			allFails: true},
 		{name: "incomplete everywhere",
 			slices:   genSlice("p-a", "node-a", 1, 2, "", "a0"),
 			issues:   "pool gpu.example.com/p: incomplete: generation 1 has 1 of 2 slices",
@@ -187,5 +199,49 @@ status:
 	}
 	if g1 := free.Devices[1]; slices.Contains(g1.Incompatible, 3) {
 		t.Errorf("g1 (generation 1 only) excludes g2: %v", g1.Incompatible)
+	}
+}
+
+// One device name in the slices of two nodes (valid on each, see
+// TestPoolGenerationPerNode): the two entries exclude each other, as the
+// allocated state knows the device by name. An allocated name consumes for
+// every entry (upstream sums every device of the pool whose name is
+// allocated), while the claim allocating it is checked with its own: so
+// with two pending claims that could take such names, a new d0 excludes
+// the entries of other such names (e0), never a device whose name is once
+// in the pool (d1), nor itself; a claim alone is left as upstream sees it.
+func TestPoolDuplicateNameAcrossNodes(t *testing.T) {
+	slice := func(name, where, devices string) string {
+		return "---\napiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {name: " + name + "}\nspec:\n  driver: gpu.example.com\n  " +
+			where + "\n  pool: {name: p, generation: 1, resourceSliceCount: 3}\n" + devices
+	}
+	dev := func(name string) string {
+		return "  - {name: " + name + ", consumesCounters: [{counterSet: gpu, counters: {mem: {value: \"1\"}}}]}\n"
+	}
+	in := genNodes + slice("p-a", "nodeName: node-a", "  devices:\n"+dev("d0")+dev("e0")) +
+		slice("p-b", "nodeName: node-b", "  devices:\n"+dev("d0")+dev("d1")+dev("e0")) +
+		slice("p-counters", "allNodes: true", "  sharedCounters: [{name: gpu, counters: {mem: {value: \"4\"}}}]\n") +
+		claimYAML("c", "gpu", "")
+	alone := buildYAML(t, in)
+	for _, d := range alone.Devices {
+		if len(d.OrderExclusive) > 0 {
+			t.Errorf("one pending claim: %s of %s excludes %v", d.ID.Device, d.Slice.Name, d.OrderExclusive)
+		}
+	}
+	p := buildYAML(t, in+claimYAML("c2", "gpu", ""))
+	if got := reachOf(p); got != "d0@node-a e0@node-a d0@node-b d1@node-b e0@node-b" {
+		t.Fatalf("devices %q", got)
+	}
+	if len(p.Issues) > 0 {
+		t.Fatalf("issues %v, want none", p.Issues)
+	}
+	want := map[int][]int{0: {1, 2, 4}, 1: {0, 2, 4}, 2: {0, 1, 4}, 3: nil, 4: {0, 1, 2}}
+	for d, w := range want {
+		if got := p.Devices[d].Incompatible; !slices.Equal(got, w) {
+			t.Errorf("%s of %s excludes %v, want %v", p.Devices[d].ID.Device, p.Devices[d].Slice.Name, got, w)
+		}
+	}
+	if got := len(p.Claims[0].Requests[0].Alternatives[0].Candidates); got != 5 {
+		t.Errorf("%d candidates, want 5", got)
 	}
 }

@@ -15,6 +15,10 @@ import (
 // counter sets, nodes, and the pending claims with their candidate devices.
 // Everything is indexed by position so encoders can use dense slices.
 type Problem struct {
+	// searchLate marks devices of pools with binding conditions, which the
+	// allocator's search tries last (for PlaceLast).
+	searchLate []bool
+
 	Devices     []*Device
 	CounterSets []*CounterSet
 	Nodes       []Node
@@ -111,8 +115,15 @@ type Device struct {
 	// CompatibleOnlyWith is the research extension's CEL expression, "" if none.
 	CompatibleOnlyWith string
 	// Incompatible lists devices of the same pool that compatibleOnlyWith
-	// forbids together with this one (either direction), sorted.
+	// forbids together with this one (either direction), sorted; and the
+	// other copies of its name and the pairs that separateGenerations
+	// keeps apart.
 	Incompatible []int
+	// OrderExclusive is the part of Incompatible that only keeps two
+	// claims from depending on the order the scheduler places them in
+	// (separateGenerations); within one claim, as the scheduler's search
+	// for it sees them, the devices go together.
+	OrderExclusive []int
 }
 
 // Consumption is what a device takes from one counter set.
@@ -212,6 +223,10 @@ type Claim struct {
 
 	classKey string
 	nodes    []int
+	// unheld is what the claim could use before the allocator's search
+	// for it decided (holdTo, or a search from the existing allocations
+	// that met an error): PlaceLast searches again from there.
+	unheld *unheld
 }
 
 // CandidateNodes lists, in order, the nodes from which some candidate of

@@ -32,7 +32,12 @@ import (
 // does not depend on the order can be placed after it; but when the search
 // on another node can meet an error after its first success, and another
 // order-dependent pending claim could take what that success used, the
-// claim fails too: one of the two would have to come second.
+// claim fails too: one of the two would have to come second (a claim that
+// fails with an error is never placed, so it is no rival: holdOrdered runs
+// once every claim's search is known). Both rules are conservative against
+// a scheduler taking the claims in another order: with other claims placed
+// first, a failing search may not meet its error, and a held claim could
+// get other devices (docs/semantics.md, the allocator's search order).
 // SearchSteps bounds the search per claim and node; a claim whose search
 // does not finish within it on some node is not allocated.
 const SearchSteps = 20000
@@ -59,6 +64,11 @@ type upstreamSearch struct {
 	picks      []searchPick
 	inClaim    map[int]int
 	err        error
+	// exceeded: the request being searched would take the claim past 32
+	// results. The allocator then unwinds (errAllocationResultMaxSizeExceeded)
+	// without trying other devices for the requests before, up to the
+	// nearest firstAvailable request, which tries its next subrequest.
+	exceeded bool
 }
 
 // searchKinds: first, the claim's first request (its first subrequest) is
@@ -92,62 +102,87 @@ func constrained(c *Claim, r *Request, a *Alternative) bool {
 	return false
 }
 
+// searchOutcome is what the allocator's search found for an
+// order-dependent claim: the picks on each node where it succeeded, and
+// those nodes in order.
+type searchOutcome struct {
+	found map[int][]searchPick
+	fits  []int
+}
+
 // searchOrderError runs the allocator's search for c on every node it may
-// use and returns the first error (the claim then fails). A claim whose
-// outcome depends on the search order (orderedAll) is then held to the
-// devices found on the first node where the search succeeds.
-func (b *builder) searchOrderError(c *Claim) error {
+// use and returns the first error (the claim then fails). For a claim whose
+// outcome depends on the search order it also returns what the search
+// found, for holdOrdered (nil otherwise).
+func (b *builder) searchOrderError(c *Claim) (*searchOutcome, error) {
 	first, ordered := searchKinds(c)
 	if !first && !ordered {
-		return nil
+		return nil, nil
 	}
-	late := b.lateDevices()
-	search := func(n int, exhaustive bool) (*upstreamSearch, bool) {
-		g := &upstreamSearch{b: b, p: b.p, s: NewState(b.p), c: c, node: n, steps: SearchSteps, late: late, inClaim: map[int]int{},
-			until: len(c.Requests), exhaustive: exhaustive}
-		if !ordered {
-			g.until = 1
-		}
-		ok := g.request(0)
-		return g, ok
-	}
-	where := func(n int) string {
-		if n < 0 {
-			return ""
-		}
-		return " on node " + b.p.Nodes[n].Name
-	}
-	found := map[int][]searchPick{}
-	var fits []int
+	out := &searchOutcome{found: map[int][]searchPick{}}
 	for _, n := range b.searchNodes(c) {
-		g, ok := search(n, false)
+		g, ok := b.search(c, n, false, ordered)
 		switch {
 		case g.err != nil:
-			return fmt.Errorf("%s%s (the scheduler's allocator searches in publication order and fails there)", g.err, where(n))
+			return nil, fmt.Errorf("%s%s (the scheduler's allocator searches in publication order and fails there)", g.err, b.onNode(n))
 		case g.steps <= 0 && ordered:
-			return fmt.Errorf("the scheduler's allocator could not be followed%s within %d search steps, and its outcome depends on its search order", where(n), SearchSteps)
+			return nil, fmt.Errorf("the scheduler's allocator could not be followed%s within %d search steps, and its outcome depends on its search order", b.onNode(n), SearchSteps)
 		case ok:
-			found[n] = slices.Clone(g.picks)
-			fits = append(fits, n)
+			out.found[n] = slices.Clone(g.picks)
+			out.fits = append(out.fits, n)
 		}
 	}
-	if !ordered || len(fits) == 0 {
-		return nil
+	if !ordered || len(out.fits) == 0 {
+		return nil, nil
 	}
-	for _, m := range fits[1:] {
-		o := b.contender(c, found[m])
+	return out, nil
+}
+
+// search runs the allocator's search for c on node n, from the existing
+// allocations alone; exhaustive goes on past complete placements.
+func (b *builder) search(c *Claim, n int, exhaustive, ordered bool) (*upstreamSearch, bool) {
+	st := NewState(b.p)
+	st.oneClaim = true
+	g := &upstreamSearch{b: b, p: b.p, s: st, c: c, node: n, steps: SearchSteps, late: b.lateDevices(), inClaim: map[int]int{},
+		until: len(c.Requests), exhaustive: exhaustive}
+	if !ordered {
+		g.until = 1
+	}
+	ok := g.request(0)
+	if !ok && g.exceeded && g.err == nil {
+		// Past every firstAvailable request: Allocate fails.
+		g.err = fmt.Errorf("the claim's results would exceed the limit of %d", MaxResults)
+	}
+	return g, ok
+}
+
+func (b *builder) onNode(n int) string {
+	if n < 0 {
+		return ""
+	}
+	return " on node " + b.p.Nodes[n].Name
+}
+
+// holdOrdered decides an order-dependent claim once every claim's search
+// is known (claims failing with an error are never placed, so they are no
+// rivals): it fails when a rival placed first could make the search on a
+// later node go past its first success into an error; otherwise it is
+// held to the devices found on the first node where the search succeeds.
+func (b *builder) holdOrdered(c *Claim, out *searchOutcome) error {
+	for _, m := range out.fits[1:] {
+		o := b.contender(c, out.found[m])
 		if o == nil {
 			continue
 		}
-		if g, _ := search(m, true); g.err != nil || g.steps <= 0 {
+		if g, _ := b.search(c, m, true, true); g.err != nil || g.steps <= 0 {
 			why := "an error"
 			if g.err != nil {
 				why = g.err.Error()
 			}
-			return fmt.Errorf("the scheduler's outcome depends on the order of the pending claims: if claim %s came first, the allocator could go past its first placement%s and meet %s", o.Key, where(m), why)
+			return fmt.Errorf("the scheduler's outcome depends on the order of the pending claims: if claim %s came first, the allocator could go past its first placement%s and meet %s", o.Key, b.onNode(m), why)
 		}
 	}
-	b.holdTo(c, fits[0], found[fits[0]])
+	b.holdTo(c, out.fits[0], out.found[out.fits[0]])
 	return nil
 }
 
@@ -337,23 +372,27 @@ func (g *upstreamSearch) request(ri int) bool {
 	if ri == g.until {
 		return !g.exhaustive
 	}
+	allExceeded := true
 	for ai, a := range g.c.Requests[ri].Alternatives {
 		if g.steps <= 0 || g.err != nil {
 			return false
 		}
-		if a.All {
+		g.exceeded = false
+		switch {
+		case a.All:
 			if g.all(ri, ai, a) {
 				return true
 			}
-			continue
-		}
-		if len(g.picks)+a.Count > MaxResults {
-			continue
-		}
-		if g.devices(ri, ai, a, 0, a.Count) {
+		case a.OverLimit || len(g.picks)+a.Count > MaxResults:
+			g.exceeded = true
+		case g.devices(ri, ai, a, 0, a.Count):
 			return true
 		}
+		allExceeded = allExceeded && g.exceeded
 	}
+	// A firstAvailable request whose every subrequest exceeded passes the
+	// error on; so does a request without subrequests.
+	g.exceeded = allExceeded
 	return false
 }
 
@@ -447,6 +486,9 @@ func (g *upstreamSearch) devices(ri, ai int, a *Alternative, from, need int) boo
 			return true
 		}
 		g.release(a, d)
+		if g.exceeded {
+			return false
+		}
 	}
 	return false
 }
@@ -477,7 +519,11 @@ func (g *upstreamSearch) all(ri, ai int, a *Alternative) bool {
 			take = append(take, d)
 		}
 	}
-	if len(take) == 0 || len(g.picks)+len(take) > MaxResults {
+	if len(take) == 0 {
+		return false
+	}
+	if len(g.picks)+len(take) > MaxResults {
+		g.exceeded = true
 		return false
 	}
 	// The allocator checks, in order: held, counters and groups, taints,
@@ -535,4 +581,133 @@ func (g *upstreamSearch) release(a *Alternative, d int) {
 	g.picks = g.picks[:len(g.picks)-1]
 	g.inClaim[d]--
 	g.s.ReleaseFor(d, a, !a.AdminAccess)
+}
+
+// unheld keeps a claim's candidates as built, before holdTo, and the error
+// of its search from the existing allocations (nil when it was held).
+type unheld struct {
+	cands, allMatch [][]int // per alternative, requests in order
+	excluded        map[int]bool
+	err             error
+}
+
+func saveUnheld(c *Claim) *unheld {
+	u := &unheld{excluded: maps.Clone(c.ExcludedNodes)}
+	for _, r := range c.Requests {
+		for _, a := range r.Alternatives {
+			u.cands = append(u.cands, slices.Clone(a.Candidates))
+			u.allMatch = append(u.allMatch, slices.Clone(a.AllMatch))
+		}
+	}
+	return u
+}
+
+// Retryable tells whether c is a claim whose outcome depends on the
+// allocator's search order, which the build decided from the existing
+// allocations alone (held to the devices found there, or failed with an
+// error there): placed after the other claims, its search may end
+// elsewhere.
+func (c *Claim) Retryable() bool { return c.unheld != nil }
+
+// PlaceLast follows the allocator's search for c, a Retryable claim, with
+// every claim already in s placed before it: the scheduler taking c last.
+// It returns the node and picks (request, alternative, device) of the
+// first node where the search succeeds, and false when it fails on every
+// node or meets an error (or runs out of steps) on any. The picks are
+// taken in s.
+func (p *Problem) PlaceLast(c *Claim, s *State) (node int, picks [][3]int, ok bool) {
+	u := c.unheld
+	if u == nil {
+		return 0, nil, false
+	}
+	// The scheduler's search does not know the exclusions that only keep
+	// claims from depending on their order (Device.OrderExclusive); where
+	// one could steer this search, the claim is not retried.
+	mine := map[int]bool{}
+	for _, cands := range u.cands {
+		for _, d := range cands {
+			mine[d] = true
+		}
+	}
+	for d := range mine {
+		for _, o := range p.Devices[d].OrderExclusive {
+			if mine[o] && shareNode(p.Devices[d], p.Devices[o]) || s.Taken(o) {
+				return 0, nil, false
+			}
+		}
+	}
+	type saved struct {
+		cands, allMatch []int
+		onNode          map[int][]int
+	}
+	var keep []saved
+	i := 0
+	for _, r := range c.Requests {
+		for _, a := range r.Alternatives {
+			keep = append(keep, saved{a.Candidates, a.AllMatch, a.onNode})
+			a.Candidates, a.AllMatch = u.cands[i], u.allMatch[i]
+			a.indexByNode(p)
+			i++
+		}
+	}
+	excluded, err := c.ExcludedNodes, c.Err
+	c.ExcludedNodes, c.Err = u.excluded, nil
+	defer func() {
+		i := 0
+		for _, r := range c.Requests {
+			for _, a := range r.Alternatives {
+				a.Candidates, a.AllMatch, a.onNode = keep[i].cands, keep[i].allMatch, keep[i].onNode
+				i++
+			}
+		}
+		c.ExcludedNodes, c.Err = excluded, err
+		c.nodes = nil
+	}()
+	b := &builder{p: p, late: p.searchLate}
+	var found []searchPick
+	node = -1
+	for _, n := range b.searchNodes(c) {
+		g := &upstreamSearch{b: b, p: p, s: s, c: c, node: n, steps: SearchSteps, late: p.searchLate, inClaim: map[int]int{}, until: len(c.Requests)}
+		ok := g.request(0)
+		if g.err != nil || g.steps <= 0 || !ok && g.exceeded {
+			return 0, nil, false
+		}
+		if ok {
+			if found == nil {
+				found, node = slices.Clone(g.picks), n
+			}
+			g.undo()
+		}
+	}
+	if found == nil {
+		return 0, nil, false
+	}
+	g := &upstreamSearch{p: p, s: s, c: c, inClaim: map[int]int{}}
+	for _, pk := range found {
+		g.take(pk.req, pk.alt, c.Requests[pk.req].Alternatives[pk.alt], pk.dev)
+		picks = append(picks, [3]int{pk.req, pk.alt, pk.dev})
+	}
+	return node, picks, true
+}
+
+// undo releases the devices of a successful search.
+func (g *upstreamSearch) undo() {
+	for len(g.picks) > 0 {
+		pk := g.picks[len(g.picks)-1]
+		g.release(g.c.Requests[pk.req].Alternatives[pk.alt], pk.dev)
+	}
+}
+
+// shareNode tells whether some node reaches both devices (one search may
+// see both).
+func shareNode(a, b *Device) bool {
+	if a.All || b.All {
+		return true
+	}
+	for _, n := range a.Reach {
+		if slices.Contains(b.Reach, n) {
+			return true
+		}
+	}
+	return false
 }

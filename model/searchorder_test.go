@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 )
@@ -259,5 +260,33 @@ spec:
 	p := buildYAML(t, docs)
 	if err := p.Claims[0].Err; err == nil || !strings.Contains(err.Error(), "cannot add device gpu.example.com/nics/n1 because a claim constraint would not be satisfied") {
 		t.Fatalf("claim error %v, want the constraint error on n1", err)
+	}
+}
+
+// TestSearchOrderResultLimitUnwinds: ../testdata/order/limit-unwind.yaml.
+// Past the result limit the allocator unwinds to the firstAvailable
+// request without trying other devices for it; backtracking there would
+// meet a selector error. The claim is held to subrequest one's x-00 and
+// all y.
+func TestSearchOrderResultLimitUnwinds(t *testing.T) {
+	docs, err := os.ReadFile("../testdata/order/limit-unwind.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := buildYAML(t, string(docs))
+	c := p.Claims[0]
+	if c.Err != nil {
+		t.Fatalf("claim error %v, want none", c.Err)
+	}
+	var held []string
+	for _, r := range c.Requests {
+		for _, a := range r.Alternatives {
+			for _, d := range a.Candidates {
+				held = append(held, a.Name+"="+p.Devices[d].ID.Device)
+			}
+		}
+	}
+	if got := strings.Join(held, " "); !strings.HasPrefix(got, "first/one=x-00 all=y-00 ") || len(held) != 14 {
+		t.Errorf("held to %s, want first/one=x-00 and all 13 y", got)
 	}
 }

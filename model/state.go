@@ -1,5 +1,7 @@
 package model
 
+import "slices"
+
 // State tracks what is taken while claims are placed one by one: devices,
 // counters, the compatibility-group lists of each counter set, and the
 // capacity left on shared (allowMultipleAllocations) devices. It is the one
@@ -17,6 +19,9 @@ type State struct {
 	groups [][][]string // per counter set: group lists of allocated devices
 	shares []int32      // per device: new shares of a shared device
 	capa   [][]int64    // per shared device: capacity left, per Device.Capacity
+	// oneClaim: the state follows the scheduler's search for one claim,
+	// which does not know Device.OrderExclusive.
+	oneClaim bool
 }
 
 // NewState is the state before any pending claim is placed.
@@ -85,7 +90,7 @@ func (s *State) fitsBesidesCapacity(d int, a *Alternative, exclusive bool) bool 
 		return true
 	}
 	for _, o := range dev.Incompatible {
-		if s.Taken(o) {
+		if s.Taken(o) && !(s.oneClaim && slices.Contains(dev.OrderExclusive, o)) {
 			return false
 		}
 	}
