@@ -346,12 +346,15 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		if j.scenario == "openb" || j.scenario == "openb-wait" || j.scenario == "inflation" {
 			for _, pol := range cfg.Policies {
-				progress(fmt.Sprintf("%s %s %s", j.scenario, j.size, pol))
+				label := fmt.Sprintf("%s %s %s", j.scenario, j.size, pol)
+				progress(label)
 				var row *Row
 				var err error
 				switch j.scenario {
 				case "inflation":
-					row, err = RunInflation(ctx, cfg.OpenB, j.size, cfg.Seed, pol, cfg.Timeout)
+					oc := cfg.OpenB
+					oc.Step = func(note string) { progress(label + " " + note) }
+					row, err = RunInflation(ctx, oc, j.size, cfg.Seed, pol, cfg.Timeout)
 				case "openb-wait":
 					oc := cfg.OpenB
 					oc.Wait = true
