@@ -211,6 +211,9 @@ func runPolicy(ctx context.Context, policy string, objs *model.Objects, compat s
 					}
 				}
 				m.Cover = life.cover
+				// Where unadmitted tasks leave, max-claims also prefers
+				// the admitted set that allocates the most (frag/upgrade.go).
+				m.Upgrade = !life.cover && life.objective != alloc.Ordered
 			}
 			res, err = alloc.Run(ctx, p, opts)
 			if err != nil {
