@@ -132,7 +132,7 @@ func RunInflation(ctx context.Context, cfg OpenBConfig, sz Size, seed uint64, po
 		}
 		h := startHeapSampler()
 		start := time.Now()
-		out, err := runPolicy(ctx, policy, &objs, model.CompatKEP5963, timeout, learnt, false, &lifecycle{objective: cfg.Objective})
+		out, err := runPolicy(ctx, policy, &objs, model.CompatKEP5963, timeout, learnt, false, &lifecycle{objective: cfg.Objective, upgrade: true})
 		wall += time.Since(start)
 		if pk := h.Peak(); pk > peak {
 			peak = pk

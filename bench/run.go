@@ -148,7 +148,13 @@ type lifecycle struct {
 	// cover: unadmitted tasks wait (openb-wait), so the look-ahead keeps
 	// large nodes whole (frag.Measure.Cover).
 	cover bool
-	now   time.Time // the batch's trace time
+	// upgrade: among the admitted sets of the proven size, the look-ahead
+	// prefers one that allocates more (frag.Measure.Upgrade). On in
+	// inflation, where nothing leaves and the unallocated share is the
+	// measure; off in the replays, where it cost the dropping replay four
+	// admissions of 321 on default A100 (docs/performance.md).
+	upgrade bool
+	now     time.Time // the batch's trace time
 }
 
 // runPolicy allocates the pending claims of objs with one policy and
@@ -211,9 +217,7 @@ func runPolicy(ctx context.Context, policy string, objs *model.Objects, compat s
 					}
 				}
 				m.Cover = life.cover
-				// Where unadmitted tasks leave, max-claims also prefers
-				// the admitted set that allocates the most (frag/upgrade.go).
-				m.Upgrade = !life.cover && life.objective != alloc.Ordered
+				m.Upgrade = life.upgrade && life.objective != alloc.Ordered
 			}
 			res, err = alloc.Run(ctx, p, opts)
 			if err != nil {
