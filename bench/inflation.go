@@ -26,10 +26,15 @@ import (
 // DefaultInflationBatch is the default number of tasks per batch.
 const DefaultInflationBatch = 10
 
+// inflationStep is the arrived workload, in % of the cluster's GPUs,
+// between two points of the curve.
+const inflationStep = 2.0
+
 // InflationStats are the curves of an inflation run.
 type InflationStats struct {
 	GPUs int `json:"gpus"`
-	// Points are sampled after every batch.
+	// Points are sampled after the batch that brings the arrived
+	// workload past every inflationStep %, and at 100 %.
 	Points []InflationPoint `json:"points"`
 	// At100 is the point where the arrived workload first reaches 100 %
 	// of the cluster's GPUs (the run's last point).
@@ -108,6 +113,7 @@ func RunInflation(ctx context.Context, cfg OpenBConfig, sz Size, seed uint64, po
 	var wall time.Duration
 	var peak uint64
 	seq := 0
+	nextSample := 0.0
 	for requested < float64(gpus) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -126,7 +132,7 @@ func RunInflation(ctx context.Context, cfg OpenBConfig, sz Size, seed uint64, po
 		}
 		h := startHeapSampler()
 		start := time.Now()
-		out, err := runPolicy(ctx, policy, &objs, model.CompatKEP5963, timeout, learnt, false, &lifecycle{objective: cfg.Objective})
+		out, err := runPolicy(ctx, policy, &objs, model.CompatKEP5963, timeout, learnt, false, &lifecycle{objective: cfg.Objective, upgrade: true})
 		wall += time.Since(start)
 		if pk := h.Peak(); pk > peak {
 			peak = pk
@@ -138,6 +144,9 @@ func RunInflation(ctx context.Context, cfg OpenBConfig, sz Size, seed uint64, po
 			return nil, err
 		}
 		is.Batches++
+		if cfg.Step != nil {
+			cfg.Step(fmt.Sprintf("batch %d, %.0f%% arrived", is.Batches, 100*requested/float64(gpus)))
+		}
 		if out.stats != nil && out.stats.Optimal {
 			is.OptimalBatches++
 		}
@@ -146,11 +155,21 @@ func RunInflation(ctx context.Context, cfg OpenBConfig, sz Size, seed uint64, po
 		for _, c := range out.allocated {
 			row.Devices += len(c.Status.Allocation.Devices.Results)
 		}
+		// The curve is sampled every inflationStep % of arrived workload
+		// and at 100 %: measuring builds the whole cluster's model, which
+		// on hundreds of nodes costs more than the policies.
+		arrived := 100 * requested / float64(gpus)
+		if requested < float64(gpus) && arrived < nextSample {
+			continue
+		}
+		for nextSample <= arrived {
+			nextSample += inflationStep
+		}
 		pt, err := inflationPoint(ctx, base, running, target)
 		if err != nil {
 			return nil, err
 		}
-		pt.ArrivedPct = 100 * requested / float64(gpus)
+		pt.ArrivedPct = arrived
 		pt.Admitted, pt.Arrived = row.Admitted, row.Claims
 		is.Points = append(is.Points, pt)
 	}

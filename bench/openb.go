@@ -65,6 +65,9 @@ type OpenBConfig struct {
 	Objective string
 	// Batch is the number of tasks per batch of the inflation simulation.
 	Batch int
+	// Step, when set, is told how far a long simulation has come (the
+	// terminal's progress bar).
+	Step func(note string) `json:"-"`
 }
 
 // DefaultOpenBLoad is the default arrival compression.

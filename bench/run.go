@@ -148,7 +148,13 @@ type lifecycle struct {
 	// cover: unadmitted tasks wait (openb-wait), so the look-ahead keeps
 	// large nodes whole (frag.Measure.Cover).
 	cover bool
-	now   time.Time // the batch's trace time
+	// upgrade: among the admitted sets of the proven size, the look-ahead
+	// prefers one that allocates more (frag.Measure.Upgrade). On in
+	// inflation, where nothing leaves and the unallocated share is the
+	// measure; off in the replays, where it cost the dropping replay four
+	// admissions of 321 on default A100 (docs/performance.md).
+	upgrade bool
+	now     time.Time // the batch's trace time
 }
 
 // runPolicy allocates the pending claims of objs with one policy and
@@ -211,6 +217,7 @@ func runPolicy(ctx context.Context, policy string, objs *model.Objects, compat s
 					}
 				}
 				m.Cover = life.cover
+				m.Upgrade = life.upgrade && life.objective != alloc.Ordered
 			}
 			res, err = alloc.Run(ctx, p, opts)
 			if err != nil {
@@ -346,12 +353,15 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		if j.scenario == "openb" || j.scenario == "openb-wait" || j.scenario == "inflation" {
 			for _, pol := range cfg.Policies {
-				progress(fmt.Sprintf("%s %s %s", j.scenario, j.size, pol))
+				label := fmt.Sprintf("%s %s %s", j.scenario, j.size, pol)
+				progress(label)
 				var row *Row
 				var err error
 				switch j.scenario {
 				case "inflation":
-					row, err = RunInflation(ctx, cfg.OpenB, j.size, cfg.Seed, pol, cfg.Timeout)
+					oc := cfg.OpenB
+					oc.Step = func(note string) { progress(label + " " + note) }
+					row, err = RunInflation(ctx, oc, j.size, cfg.Seed, pol, cfg.Timeout)
 				case "openb-wait":
 					oc := cfg.OpenB
 					oc.Wait = true

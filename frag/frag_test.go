@@ -218,3 +218,64 @@ func TestRefineKeepsANodeWhole(t *testing.T) {
 		t.Fatalf("fragmentation %v after, %v before", after, before)
 	}
 }
+
+// Upgrade: three claims of two whole GPUs (one node each) and a 1g.5gb;
+// two nodes of two GPUs admit two of them whichever they are. Starting
+// from the 1g.5gb on node-1 and a large claim on node-2, Refine with
+// Upgrade trades the 1g.5gb for a second large claim (two claims still,
+// the cluster full); without it the placement keeps the 1g.5gb.
+func TestRefineUpgradeTradesForALargerClaim(t *testing.T) {
+	objs, p := loadA100(t, claim("small", "1g.5gb", 1), claim("big1", "full", 2), claim("big2", "full", 2), claim("big3", "full", 2))
+	start := func() *alloc.Result {
+		res := &alloc.Result{Rejected: map[int]string{2: "x", 3: "x"}}
+		d := device(t, p, "node-1", "gpu-0-mig-1g5gb-0")
+		res.Assignments = append(res.Assignments, &alloc.Assignment{Claim: p.Claims[0], Node: p.Devices[d].Reach[0], Picks: []alloc.Pick{{Req: 0, Alt: 0, Dev: d}}})
+		g0, g1 := device(t, p, "node-2", "gpu-0"), device(t, p, "node-2", "gpu-1")
+		res.Assignments = append(res.Assignments, &alloc.Assignment{Claim: p.Claims[1], Node: p.Devices[g0].Reach[0], Picks: []alloc.Pick{{Req: 0, Alt: 0, Dev: g0}, {Req: 0, Alt: 0, Dev: g1}}})
+		res.Stats.Objective, res.Stats.Admitted = 2, 2
+		return res
+	}
+	admitted := func(r *alloc.Result) map[string]bool {
+		out := map[string]bool{}
+		for _, a := range r.Assignments {
+			out[a.Claim.Obj.Name] = true
+		}
+		return out
+	}
+	for _, up := range []bool{false, true} {
+		m, err := workload(claim("s", "1g.5gb", 1), claim("b", "full", 2)).Bind(context.Background(), objs, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Upgrade = up
+		out := m.Refine(p, start())
+		got := admitted(out)
+		if len(out.Assignments) != 2 || out.Stats.Objective != 2 || out.Stats.Admitted != 2 {
+			t.Fatalf("upgrade %v: %d claims admitted (objective %d), want 2", up, len(out.Assignments), out.Stats.Objective)
+		}
+		if got["small"] == up {
+			t.Fatalf("upgrade %v: admitted %v", up, got)
+		}
+		if up {
+			if _, ok := out.Rejected[0]; !ok {
+				t.Fatalf("the traded claim has no reason: %v", out.Rejected)
+			}
+			if len(out.Rejected) != 2 {
+				t.Fatalf("rejected %v, want the small claim and one large", out.Rejected)
+			}
+		}
+		var allocated []*resourceapi.ResourceClaim
+		claims, err := alloc.Allocated(p, out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range claims {
+			if c.Status.Allocation != nil {
+				allocated = append(allocated, c)
+			}
+		}
+		if err := check.Check(objs, allocated, check.Options{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

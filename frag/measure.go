@@ -37,6 +37,11 @@ type Measure struct {
 	// a claim is seen waiting, it comes too late: the large nodes already
 	// hold long-running small tasks.
 	Cover bool
+	// Upgrade lets Refine change the admitted claims for as many of each
+	// weight that allocate more of the GPUs (upgrade.go). Only for the
+	// max-claims objective: under ordered, which claims are admitted is
+	// fixed by arrival order.
+	Upgrade bool
 }
 
 func newMeasure(p *model.Problem) *Measure {

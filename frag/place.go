@@ -35,6 +35,11 @@ const noNode = -2
 
 // placeAvoiding is Place on every node but avoid.
 func (m *Measure) placeAvoiding(s *model.State, c *model.Claim, rule Rule, avoid int) (*alloc.Assignment, bool) {
+	return m.placeWhere(s, c, rule, func(n int) bool { return n != avoid })
+}
+
+// placeWhere is Place on the nodes n with allowed(n).
+func (m *Measure) placeWhere(s *model.State, c *model.Claim, rule Rule, allowed func(n int) bool) (*alloc.Assignment, bool) {
 	if c.Err != nil {
 		return nil, false
 	}
@@ -53,7 +58,7 @@ func (m *Measure) placeAvoiding(s *model.State, c *model.Claim, rule Rule, avoid
 	bestNode := 0
 	bestScore := [2]float64{math.Inf(1), math.Inf(1)}
 	for _, n := range nodes {
-		if n == avoid || !anyFits(s, c, n) {
+		if !allowed(n) || !anyFits(s, c, n) {
 			continue // cheap test before the node's fragmentation is computed
 		}
 		var before float64

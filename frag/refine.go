@@ -19,6 +19,9 @@ import (
 // are moved off a node to keep the multi-GPU shapes of the workload
 // hostable (cover.go). The best result wins, ranked (with Cover) by the
 // coverage, then by fragmentation; res when nothing beats it.
+//
+// With Upgrade (max-claims only), the admitted claims may change first,
+// never their weight (upgrade.go).
 func (m *Measure) Refine(p *model.Problem, res *alloc.Result) *alloc.Result {
 	if p != m.p || len(m.shapes) == 0 || len(res.Assignments) == 0 {
 		return res
@@ -50,6 +53,17 @@ func (m *Measure) Refine(p *model.Problem, res *alloc.Result) *alloc.Result {
 		take(s1, &cp)
 	}
 	oldScore := m.score(s1)
+	var dropped []*model.Claim
+	if m.Upgrade {
+		cur, dropped = m.upgrade(s1, cur, deadline)
+		for _, a := range cur {
+			size[a.Claim.Index] = 0
+			for _, pk := range a.Picks {
+				size[a.Claim.Index] += consumedShare(m, pk.Dev)
+			}
+		}
+	}
+	changedSet := len(dropped) > 0 || len(cur) != len(res.Assignments)
 	bySize(cur)
 	m.reinsert(s1, cur, deadline)
 	if m.Cover {
@@ -76,12 +90,38 @@ func (m *Measure) Refine(p *model.Problem, res *alloc.Result) *alloc.Result {
 			best, bestScore = fresh, sc
 		}
 	}
-	if !bestScore.less(oldScore) {
+	if !changedSet && !bestScore.less(oldScore) {
 		return res
 	}
 	sort.Slice(best, func(i, j int) bool { return best[i].Claim.Index < best[j].Claim.Index })
 	out := *res
 	out.Assignments = best
+	if changedSet {
+		out.Rejected = map[int]string{}
+		for k, v := range res.Rejected {
+			out.Rejected[k] = v
+		}
+		for _, a := range best {
+			delete(out.Rejected, a.Claim.Index)
+		}
+		for _, c := range dropped {
+			out.Rejected[c.Index] = "traded for a claim of the same weight that allocates more of the GPUs"
+		}
+		out.Stats.Admitted = len(best)
+		out.Stats.Objective = res.Stats.Objective
+		was := map[int]bool{}
+		for _, a := range res.Assignments {
+			was[a.Claim.Index] = true
+		}
+		for _, a := range best {
+			if !was[a.Claim.Index] {
+				out.Stats.Objective += a.Claim.Weight
+			}
+		}
+		for _, c := range dropped {
+			out.Stats.Objective -= c.Weight
+		}
+	}
 	return &out
 }
 
