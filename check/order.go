@@ -266,7 +266,10 @@ func (c *checker) derivedError(claim *resourceapi.ResourceClaim, a *alt, d *devi
 // derivedErrorAnywhere tells whether such an expression fails on a device
 // the allocator could try for a: in a usable pool, matching its selectors,
 // tolerated, not held by an existing claim (unless admin access), its
-// capacities able to serve the request.
+// capacities able to serve the request, and allocatable on some node (the
+// allocator evaluates derived attributes in allocateDevice, after its
+// isSelectable has checked the device's nodes: a device no node reaches,
+// or a pool generation no node uses, is never tried).
 func (c *checker) derivedErrorAnywhere(claim *resourceapi.ResourceClaim, a *alt) bool {
 	if len(derivedErrors(claim, a)) == 0 {
 		return false
@@ -283,12 +286,30 @@ func (c *checker) derivedErrorAnywhere(claim *resourceapi.ResourceClaim, a *alt)
 			continue
 		}
 		for _, d := range pl.devices {
-			if !c.matchesAll(class, a.selectors, d) || untoleratedTaint(d.spec, a.tolerations) != nil || held[d.key] && !a.admin {
+			if !c.matchesAll(class, a.selectors, d) || untoleratedTaint(d.spec, a.tolerations) != nil || held[d.key] && !a.admin || !c.triedSomewhere(d) {
 				continue
 			}
 			if _, fits, _ := consumption(a.capacity, d.spec.Capacity); fits && c.derivedError(claim, a, d) != nil {
 				return true
 			}
+		}
+	}
+	return false
+}
+
+// triedSomewhere tells whether some node's search can try d: the node
+// uses d's pool generation, d's slice is published for it and d is
+// allocatable there (without nodes: d is available everywhere).
+func (c *checker) triedSomewhere(d *device) bool {
+	if len(c.w.nodes) == 0 {
+		return availableEverywhere(d)
+	}
+	for _, n := range c.w.nodes {
+		if c.w.view(n, d.key.pool()) != d.pool || !c.w.sliceRelevant(d.slice, n) {
+			continue
+		}
+		if ok, _ := c.w.allocatable(d, n); ok {
+			return true
 		}
 	}
 	return false

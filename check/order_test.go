@@ -150,3 +150,74 @@ spec:
 		t.Errorf("b reached before a: Check = %v", err)
 	}
 }
+
+// Rule 10 for derived attributes: the allocator evaluates them only on
+// devices a node's search tries (after the device's nodes are checked), so
+// one failing on a device no node reaches (u, for zone a, where no node
+// is; its slice is published for node-1 through v) does not make the claim depend on the search order: b, which the
+// search (taking a first) never picks, is as valid as a.
+func TestCheckDerivedErrorUnreachableDevice(t *testing.T) {
+	docs := `
+apiVersion: v1
+kind: Node
+metadata: {name: node-1, labels: {zone: b}}
+---
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: gpu}
+spec: {selectors: [{cel: {expression: 'device.driver == "gpu.example.com"'}}]}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: s1}
+spec:
+  driver: gpu.example.com
+  nodeName: node-1
+  pool: {name: p1, generation: 1, resourceSliceCount: 1}
+  devices:
+  - {name: a, attributes: {opt: {int: 0}}}
+  - {name: b, attributes: {opt: {int: 1}}}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: zoned}
+spec:
+  driver: gpu.example.com
+  perDeviceNodeSelection: true
+  pool: {name: zoned, generation: 1, resourceSliceCount: 1}
+  devices:
+  - {name: v, allNodes: true, attributes: {opt: {int: 2}}}
+  - name: u
+    nodeSelector: {nodeSelectorTerms: [{matchExpressions: [{key: zone, operator: In, values: [a]}]}]}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: x, namespace: default}
+spec:
+  devices:
+    requests:
+    - name: one
+      exactly:
+        deviceClassName: gpu
+        derivedAttributes: [{name: gpu.example.com/numa, expression: 'device.attributes["gpu.example.com"].opt'}]
+    constraints: [{matchAttribute: gpu.example.com/numa}]
+`
+	objs, _, err := model.Load([]string{"-"}, strings.NewReader(docs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := objs.Claims[0].DeepCopy()
+	out.Status.Allocation = &resourceapi.AllocationResult{NodeSelector: nodeSel("node-1"),
+		Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{
+			{Request: "one", Driver: gpuDriver, Pool: "p1", Device: "b"}}}}
+	if err := Check(objs, []*resourceapi.ResourceClaim{out}, Options{}); err != nil {
+		t.Errorf("b, the derived attribute failing only on a device no node reaches: %v", err)
+	}
+	// On a node that reaches u, the claim is order-dependent again: the
+	// search takes a, never b.
+	objs.Nodes[0].Labels["zone"] = "a"
+	err = Check(objs, []*resourceapi.ResourceClaim{out}, Options{})
+	if err == nil || !strings.Contains(err.Error(), "must be what it picks") {
+		t.Errorf("b where node-1 reaches u: Check = %v", err)
+	}
+}
