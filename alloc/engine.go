@@ -31,8 +31,17 @@ const (
 // Lookahead re-places an allocation among those admitting the same claims,
 // for the workload to come (package frag). It returns res itself when it
 // finds nothing better; what it returns must admit exactly res's claims.
+// It returns by deadline (the end of the run's Timeout) with the best it
+// has.
 type Lookahead interface {
-	Refine(p *model.Problem, res *Result) *Result
+	Refine(p *model.Problem, res *Result, deadline time.Time) *Result
+}
+
+// lookaheadReserve is the part of a run's Timeout kept for the look-ahead
+// after the engine: a fifth, at most 2 s, so that a frag run, like any
+// other, returns within its Timeout.
+func lookaheadReserve(timeout time.Duration) time.Duration {
+	return min(timeout/5, 2*time.Second)
 }
 
 // Options steer one run.
@@ -165,7 +174,11 @@ func Run(ctx context.Context, p *model.Problem, opts Options) (*Result, error) {
 	if opts.Workers <= 0 {
 		opts.Workers = runtime.GOMAXPROCS(0)
 	}
-	deadline := time.Now().Add(opts.Timeout)
+	end := time.Now().Add(opts.Timeout)
+	deadline := end
+	if lookahead && opts.Lookahead != nil {
+		deadline = end.Add(-lookaheadReserve(opts.Timeout))
+	}
 	comps := components(p)
 	results := make([]*componentResult, len(comps))
 	solve := func(i, workers int) {
@@ -219,7 +232,7 @@ func Run(ctx context.Context, p *model.Problem, opts Options) (*Result, error) {
 	}
 	res := gather(p, opts, results)
 	if lookahead && opts.Lookahead != nil {
-		res = opts.Lookahead.Refine(p, res)
+		res = opts.Lookahead.Refine(p, res, end)
 	}
 	return res, nil
 }

@@ -173,6 +173,10 @@ func runPolicy(ctx context.Context, policy string, objs *model.Objects, compat s
 		}
 		out.allocated, out.impl = res.Allocated, res.Implementation
 	case PolicyFirstFit, PolicyFFD, PolicyBestFit, PolicyFGD, PolicyDrasatBinpack, PolicyDrasat:
+		// Building the model (and the look-ahead's measure) counts against
+		// drasat's budget, as in drasat allocate: the time reported is the
+		// batch's, and a batch is decided within timeout.
+		start := time.Now()
 		p, err := model.Build(ctx, objs, model.Options{Compat: compat})
 		if err != nil {
 			return nil, err
@@ -202,13 +206,13 @@ func runPolicy(ctx context.Context, policy string, objs *model.Objects, compat s
 		case PolicyFGD:
 			res = m.Greedy(p.Claims, frag.FGD)
 		case PolicyDrasatBinpack:
-			res, err = alloc.Run(ctx, p, alloc.Options{Timeout: timeout, UseCBC: useCBC})
+			res, err = alloc.Run(ctx, p, alloc.Options{Timeout: budgetLeft(timeout, start), UseCBC: useCBC})
 			if err != nil {
 				return nil, err
 			}
 			out.stats = &res.Stats
 		default:
-			opts := alloc.Options{Timeout: timeout, Policy: alloc.Frag, Lookahead: m, UseCBC: useCBC}
+			opts := alloc.Options{Policy: alloc.Frag, Lookahead: m, UseCBC: useCBC}
 			if life != nil {
 				opts.Objective = life.objective
 				if life.reserver != nil {
@@ -219,6 +223,7 @@ func runPolicy(ctx context.Context, policy string, objs *model.Objects, compat s
 				m.Cover = life.cover
 				m.Upgrade = life.upgrade && life.objective != alloc.Ordered
 			}
+			opts.Timeout = budgetLeft(timeout, start)
 			res, err = alloc.Run(ctx, p, opts)
 			if err != nil {
 				return nil, err
@@ -238,6 +243,13 @@ func runPolicy(ctx context.Context, policy string, objs *model.Objects, compat s
 		return nil, fmt.Errorf("policy %q: want one of %s", policy, strings.Join(Policies, ", "))
 	}
 	return out, nil
+}
+
+// budgetLeft is what timeout leaves to the engine after what was spent
+// since start (building the model), never less than a millisecond: the
+// engine then returns the best it has at once.
+func budgetLeft(timeout time.Duration, start time.Time) time.Duration {
+	return max(timeout-time.Since(start), time.Millisecond)
 }
 
 // validate runs the feasibility checker on a policy's result.

@@ -22,11 +22,16 @@ import (
 //
 // With Upgrade (max-claims only), the admitted claims may change first,
 // never their weight (upgrade.go).
-func (m *Measure) Refine(p *model.Problem, res *alloc.Result) *alloc.Result {
+//
+// It stops at deadline, or RefineBudget from now if that is sooner (a zero
+// deadline: RefineBudget).
+func (m *Measure) Refine(p *model.Problem, res *alloc.Result, deadline time.Time) *alloc.Result {
 	if p != m.p || len(m.shapes) == 0 || len(res.Assignments) == 0 {
 		return res
 	}
-	deadline := time.Now().Add(RefineBudget)
+	if budget := time.Now().Add(RefineBudget); deadline.IsZero() || budget.Before(deadline) {
+		deadline = budget
+	}
 	for _, a := range res.Assignments {
 		for _, pk := range a.Picks {
 			if a.Claim.Requests[pk.Req].Alternatives[pk.Alt].AdminAccess {

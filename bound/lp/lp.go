@@ -72,8 +72,9 @@ type Problem struct {
 	next    int // where the next partial pricing scan starts
 	started bool
 
-	// Iterations counts the simplex pivots and bound flips of all solves.
-	Iterations int
+	// Iterations counts the simplex pivots and bound flips of all solves;
+	// DualIterations those of them made by the dual simplex.
+	Iterations, DualIterations int
 	// MaxIterations ends a solve (Stopped); 0: 50·(rows+columns).
 	MaxIterations int
 }
@@ -330,20 +331,28 @@ var errStopped = errors.New("lp: stopped")
 // Solve optimises from the current basis until optimal, infeasible,
 // unbounded, or stopped by ctx, deadline (zero: none) or MaxIterations.
 func (p *Problem) Solve(ctx context.Context, deadline time.Time) Status {
-	if !p.started {
-		p.start()
-	} else {
-		p.computeBasics()
-	}
 	n, m := p.n, p.m
 	maxIt := p.MaxIterations
 	if maxIt == 0 {
 		maxIt = 50 * (n + m)
 	}
+	it := 0
+	if !p.started {
+		p.start()
+	} else {
+		p.computeBasics()
+		// After bound changes the last optimal basis is usually still
+		// dual feasible: the dual simplex restores primal feasibility in
+		// a few pivots where phase 1 would undo the optimum.
+		switch st := p.dual(ctx, deadline, maxIt, &it); st {
+		case Infeasible, Stopped:
+			return st
+		}
+	}
 	y := make([]float64, m)
 	alpha := make([]float64, m)
 	degenerate := 0
-	for it := 0; ; it++ {
+	for ; ; it++ {
 		if it >= maxIt {
 			return Stopped
 		}
@@ -498,6 +507,186 @@ func (p *Problem) Solve(ctx context.Context, deadline time.Time) Status {
 		} else {
 			p.x[leave] = p.lo[leave]
 		}
+		p.pushEta(r, alpha)
+		p.pos[leave] = -1
+		p.head[r] = q
+		p.pos[q] = r
+	}
+}
+
+// errNotDualFeasible: the basis's reduced costs do not allow the dual
+// simplex (a variable unbounded above on the wrong side); the primal
+// simplex takes over.
+var errNotDualFeasible = errors.New("lp: basis not dual feasible")
+
+// reducedCosts sets d to the reduced costs of the phase-2 objective
+// (minimise −c·x) at the current basis; basic variables get 0.
+func (p *Problem) reducedCosts(d []float64) {
+	n := p.n
+	y := make([]float64, p.m)
+	for i, j := range p.head {
+		if j < n {
+			y[i] = -p.cost[j]
+		}
+	}
+	p.btran(y)
+	for j := range d {
+		switch {
+		case p.pos[j] >= 0:
+			d[j] = 0
+		case j < n:
+			dj := -p.cost[j]
+			for k, r := range p.colIdx[j] {
+				dj -= y[r] * p.colVal[j][k]
+			}
+			d[j] = dj
+		default:
+			d[j] = -y[j-n]
+		}
+	}
+}
+
+// makeDualFeasible moves each boxed nonbasic variable whose reduced cost
+// has the wrong sign for its bound to its other bound (the basics follow);
+// errNotDualFeasible when a variable without a finite other bound has one.
+func (p *Problem) makeDualFeasible(d []float64) (err error) {
+	flipped := false
+	for j, dj := range d {
+		if p.pos[j] >= 0 || p.lo[j] == p.up[j] {
+			continue
+		}
+		atLo := p.x[j] <= p.lo[j]
+		switch {
+		case atLo && dj < -dualTol:
+			if math.IsInf(p.up[j], 1) {
+				err = errNotDualFeasible
+				continue
+			}
+			p.x[j], flipped = p.up[j], true
+		case !atLo && dj > dualTol:
+			p.x[j], flipped = p.lo[j], true
+		}
+	}
+	if flipped {
+		p.computeBasics()
+	}
+	return err
+}
+
+// dual runs the dual simplex from a dual feasible basis until no basic
+// variable is out of its bounds (it returns Optimal: the primal simplex
+// then confirms), the rows are found infeasible, or it stops. A basis
+// that is not dual feasible, or a pivot that goes numerically wrong,
+// returns Optimal at once without claiming anything: the primal simplex
+// goes on from wherever this left the basis.
+func (p *Problem) dual(ctx context.Context, deadline time.Time, maxIt int, it *int) Status {
+	n, m := p.n, p.m
+	d := make([]float64, n+m)
+	p.reducedCosts(d)
+	if p.makeDualFeasible(d) != nil {
+		return Optimal
+	}
+	rho := make([]float64, m)
+	alpha := make([]float64, m)
+	var rowJ []int
+	var rowA []float64
+	for ; ; *it++ {
+		if *it >= maxIt {
+			return Stopped
+		}
+		if *it%64 == 0 && (ctx.Err() != nil || !deadline.IsZero() && time.Now().After(deadline)) {
+			return Stopped
+		}
+		if len(p.etas)-p.base >= refactor {
+			p.reinvert()
+			p.reducedCosts(d)
+			if p.makeDualFeasible(d) != nil {
+				return Optimal
+			}
+		}
+		// Leaving: the basic variable farthest outside its bounds.
+		r, worst, toLo := -1, feasTol, false
+		for i, j := range p.head {
+			if v := p.lo[j] - p.x[j]; v > worst {
+				r, worst, toLo = i, v, true
+			}
+			if v := p.x[j] - p.up[j]; v > worst {
+				r, worst, toLo = i, v, false
+			}
+		}
+		if r < 0 {
+			return Optimal
+		}
+		// Row r of B⁻¹A over the nonbasic variables.
+		clear(rho)
+		rho[r] = 1
+		p.btran(rho)
+		rowJ, rowA = rowJ[:0], rowA[:0]
+		q, ratio, qa := -1, math.Inf(1), 0.0
+		for j := 0; j < n+m; j++ {
+			if p.pos[j] >= 0 || p.lo[j] == p.up[j] {
+				continue
+			}
+			var a float64
+			if j < n {
+				for k, i := range p.colIdx[j] {
+					a += rho[i] * p.colVal[j][k]
+				}
+			} else {
+				a = rho[j-n]
+			}
+			if math.Abs(a) < pivotTol {
+				continue
+			}
+			rowJ, rowA = append(rowJ, j), append(rowA, a)
+			// Candidates move x_r towards the bound it leaves at
+			// while their reduced cost keeps its sign longest.
+			atLo := p.x[j] <= p.lo[j]
+			var t float64
+			switch {
+			case toLo && atLo && a < 0, !toLo && atLo && a > 0:
+				t = d[j] / math.Abs(a)
+			case toLo && !atLo && a > 0, !toLo && !atLo && a < 0:
+				t = -d[j] / math.Abs(a)
+			default:
+				continue
+			}
+			t = max(t, 0)
+			if t < ratio-1e-12 || t <= ratio+1e-12 && math.Abs(a) > math.Abs(qa) {
+				q, ratio, qa = j, t, a
+			}
+		}
+		if q < 0 {
+			return Infeasible // the row's dual ray: x_r cannot reach its bound
+		}
+		clear(alpha)
+		p.column(q, alpha)
+		p.ftran(alpha)
+		if math.Abs(alpha[r]-qa) > 1e-6*(1+math.Abs(qa)) {
+			return Optimal // inaccurate: leave it to the primal simplex
+		}
+		// Dual step: q's reduced cost becomes 0, the leaving variable's −t.
+		t := d[q] / qa
+		for k, j := range rowJ {
+			d[j] -= t * rowA[k]
+		}
+		leave := p.head[r]
+		d[q], d[leave] = 0, -t
+		// Primal step: x_r lands on its bound.
+		bound := p.up[leave]
+		if toLo {
+			bound = p.lo[leave]
+		}
+		delta := (p.x[leave] - bound) / alpha[r]
+		for i, j := range p.head {
+			if a := alpha[i]; a != 0 {
+				p.x[j] -= delta * a
+			}
+		}
+		p.x[q] += delta
+		p.x[leave] = bound
+		p.Iterations++
+		p.DualIterations++
 		p.pushEta(r, alpha)
 		p.pos[leave] = -1
 		p.head[r] = q

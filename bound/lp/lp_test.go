@@ -117,6 +117,56 @@ func TestSolveRandomAgainstDuals(t *testing.T) {
 	}
 }
 
+// TestDiveAgainstColdSolves: a dive's sequence of fixings and restored
+// bounds (the warm starts go through the dual simplex) gives, at every
+// step, the status and optimum of a cold solve of the same bounds.
+func TestDiveAgainstColdSolves(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	steps, dualPivots := 0, 0
+	for n := 0; n < 600; n++ {
+		p, dense := randomProblem(rng)
+		if p.Solve(context.Background(), time.Time{}) != Optimal {
+			continue
+		}
+		orig := append([]float64(nil), p.up[:p.n]...)
+		for step := 0; step < 8; step++ {
+			j := rng.IntN(p.n)
+			switch v := p.Value(j); {
+			case rng.IntN(4) == 0:
+				p.SetBounds(j, 0, orig[j]) // restore, as a backtrack does
+			case rng.IntN(2) == 0:
+				p.SetBounds(j, math.Floor(v), math.Floor(v))
+			default:
+				up := orig[j]
+				if c := math.Ceil(v); c <= up {
+					p.SetBounds(j, c, up)
+				}
+			}
+			warm := p.Solve(context.Background(), time.Time{})
+			cold := New(p.rhs, p.eq)
+			for k := 0; k < p.n; k++ {
+				cold.AddColumn(p.cost[k], p.lo[k], p.up[k], intsOf(p.colIdx[k]), p.colVal[k])
+			}
+			if cs := cold.Solve(context.Background(), time.Time{}); cs != warm {
+				t.Fatalf("problem %d step %d: warm %v, cold %v", n, step, warm, cs)
+			}
+			steps++
+			if warm != Optimal {
+				break
+			}
+			check(t, p, dense)
+			if math.Abs(p.Objective()-cold.Objective()) > 1e-6 {
+				t.Fatalf("problem %d step %d: warm %g, cold %g", n, step, p.Objective(), cold.Objective())
+			}
+		}
+		dualPivots += p.DualIterations
+	}
+	if steps < 1000 || dualPivots < 100 {
+		t.Fatalf("%d warm solves, %d dual simplex pivots: the dual path is hardly tested", steps, dualPivots)
+	}
+	t.Logf("%d warm solves, %d dual simplex pivots", steps, dualPivots)
+}
+
 func intsOf(xs []int32) []int {
 	out := make([]int, len(xs))
 	for i, x := range xs {

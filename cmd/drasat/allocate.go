@@ -92,7 +92,6 @@ func runAllocate(c *cli.Context) error {
 		Policy:       c.String("policy"),
 		UseCBC:       c.Bool("cbc"),
 		AggregateSAT: c.Bool("aggregate-sat"),
-		Timeout:      solveBudget(timeout, time.Since(start)),
 		Progress:     progress(),
 	}
 	deadline := start.Add(timeout) // for the reasons: what is left of --timeout
@@ -104,6 +103,7 @@ func runAllocate(c *cli.Context) error {
 			return err
 		}
 	}
+	opts.Timeout = solveBudget(timeout, time.Since(start))
 	res, err := alloc.Run(ctx, p, opts)
 	if err != nil {
 		return err
