@@ -488,14 +488,30 @@ func diveLP(ctx context.Context, cs *componentState, na *bound.NodeAggregate, en
 		if err != nil || sol.Values == nil {
 			return aggregateAnswer{}, err
 		}
-		vals, w := na.Distribute(g, sol.Values)
-		return aggregateAnswer{values: vals, objective: w}, nil
+		ans := withBound(aggregateAnswer{}, sol)
+		if err != nil || sol.Values == nil {
+			return ans, err
+		}
+		ans.values, ans.objective = na.Distribute(g, sol.Values)
+		return ans, nil
 	}
 	sol, _, err := na.Dive(ctx, end, cs.value+1)
+	ans := withBound(aggregateAnswer{}, sol)
 	if err != nil || sol.Values == nil {
-		return aggregateAnswer{}, err
+		return ans, err
 	}
-	return aggregateAnswer{values: sol.Values, objective: sol.Objective}, nil
+	ans.values, ans.objective = sol.Values, sol.Objective
+	return ans, nil
+}
+
+// withBound adds the root LP's bound of a dive to ans: the global model
+// relaxes the per-node one, so either bounds the model's optimum (and the
+// admitted weight where aggregateStage takes model bounds at all).
+func withBound(ans aggregateAnswer, sol bound.AggregateSolution) aggregateAnswer {
+	if sol.Bound != math.MaxInt64 {
+		ans.bound, ans.hasBnd = sol.Bound, true
+	}
+	return ans
 }
 
 func isOptimal(status string) bool { return len(status) >= 7 && status[:7] == "Optimal" }

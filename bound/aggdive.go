@@ -23,8 +23,12 @@ import (
 // relaxation of this model is tight on the MIG batches (its value floors
 // to the optimum), so the first dive seldom needs to backtrack.
 //
-// Diving proves nothing: Bound stays math.MaxInt64. Weights must be
-// integers (max-claims weights are).
+// The dive itself proves nothing, but the root LP does: Bound is the
+// Lagrangian bound of the root's duals (lp.DualBound, which does not
+// trust the simplex's arithmetic), rounded down, or math.MaxInt64 when
+// the root is not solved. It bounds the model's integer optimum, so the
+// admitted weight wherever the model is a relaxation (the caller knows
+// when). Weights must be integers (max-claims weights are).
 func (na *NodeAggregate) Dive(ctx context.Context, deadline time.Time, target int64) (res AggregateSolution, st DiveStats, err error) {
 	res.Bound = math.MaxInt64
 	prob, cols := na.lp()
@@ -35,6 +39,9 @@ func (na *NodeAggregate) Dive(ctx context.Context, deadline time.Time, target in
 	}
 	st.LPValue = prob.Objective()
 	st.RootIterations = prob.Iterations
+	if b := prob.DualBound(prob.Duals()); b < math.MaxInt64/2 {
+		res.Bound = int64(math.Floor(b + 1e-6))
+	}
 	los, ups := make([]float64, prob.Columns()), make([]float64, prob.Columns())
 	for j := range los {
 		los[j], ups[j] = prob.Bounds(j)
