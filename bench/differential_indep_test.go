@@ -3,12 +3,14 @@ package bench
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -18,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
+	"github.com/drasat/drasat/alloc"
 	"github.com/drasat/drasat/model"
 )
 
@@ -270,7 +273,7 @@ func (g *indepGen) pool(driver, name string, budget *int) {
 						continue
 					}
 					cc := resourceapi.DeviceCounterConsumption{CounterSet: cs.Name, Counters: map[string]resourceapi.Counter{}}
-					for cn := range cs.Counters {
+					for _, cn := range slices.Sorted(maps.Keys(cs.Counters)) {
 						if len(cc.Counters) == 0 || g.pct(60) {
 							v := g.pick([]string{"0", "1Gi", "2Gi", "4Gi", "8Gi"})
 							if cn == "units" {
@@ -560,7 +563,8 @@ func (g *indepGen) existing() {
 				res.ShareID = ptr.To(types.UID(fmt.Sprintf("00000000-0000-4000-8000-%012d", g.uid)))
 				if len(d.dev.Capacity) > 0 {
 					res.ConsumedCapacity = map[resourceapi.QualifiedName]resource.Quantity{}
-					for n, cp := range d.dev.Capacity {
+					for _, n := range slices.Sorted(maps.Keys(d.dev.Capacity)) {
+						cp := d.dev.Capacity[n]
 						v := cp.Value.DeepCopy()
 						if g.pct(60) {
 							v = indepQ(g.pick([]string{"0", "512Mi", "1Gi", "8Gi"}))
@@ -677,7 +681,11 @@ func TestIndependentSingleClaimMatchesUpstream(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Upstream: %v", err)
 			}
-			dr := runDrasatAs(t, fmt.Sprintf("seed %d, %s: drasat", seed, c.Name), &objs, model.CompatKEP5963)
+			dr, err := indepRunDrasat(t, fmt.Sprintf("seed %d, %s: drasat", seed, c.Name), &objs)
+			if err != nil {
+				t.Errorf("seed %d, %s: drasat: %v", seed, c.Name, err)
+				continue
+			}
 			total++
 			upOK, drOK := len(up.Allocated) == 1, len(dr) == 1
 			why := ""
@@ -705,4 +713,30 @@ func TestIndependentSingleClaimMatchesUpstream(t *testing.T) {
 	if feasible == 0 || feasible == total {
 		t.Errorf("degenerate instances: %d of %d feasible", feasible, total)
 	}
+}
+
+// indepRunDrasat is runDrasatAs returning drasat's errors, so that a long
+// run goes on past one.
+func indepRunDrasat(t *testing.T, label string, objs *model.Objects) ([]*resourceapi.ResourceClaim, error) {
+	t.Helper()
+	p, err := model.Build(context.Background(), objs, model.Options{Compat: model.CompatKEP5963})
+	if err != nil {
+		return nil, fmt.Errorf("model.Build: %w", err)
+	}
+	res, err := alloc.Run(context.Background(), p, alloc.Options{Objective: alloc.MaxClaims, Timeout: 30 * time.Second})
+	if err != nil {
+		return nil, fmt.Errorf("alloc.Run: %w", err)
+	}
+	all, err := alloc.Allocated(p, res)
+	if err != nil {
+		return nil, fmt.Errorf("alloc.Allocated: %w", err)
+	}
+	var out []*resourceapi.ResourceClaim
+	for _, c := range all {
+		if c.Status.Allocation != nil {
+			out = append(out, c)
+		}
+	}
+	validateAllocations(t, label, objs, out)
+	return out, nil
 }
