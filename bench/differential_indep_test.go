@@ -710,7 +710,7 @@ func TestIndependentSingleClaimMatchesUpstream(t *testing.T) {
 	}
 	t.Logf("%d single claims on %d instances (seeds %d-%d): %d feasible for upstream, %d disagreements",
 		total, seeds, first, first+uint64(seeds)-1, feasible, disagree)
-	if feasible == 0 || feasible == total {
+	if seeds >= 10 && (feasible == 0 || feasible == total) {
 		t.Errorf("degenerate instances: %d of %d feasible", feasible, total)
 	}
 }
