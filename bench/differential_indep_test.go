@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
 
 	"github.com/drasat/drasat/alloc"
 	"github.com/drasat/drasat/model"
@@ -739,4 +740,39 @@ func indepRunDrasat(t *testing.T, label string, objs *model.Objects) ([]*resourc
 	}
 	validateAllocations(t, label, objs, out)
 	return out, nil
+}
+
+// TestIndependentDump prints one instance as YAML, with the pending claim
+// named by DRASAT_INDEP_CLAIM, for drasat allocate -f or a fixture:
+// DRASAT_INDEP_DUMP=5644 DRASAT_INDEP_CLAIM=claim-5 go test -v -run TestIndependentDump ./bench/
+func TestIndependentDump(t *testing.T) {
+	seed, err := strconv.ParseUint(os.Getenv("DRASAT_INDEP_DUMP"), 10, 64)
+	if err != nil {
+		t.Skip("DRASAT_INDEP_DUMP not set")
+	}
+	base, claims := indepInstance(seed)
+	emit := func(apiVersion, kind string, o any) {
+		b, err := yaml.Marshal(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Printf("---\napiVersion: %s\nkind: %s\n%s", apiVersion, kind, b)
+	}
+	for _, n := range base.Nodes {
+		emit("v1", "Node", n)
+	}
+	for _, c := range base.Classes {
+		emit("resource.k8s.io/v1", "DeviceClass", c)
+	}
+	for _, s := range base.Slices {
+		emit("resource.k8s.io/v1", "ResourceSlice", s)
+	}
+	for _, c := range base.Claims {
+		emit("resource.k8s.io/v1", "ResourceClaim", c)
+	}
+	for _, c := range claims {
+		if c.Name == os.Getenv("DRASAT_INDEP_CLAIM") {
+			emit("resource.k8s.io/v1", "ResourceClaim", c)
+		}
+	}
 }
