@@ -135,17 +135,21 @@ func configs(c *model.Claim, chosen map[int]int) []resourceapi.DeviceAllocationC
 // selectors otherwise, and none when all devices are everywhere.
 func nodeSelector(p *model.Problem, a *Assignment) (*corev1.NodeSelector, error) {
 	term := corev1.NodeSelectorTerm{}
+	node := a.Node
+	if node < 0 {
+		node = bindingNode(p, a)
+	}
 	for _, pk := range a.Picks {
 		dev := p.Devices[pk.Dev]
 		if dev.NodeLocal || dev.BindsToNode {
-			if a.Node < 0 {
+			if node < 0 {
 				return nil, fmt.Errorf("device %s needs a node, none chosen", dev.ID)
 			}
 			return &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
 				MatchFields: []corev1.NodeSelectorRequirement{{
 					Key:      "metadata.name",
 					Operator: corev1.NodeSelectorOpIn,
-					Values:   []string{p.Nodes[a.Node].Name},
+					Values:   []string{p.Nodes[node].Name},
 				}},
 			}}}, nil
 		}
@@ -164,6 +168,32 @@ func nodeSelector(p *model.Problem, a *Assignment) (*corev1.NodeSelector, error)
 		return &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{term}}, nil
 	}
 	return nil, nil
+}
+
+// bindingNode is the node a claim placed on no particular node is pinned
+// to when one of its devices has bindsToNode: such devices are available
+// on every node (a node-local one chooses the node), and the scheduler pins
+// the allocation to the node of the pod, so the first node in name order
+// that reaches all of the claim's devices. -1 when no device binds to its
+// node or no node is known.
+func bindingNode(p *model.Problem, a *Assignment) int {
+	binds := false
+	for _, pk := range a.Picks {
+		binds = binds || p.Devices[pk.Dev].BindsToNode
+	}
+	if !binds {
+		return -1
+	}
+	for n := range p.Nodes {
+		all := true
+		for _, pk := range a.Picks {
+			all = all && p.Devices[pk.Dev].Reaches(n)
+		}
+		if all {
+			return n
+		}
+	}
+	return -1
 }
 
 func addRequirements(from []corev1.NodeSelectorRequirement, to *[]corev1.NodeSelectorRequirement) {

@@ -710,7 +710,9 @@ func (s *orderSearch) valid(ri, ai int, constraints, capacity bool) bool {
 		if v := s.c.w.view(s.node, keyOf(&r).pool()); v != nil {
 			d = s.c.w.entryOn(v, r.Device, s.node) // the node's generation of the device
 		}
-		if s.node != nil && (d == nil || !availableEverywhere(d)) {
+		// A device that binds to its node pins the result to the node too,
+		// wherever it is published (the allocator's createNodeSelector).
+		if s.node != nil && (d == nil || !availableEverywhere(d) || ptrTrue(d.spec.BindsToNode)) {
 			out.Status.Allocation.NodeSelector = &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
 				MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{s.node.Name}}}}}}
 			break

@@ -221,3 +221,54 @@ spec:
 		t.Errorf("b where node-1 reaches u: Check = %v", err)
 	}
 }
+
+// Rule 10 with a device that binds to its node on an allNodes slice: the
+// search's partial allocations, like the allocator's results, are pinned
+// to the node (createNodeSelector), so the search takes a, the first
+// device, and a's allocation is what the scheduler makes. c, after it,
+// lacks the attribute, so the outcome depends on the search order.
+func TestCheckSearchOrderBindsToNodeEverywhere(t *testing.T) {
+	docs := `
+apiVersion: v1
+kind: Node
+metadata: {name: node-1}
+---
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: gpu}
+spec: {selectors: [{cel: {expression: 'device.driver == "gpu.example.com"'}}]}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: s1}
+spec:
+  driver: gpu.example.com
+  allNodes: true
+  pool: {name: p1, generation: 1, resourceSliceCount: 1}
+  devices:
+  - {name: a, bindsToNode: true, attributes: {opt: {int: 1}}}
+  - {name: b, attributes: {opt: {int: 1}}}
+  - {name: c}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: x, namespace: default}
+spec:
+  devices:
+    requests:
+    - name: one
+      exactly:
+        deviceClassName: gpu
+        selectors: [{cel: {expression: 'device.attributes["gpu.example.com"].opt >= 1'}}]
+`
+	o, _, err := model.Load([]string{"-"}, strings.NewReader(docs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := o.Claims[0].DeepCopy()
+	out.Status.Allocation = &resourceapi.AllocationResult{NodeSelector: nodeSel("node-1"), Devices: resourceapi.DeviceAllocationResult{
+		Results: []resourceapi.DeviceRequestAllocationResult{{Request: "one", Driver: gpuDriver, Pool: "p1", Device: "a"}}}}
+	if err := Check(o, []*resourceapi.ResourceClaim{out}, Options{}); err != nil {
+		t.Errorf("a, which the search takes first: %v", err)
+	}
+}

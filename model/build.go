@@ -68,6 +68,7 @@ func build(ctx context.Context, objs *Objects, opts Options) (*Problem, error) {
 		return nil, err
 	}
 	b.applyExisting()
+	b.markOverdrawnPools()
 	b.separateGenerations()
 	if err := b.buildCompatibleOnlyWith(); err != nil {
 		return nil, err
@@ -110,6 +111,7 @@ type builder struct {
 	deviceByID map[DeviceID][]int // several when nodes use different generations of a pool
 	copies     []poolCopy
 	copyOf     map[int]int // device -> its pool copy (generation)
+	setCopy    map[int]int // counter set -> its pool copy
 	setByName  map[[3]string]int
 	nodeByName map[string]int
 	classes    map[string]*resourceapi.DeviceClass
@@ -215,7 +217,7 @@ func (b *builder) counterUses() int64 {
 }
 
 func (b *builder) buildPools(copies []poolCopy) error {
-	b.copies, b.copyOf = copies, map[int]int{}
+	b.copies, b.copyOf, b.setCopy = copies, map[int]int{}, map[int]int{}
 	for ci, pc := range copies {
 		slices := pc.slices
 		driver, pool := slices[0].Spec.Driver, slices[0].Spec.Pool.Name
@@ -252,6 +254,7 @@ func (b *builder) buildPools(copies []poolCopy) error {
 				info.quant[c] = []resource.Quantity{info.cs.Counters[c].Value}
 			}
 			info.set = set
+			b.setCopy[set.Index] = ci
 			b.setByName[[3]string{driver, pool, name}] = set.Index
 			b.p.CounterSets = append(b.p.CounterSets, set)
 		}
@@ -619,6 +622,31 @@ func (b *builder) applyExisting() {
 					set.ExistingGroups = append(set.ExistingGroups, cons.Groups)
 				}
 			}
+		}
+	}
+}
+
+// markOverdrawnPools sets PoolOverdrawn on the devices of every pool copy
+// in which existing allocations already consume more of some counter than
+// it has. The allocator's checkAvailableCounters, run for each device that
+// consumes counters, compares every counter of the pool, not only those
+// the device consumes, and refuses the device when any is exceeded; so an
+// overdrawn counter blocks all of the pool's counter consumers.
+func (b *builder) markOverdrawnPools() {
+	over := map[int]bool{}
+	for _, set := range b.p.CounterSets {
+		for _, f := range set.Free {
+			if f < 0 {
+				over[b.setCopy[set.Index]] = true
+			}
+		}
+	}
+	if len(over) == 0 {
+		return
+	}
+	for _, d := range b.p.Devices {
+		if c, ok := b.copyOf[d.Index]; ok && over[c] {
+			d.PoolOverdrawn = true
 		}
 	}
 }
@@ -1180,6 +1208,9 @@ func (b *builder) match(class *resourceapi.DeviceClass, sels []resourceapi.Devic
 func FitsAlone(p *Problem, d *Device) bool {
 	if d.MultiAlloc && d.ExistingShared {
 		return true
+	}
+	if len(d.Consumes) > 0 && d.PoolOverdrawn {
+		return false
 	}
 	for _, cons := range d.Consumes {
 		set := p.CounterSets[cons.Set]

@@ -111,6 +111,11 @@ type Device struct {
 	// the device; its counters are consumed already and new shares do not
 	// consume them again.
 	ExistingShared bool
+	// PoolOverdrawn: existing allocations already exceed some counter of
+	// the device's pool (its generation), in any counter set. The
+	// allocator then refuses every device of the pool that consumes
+	// counters, whichever counters it consumes (FitsAlone).
+	PoolOverdrawn bool
 
 	// CompatibleOnlyWith is the research extension's CEL expression, "" if none.
 	CompatibleOnlyWith string
