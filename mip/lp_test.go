@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,6 +34,20 @@ func sweep(t *testing.T) []*bench.Instance {
 		for seed := uint64(1); seed <= 2; seed++ {
 			add("mig", bench.Size{Nodes: 2, GPUs: 2, Claims: 14}, seed, bench.GenerateOptions{MIGFamily: fam})
 		}
+	}
+	// Claim mixes no family has: every setting drawn at random (the
+	// shares scaled to leave room for plain single-device claims).
+	rng := rand.New(rand.NewPCG(13, 1))
+	for seed := uint64(11); seed <= 16; seed++ {
+		mix := map[string]float64{"multi": rng.Float64() * 0.4, "whole": rng.Float64() * 0.25, "two-gpu": rng.Float64() * 0.15, "count": rng.Float64() * 0.3}
+		if sum := mix["multi"] + mix["whole"] + mix["two-gpu"] + mix["count"]; sum > 0.9 {
+			for k := range mix {
+				mix[k] *= 0.9 / sum
+			}
+		}
+		mix["match"], mix["prealloc"] = rng.Float64(), rng.Float64()*0.7
+		mix["prealloc-max"], mix["prealloc-small"] = float64(1+rng.IntN(4)), float64(rng.IntN(2))
+		add("mig", bench.Size{Nodes: 2, GPUs: 3, Claims: 18}, seed, bench.GenerateOptions{MIGMix: mix, MIGGPU: []string{"a100", "h100", "mixed"}[seed%3]})
 	}
 	add("mig", bench.Size{Nodes: 2, GPUs: 2, Claims: 14}, 3, bench.GenerateOptions{MIGFamily: "independent", MIGGPU: "h100"})
 	add("mig", bench.Size{Nodes: 2, GPUs: 2, Claims: 14}, 3, bench.GenerateOptions{MIGFamily: "independent", MIGGPU: "mixed"})
