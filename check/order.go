@@ -316,8 +316,12 @@ func (c *checker) triedSomewhere(d *device) bool {
 }
 
 // anySelectorError tells whether a's selectors fail at run time on some
-// device of a usable pool (cached per class and selectors: many claims
-// share them).
+// device a node's search looks at (cached per class and selectors: many
+// claims share them). The allocator evaluates selectors only on the devices
+// of the node's slices (GatherPools keeps the slices whose node selection
+// matches the node, and allocateOne walks a pool's
+// DeviceSlicesTargetingNode): a device whose slice no node sees can fail
+// no search, so it makes no claim depend on the search order.
 func (c *checker) anySelectorError(a *alt) bool {
 	key := a.class
 	for _, sel := range a.selectors {
@@ -331,10 +335,24 @@ func (c *checker) anySelectorError(a *alt) bool {
 		return v
 	}
 	v := false
-	for _, pl := range c.w.poolOrder {
-		for _, d := range pl.devices {
-			if pl.issue == "" && c.selectorError(a, d) != nil {
-				v = true
+	nodes := c.w.nodes
+	if len(nodes) == 0 {
+		nodes = []*corev1.Node{nil}
+	}
+	seen := map[*device]bool{}
+	for _, n := range nodes {
+		for _, pl := range c.slicesOn(n) {
+			if pl.issue != "" {
+				continue
+			}
+			for _, d := range pl.devices {
+				if seen[d] || n != nil && !c.w.sliceRelevant(d.slice, n) {
+					continue
+				}
+				seen[d] = true
+				if c.selectorError(a, d) != nil {
+					v = true
+				}
 			}
 		}
 	}

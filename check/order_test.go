@@ -222,6 +222,83 @@ spec:
 	}
 }
 
+// Rule 10 for selector errors on devices no node's search looks at: the
+// allocator evaluates selectors only on the devices of the slices gathered
+// for the node (GatherPools keeps those whose node selection matches it),
+// so a selector failing on c, whose slice is for zone a where no node is
+// (its pool p2 is seen by node-1 through another slice), does not make the claim depend on the search order: b, which the search
+// (taking a first) never picks, is as valid as a.
+func TestCheckSelectorErrorUnseenSlice(t *testing.T) {
+	docs := `
+apiVersion: v1
+kind: Node
+metadata: {name: node-1, labels: {zone: b}}
+---
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: gpu}
+spec: {selectors: [{cel: {expression: 'device.driver == "gpu.example.com"'}}]}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: s1}
+spec:
+  driver: gpu.example.com
+  nodeName: node-1
+  pool: {name: p1, generation: 1, resourceSliceCount: 1}
+  devices:
+  - {name: a, attributes: {opt: {int: 1}}}
+  - {name: b, attributes: {opt: {int: 1}}}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: here}
+spec:
+  driver: gpu.example.com
+  nodeName: node-1
+  pool: {name: p2, generation: 1, resourceSliceCount: 2}
+  devices: [{name: d, attributes: {opt: {int: 1}}}]
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: zoned}
+spec:
+  driver: gpu.example.com
+  nodeSelector: {nodeSelectorTerms: [{matchExpressions: [{key: zone, operator: In, values: [a]}]}]}
+  pool: {name: p2, generation: 1, resourceSliceCount: 2}
+  devices: [{name: c}]
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: x, namespace: default}
+spec:
+  devices:
+    requests:
+    - name: one
+      exactly:
+        deviceClassName: gpu
+        selectors: [{cel: {expression: 'device.attributes["gpu.example.com"].opt >= 1'}}]
+`
+	objs, _, err := model.Load([]string{"-"}, strings.NewReader(docs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := objs.Claims[0].DeepCopy()
+	out.Status.Allocation = &resourceapi.AllocationResult{NodeSelector: nodeSel("node-1"),
+		Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{
+			{Request: "one", Driver: gpuDriver, Pool: "p1", Device: "b"}}}}
+	if err := Check(objs, []*resourceapi.ResourceClaim{out}, Options{}); err != nil {
+		t.Errorf("b, the selector failing only on a device of a slice no node sees: %v", err)
+	}
+	// Where node-1 sees c's slice, the claim is order-dependent: the
+	// search takes a (p1 comes before p2, so it never reaches c), never b.
+	objs.Nodes[0].Labels["zone"] = "a"
+	err = Check(objs, []*resourceapi.ResourceClaim{out}, Options{})
+	if err == nil || !strings.Contains(err.Error(), "must be what it picks from the existing allocations (on node node-1: one=gpu.example.com/p1/a)") {
+		t.Errorf("b where node-1 sees c: Check = %v", err)
+	}
+}
+
 // Rule 10 with a device that binds to its node on an allNodes slice: the
 // search's partial allocations, like the allocator's results, are pinned
 // to the node (createNodeSelector), so the search takes a, the first
