@@ -485,9 +485,6 @@ func diveLP(ctx context.Context, cs *componentState, na *bound.NodeAggregate, en
 	if na.Rows() > cs.limits().DiveLPRows {
 		g := na.Global()
 		sol, _, err := g.Dive(ctx, end, cs.value+1)
-		if err != nil || sol.Values == nil {
-			return aggregateAnswer{}, err
-		}
 		ans := withBound(aggregateAnswer{}, sol)
 		if err != nil || sol.Values == nil {
 			return ans, err
