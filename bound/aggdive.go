@@ -12,14 +12,15 @@ import (
 
 // Dive looks for an integer solution of the per-node model with weight
 // at least target by diving on its LP relaxation (bound/lp): solve the
-// LP, fix one fractional count (a pattern count first: rounding a GPU's
-// pattern up commits it; then the claim counts), solve again from the
-// same basis, and so on until every count is integral. A fixing that
-// makes the LP infeasible or drops its value below the dive's goal is
-// undone and the other rounding tried; when both fail the dive backtracks
-// one level, within a budget of failed fixings. The first dive's goal is
-// the LP's value rounded down, the best any integer solution can have;
-// when it fails, the next dive asks one less, down to target. The LP
+// LP, fix one fractional count (which one: the dive's rule, diveRule),
+// solve again from the same basis, and so on until every count is
+// integral. A fixing that makes the LP infeasible or drops its value
+// below the dive's goal is undone and the other rounding tried; when both
+// fail the dive backtracks one level, within a budget of failed fixings;
+// past it the next dive starts again from the root with another rule or
+// budget (diveRounds). The first goal is the LP's value rounded down, the
+// best any integer solution can have; when every dive fails, the goal is
+// one less, down to target. The LP
 // relaxation of this model is tight on the MIG batches (its value floors
 // to the optimum), so the first dive seldom needs to backtrack.
 //
@@ -50,13 +51,18 @@ func (na *NodeAggregate) Dive(ctx context.Context, deadline time.Time, target in
 		if ctx.Err() != nil || time.Now().After(deadline) {
 			break
 		}
-		st.Dives++
-		if dive(ctx, deadline, prob, cols, float64(goal)-1e-6, na.diveFailures(), &st) {
-			res.Values, res.Objective = na.values(prob, cols)
-			return res, st, nil
-		}
-		for j := range los {
-			prob.SetBounds(j, los[j], ups[j])
+		for _, r := range na.diveRounds() {
+			if ctx.Err() != nil || time.Now().After(deadline) {
+				break
+			}
+			st.Dives++
+			if dive(ctx, deadline, prob, cols, float64(goal)-1e-6, r, &st) {
+				res.Values, res.Objective = na.values(prob, cols)
+				return res, st, nil
+			}
+			for j := range los {
+				prob.SetBounds(j, los[j], ups[j])
+			}
 		}
 	}
 	return res, st, nil
@@ -65,7 +71,7 @@ func (na *NodeAggregate) Dive(ctx context.Context, deadline time.Time, target in
 // dive fixes fractional counts of prob until its solution is integral
 // (true) with a value of at least goal; false when the budget of failed
 // fixings or the time runs out first.
-func dive(ctx context.Context, deadline time.Time, prob *lp.Problem, cols []lpCol, goal float64, maxFailures int, st *DiveStats) bool {
+func dive(ctx context.Context, deadline time.Time, prob *lp.Problem, cols []lpCol, goal float64, round diveRound, st *DiveStats) bool {
 	// The fixings made, for backtracking: the variable, its bounds
 	// before, and whether the other rounding (down) was tried.
 	type fix struct {
@@ -83,8 +89,7 @@ func dive(ctx context.Context, deadline time.Time, prob *lp.Problem, cols []lpCo
 		if ctx.Err() != nil || time.Now().After(deadline) {
 			return false
 		}
-		// The fractional count to fix: pattern counts before claim
-		// counts; among them the one nearest to its ceiling.
+		// The fractional count to fix, by the round's rule.
 		j, bestF, bestC := -1, -1.0, false
 		for k := 0; k < prob.Columns(); k++ {
 			v := prob.Value(k)
@@ -92,7 +97,13 @@ func dive(ctx context.Context, deadline time.Time, prob *lp.Problem, cols []lpCo
 			if f < 1e-6 || f > 1-1e-6 {
 				continue
 			}
-			c := cols[k].group >= 0
+			c := cols[k].group >= 0 // a pattern count
+			switch round.rule {
+			case claimsFirst:
+				c = !c
+			case mostFractional:
+				f = 1 - math.Abs(f-0.5)
+			}
 			if j < 0 || c && !bestC || c == bestC && f > bestF {
 				j, bestF, bestC = k, f, c
 			}
@@ -116,7 +127,7 @@ func dive(ctx context.Context, deadline time.Time, prob *lp.Problem, cols []lpCo
 			// This fixing fails: try the other rounding, else backtrack.
 			failures++
 			st.Failures++
-			if failures > maxFailures {
+			if failures > round.failures {
 				return false
 			}
 			for len(stack) > 0 && stack[len(stack)-1].tried {
@@ -134,19 +145,51 @@ func dive(ctx context.Context, deadline time.Time, prob *lp.Problem, cols []lpCo
 	}
 }
 
-// diveFailures is the budget of failed fixings of one dive. The per-node
-// model's answer is the one realised, and with the dual simplex a
-// failed fixing costs a few pivots, so its dive may search long (a claim
-// mix whose first 64 failures missed the LP's value found it after
-// 156). The global model's answer is spread over the nodes and loses
-// claims there anyway: a long search for its last claim took the time
-// best-fit needed (whole 64x8/2,000: 12 s for 1,396 where 64 failures
-// gave 1,395 in 0.9 s).
-func (na *NodeAggregate) diveFailures() int {
+// diveRule picks the fractional count a dive fixes next (rounding it up
+// first).
+type diveRule int
+
+const (
+	// patternsFirst: pattern counts before claim counts (rounding a
+	// GPU's pattern up commits it), the one nearest its ceiling first.
+	patternsFirst diveRule = iota
+	// claimsFirst: claim counts before pattern counts, nearest the
+	// ceiling first (admitting a class's claims; the patterns follow).
+	claimsFirst
+	// mostFractional: pattern counts first, the one nearest a half.
+	mostFractional
+)
+
+// diveRound is one dive: a rule and its budget of failed fixings.
+type diveRound struct {
+	rule     diveRule
+	failures int
+}
+
+// diveRounds are the dives tried for one goal, each from the root. The
+// per-node model's answer is the one realised, and with the dual simplex
+// a failed fixing costs a few pivots, so it restarts with the rules in
+// turn on budgets that double every three rounds, 8,192 failures in all:
+// no one rule finds every answer early (on a random claim mix at
+// 16x8/1,000 patterns first had not found the LP's 502 after 4,096
+// failures, claims first found it after 9; elsewhere claims first needs
+// 26 failures where patterns first needs 3). The global model's answer
+// is spread over the nodes and loses claims there anyway: one round of
+// 64, since a long search for its last claim took the time best-fit
+// needed (whole 64x8/2,000: 12 s for 1,396 where 64 failures gave 1,395
+// in 0.9 s).
+func (na *NodeAggregate) diveRounds() []diveRound {
 	if len(na.Nodes) == 1 && na.Nodes[0] == -1 {
-		return 64
+		return []diveRound{{patternsFirst, 64}}
 	}
-	return 4096
+	var out []diveRound
+	for budget, spent := 128, 0; spent < 8192; budget *= 2 {
+		for _, r := range []diveRule{claimsFirst, patternsFirst, mostFractional} {
+			out = append(out, diveRound{r, budget})
+			spent += budget
+		}
+	}
+	return out
 }
 
 // values names the counts of prob's (integral) solution as the LP file
