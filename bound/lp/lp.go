@@ -63,6 +63,9 @@ type Problem struct {
 	cost    []float64 // maximisation costs of the structurals
 	colIdx  [][]int32
 	colVal  [][]float64
+	rowIdx  [][]int32 // the same entries by row, built by the dual simplex
+	rowVal  [][]float64
+	nnz     int       // entries of the structural columns
 	lo, up  []float64 // n+m: structurals, then slacks
 	x       []float64 // n+m: current values
 	head    []int     // m: the basic variable of each row position
@@ -588,6 +591,8 @@ func (p *Problem) dual(ctx context.Context, deadline time.Time, maxIt int, it *i
 	}
 	rho := make([]float64, m)
 	alpha := make([]float64, m)
+	acc := make([]float64, n+m) // pivotRow's accumulator, kept zeroed
+	var touched []int
 	var rowJ []int
 	var rowA []float64
 	for ; ; *it++ {
@@ -621,26 +626,13 @@ func (p *Problem) dual(ctx context.Context, deadline time.Time, maxIt int, it *i
 		clear(rho)
 		rho[r] = 1
 		p.btran(rho)
-		rowJ, rowA = rowJ[:0], rowA[:0]
+		rowJ, rowA = p.pivotRow(rho, rowJ[:0], rowA[:0], acc, &touched)
 		q, ratio, qa := -1, math.Inf(1), 0.0
-		for j := 0; j < n+m; j++ {
-			if p.pos[j] >= 0 || p.lo[j] == p.up[j] {
-				continue
-			}
-			var a float64
-			if j < n {
-				for k, i := range p.colIdx[j] {
-					a += rho[i] * p.colVal[j][k]
-				}
-			} else {
-				a = rho[j-n]
-			}
-			if math.Abs(a) < pivotTol {
-				continue
-			}
-			rowJ, rowA = append(rowJ, j), append(rowA, a)
+		for k, j := range rowJ {
+			a := rowA[k]
 			// Candidates move x_r towards the bound it leaves at
-			// while their reduced cost keeps its sign longest.
+			// while their reduced cost keeps its sign longest (ties:
+			// the larger pivot, then the lower index).
 			atLo := p.x[j] <= p.lo[j]
 			var t float64
 			switch {
@@ -652,7 +644,7 @@ func (p *Problem) dual(ctx context.Context, deadline time.Time, maxIt int, it *i
 				continue
 			}
 			t = max(t, 0)
-			if t < ratio-1e-12 || t <= ratio+1e-12 && math.Abs(a) > math.Abs(qa) {
+			if t < ratio-1e-12 || t <= ratio+1e-12 && (math.Abs(a) > math.Abs(qa) || math.Abs(a) == math.Abs(qa) && j < q) {
 				q, ratio, qa = j, t, a
 			}
 		}
@@ -692,6 +684,84 @@ func (p *Problem) dual(ctx context.Context, deadline time.Time, maxIt int, it *i
 		p.head[r] = q
 		p.pos[q] = r
 	}
+}
+
+// denseRho: a ρ whose rows of A hold more than a denseRho-th of its
+// entries is priced column by column (a variable so that the tests can
+// send every row down either path).
+var denseRho = 2
+
+// pivotRow appends to rowJ/rowA the entries of ρA (ρ a row of B⁻¹) on the
+// nonbasic, non-fixed variables whose magnitude is a pivot. When ρ is
+// sparse it goes through the rows of A that ρ touches (the row-wise copy,
+// made on first use), else through every column.
+func (p *Problem) pivotRow(rho []float64, rowJ []int, rowA []float64, acc []float64, touched *[]int) ([]int, []float64) {
+	n, m := p.n, p.m
+	keep := func(j int) bool { return p.pos[j] < 0 && p.lo[j] != p.up[j] }
+	if p.rowIdx == nil {
+		p.rowIdx, p.rowVal = make([][]int32, m), make([][]float64, m)
+		for j := 0; j < n; j++ {
+			p.nnz += len(p.colIdx[j])
+			for k, i := range p.colIdx[j] {
+				p.rowIdx[i] = append(p.rowIdx[i], int32(j))
+				p.rowVal[i] = append(p.rowVal[i], p.colVal[j][k])
+			}
+		}
+	}
+	// Through the rows ρ touches when they hold fewer entries than a
+	// denseRho-th of A, else through every column.
+	work := 0
+	for i, v := range rho {
+		if v != 0 {
+			work += 1 + len(p.rowIdx[i])
+		}
+	}
+	if work*denseRho > p.nnz+m {
+		for j := 0; j < n+m; j++ {
+			if !keep(j) {
+				continue
+			}
+			var a float64
+			if j < n {
+				for k, i := range p.colIdx[j] {
+					a += rho[i] * p.colVal[j][k]
+				}
+			} else {
+				a = rho[j-n]
+			}
+			if math.Abs(a) >= pivotTol {
+				rowJ, rowA = append(rowJ, j), append(rowA, a)
+			}
+		}
+		return rowJ, rowA
+	}
+	ts := (*touched)[:0]
+	add := func(j int, v float64) {
+		if acc[j] == 0 {
+			ts = append(ts, j)
+		}
+		acc[j] += v
+		if acc[j] == 0 {
+			acc[j] = math.SmallestNonzeroFloat64 // still listed once
+		}
+	}
+	for i, v := range rho {
+		if v == 0 {
+			continue
+		}
+		add(n+i, v)
+		for k, j := range p.rowIdx[i] {
+			add(int(j), v*p.rowVal[i][k])
+		}
+	}
+	for _, j := range ts {
+		if a := acc[j]; keep(j) && math.Abs(a) >= pivotTol {
+			rowJ, rowA = append(rowJ, j), append(rowA, a)
+		}
+		acc[j] = 0
+	}
+	*touched = ts
+	return rowJ, rowA
 }
 
 // Duals returns the row prices of the current basis for the maximisation:

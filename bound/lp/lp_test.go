@@ -2,6 +2,7 @@ package lp
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -121,6 +122,18 @@ func TestSolveRandomAgainstDuals(t *testing.T) {
 // bounds (the warm starts go through the dual simplex) gives, at every
 // step, the status and optimum of a cold solve of the same bounds.
 func TestDiveAgainstColdSolves(t *testing.T) {
+	// The dual simplex's pivot row, through A's rows (sparse ρ) and
+	// through its columns, and as it chooses.
+	for _, dense := range []int{0, 1 << 30, denseRho} {
+		t.Run(fmt.Sprint("denseRho=", dense), func(t *testing.T) {
+			defer func(d int) { denseRho = d }(denseRho)
+			denseRho = dense
+			testDive(t)
+		})
+	}
+}
+
+func testDive(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	steps, dualPivots := 0, 0
 	for n := 0; n < 600; n++ {
