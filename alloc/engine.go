@@ -334,10 +334,113 @@ func gather(p *model.Problem, opts Options, results []*componentResult) *Result 
 // it succeeds. In input order, each after the ones placed before. Not
 // where an admitted claim has admin access (the scheduler does not see
 // what admin access takes; the engine does).
+//
+// Where such a search meets an error on a device (a selector or derived
+// attribute failing there, a device breaking the constraint of an All
+// request), an admitted claim whose allocation does not depend on the
+// search order may take that device instead of one of its own (any valid
+// devices are ones the scheduler could give it): the scheduler placing it
+// first holds the device, and the later search passes over it, as it
+// does when the scheduler takes the claims in input order. Such a change
+// is kept when the claims placed last then weigh more; admitted is
+// updated in place.
 func placeLast(p *model.Problem, admitted []*Assignment) []*Assignment {
+	out, blocked := lastPass(p, admitted)
+	for tries := 0; len(blocked) > 0 && tries < maxReplaceTries; {
+		improved := false
+	search:
+		for _, d := range blocked {
+			for i, a := range admitted {
+				if !usesCandidate(a, d) {
+					continue
+				}
+				tries++
+				s := model.NewState(p)
+				for j, o := range admitted {
+					if j != i {
+						o.take(s)
+					}
+				}
+				picks, ok := p.Replace(a.Claim, s, a.Node, d)
+				if !ok || !plainMove(p, a, picks) {
+					continue
+				}
+				na := &Assignment{Claim: a.Claim, Node: a.Node}
+				for _, pk := range picks {
+					na.Picks = append(na.Picks, Pick{Req: pk[0], Alt: pk[1], Dev: pk[2]})
+				}
+				trial := slices.Clone(admitted)
+				trial[i] = na
+				o2, b2 := lastPass(p, trial)
+				if weight(o2) > weight(out) {
+					admitted[i] = na
+					out, blocked, improved = o2, b2, true
+					break search
+				}
+				if tries >= maxReplaceTries {
+					break search
+				}
+			}
+		}
+		if !improved {
+			break
+		}
+	}
+	return out
+}
+
+// maxReplaceTries bounds the admitted claims placeLast moves onto a device
+// a later search met an error on (each try runs the pass again).
+const maxReplaceTries = 32
+
+// usesCandidate tells whether a, an admitted claim whose allocation does
+// not depend on the search order, could take d for a request it serves
+// (and does not hold it already).
+func usesCandidate(a *Assignment, d int) bool {
+	if !a.Claim.OrderFree() {
+		return false
+	}
+	for _, pk := range a.Picks {
+		if pk.Dev == d {
+			return false
+		}
+	}
+	for _, pk := range a.Picks {
+		if slices.Contains(a.Claim.Requests[pk.Req].Alternatives[pk.Alt].Candidates, d) {
+			return true
+		}
+	}
+	return false
+}
+
+// plainMove: the devices picks give a that it did not hold exclude no
+// other device (no name repeated across nodes' slices, no other pool
+// generation): what the model counts for them is what the scheduler's
+// search for a later claim sees on every node.
+func plainMove(p *model.Problem, a *Assignment, picks [][3]int) bool {
+	for _, pk := range picks {
+		held := slices.ContainsFunc(a.Picks, func(o Pick) bool { return o.Dev == pk[2] })
+		if !held && len(p.Devices[pk[2]].Incompatible) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func weight(as []*Assignment) int64 {
+	var w int64
+	for _, a := range as {
+		w += a.Claim.Weight
+	}
+	return w
+}
+
+// lastPass places the claims left out after the admitted ones (placeLast)
+// and returns them, with the devices where the searches of those it could
+// not place met an error.
+func lastPass(p *model.Problem, admitted []*Assignment) (out []*Assignment, blocked []int) {
 	in := map[int]bool{}
 	var s *model.State
-	var out []*Assignment
 	for _, c := range p.Claims {
 		if !c.Retryable() {
 			continue
@@ -347,7 +450,7 @@ func placeLast(p *model.Problem, admitted []*Assignment) []*Assignment {
 			for _, a := range admitted {
 				for _, pk := range a.Picks {
 					if !exclusive(a.Claim, pk) {
-						return nil
+						return nil, nil
 					}
 				}
 				a.take(s)
@@ -357,8 +460,11 @@ func placeLast(p *model.Problem, admitted []*Assignment) []*Assignment {
 		if in[c.Index] {
 			continue
 		}
-		node, picks, ok := p.PlaceLast(c, s)
+		node, picks, ok, blocker := p.PlaceLastBlocked(c, s)
 		if !ok {
+			if blocker >= 0 && !slices.Contains(blocked, blocker) {
+				blocked = append(blocked, blocker)
+			}
 			continue
 		}
 		a := &Assignment{Claim: c, Node: node}
@@ -367,5 +473,5 @@ func placeLast(p *model.Problem, admitted []*Assignment) []*Assignment {
 		}
 		out = append(out, a)
 	}
-	return out
+	return out, blocked
 }
