@@ -331,9 +331,7 @@ func gather(p *model.Problem, opts Options, results []*componentResult) *Result 
 // placed as the scheduler would place them after every admitted claim:
 // their search, run with the admitted claims allocated, must meet no error
 // on any node, and they get the devices it picks on the first node where
-// it succeeds. In input order, each after the ones placed before. Not
-// where an admitted claim has admin access (the scheduler does not see
-// what admin access takes; the engine does).
+// it succeeds. In input order, each after the ones placed before.
 //
 // Where such a search meets an error on a device (a selector or derived
 // attribute failing there, a device breaking the constraint of an All
@@ -437,7 +435,11 @@ func weight(as []*Assignment) int64 {
 
 // lastPass places the claims left out after the admitted ones (placeLast)
 // and returns them, with the devices where the searches of those it could
-// not place met an error.
+// not place met an error. The searches run on the state the scheduler
+// sees: admin-access results neither hold their devices nor count for
+// counters, compatibility groups or the capacity of shared devices there
+// (its allocated state leaves them out), though the claim that gets them
+// was checked with them.
 func lastPass(p *model.Problem, admitted []*Assignment) (out []*Assignment, blocked []int) {
 	in := map[int]bool{}
 	var s *model.State
@@ -449,11 +451,10 @@ func lastPass(p *model.Problem, admitted []*Assignment) (out []*Assignment, bloc
 			s = model.NewState(p)
 			for _, a := range admitted {
 				for _, pk := range a.Picks {
-					if !exclusive(a.Claim, pk) {
-						return nil, nil
+					if exclusive(a.Claim, pk) {
+						TakePick(s, a.Claim, pk)
 					}
 				}
-				a.take(s)
 				in[a.Claim.Index] = true
 			}
 		}
@@ -470,6 +471,15 @@ func lastPass(p *model.Problem, admitted []*Assignment) (out []*Assignment, bloc
 		a := &Assignment{Claim: c, Node: node}
 		for _, pk := range picks {
 			a.Picks = append(a.Picks, Pick{Req: pk[0], Alt: pk[1], Dev: pk[2]})
+		}
+		if slices.ContainsFunc(a.Picks, func(pk Pick) bool { return !exclusive(c, pk) }) {
+			// As the scheduler sees it: without the admin-access results.
+			a.release(s)
+			for _, pk := range a.Picks {
+				if exclusive(c, pk) {
+					TakePick(s, c, pk)
+				}
+			}
 		}
 		out = append(out, a)
 	}

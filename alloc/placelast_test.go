@@ -1,6 +1,7 @@
 package alloc
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/drasat/drasat/model"
@@ -15,60 +16,13 @@ import (
 // over the held a and takes b. placeLast moves free onto a (free's
 // allocation does not depend on the search order) and places sel on b.
 func TestPlaceLastMovesAdmittedOntoErrorDevice(t *testing.T) {
-	objs := load(t, node1, `
----
-apiVersion: resource.k8s.io/v1
-kind: ResourceSlice
-metadata: {name: s1}
-spec:
-  driver: gpu.example.com
-  nodeName: node-1
-  pool: {name: p1, generation: 1, resourceSliceCount: 1}
-  devices:
-  - {name: a}
-  - {name: b, attributes: {opt: {int: 1}}}
----
-apiVersion: resource.k8s.io/v1
-kind: ResourceClaim
-metadata: {name: free, namespace: default}
-spec:
-  devices:
-    requests:
-    - name: r
-      exactly: {deviceClassName: gpu}
----
-apiVersion: resource.k8s.io/v1
-kind: ResourceClaim
-metadata: {name: sel, namespace: default}
-spec:
-  devices:
-    requests:
-    - name: r
-      exactly: {deviceClassName: gpu, selectors: [{cel: {expression: 'device.attributes["gpu.example.com"].opt >= 0'}}]}
-`)
+	objs := load(t, node1, placeLastSlice, placeLastFree, placeLastSel)
 	p := build(t, objs, model.CompatKEP5963)
-	var free, sel *model.Claim
-	for _, c := range p.Claims {
-		switch c.Key {
-		case "default/free":
-			free = c
-		case "default/sel":
-			sel = c
-		}
-	}
+	free, sel := claimByKey(p, "default/free"), claimByKey(p, "default/sel")
 	if !free.OrderFree() || !sel.Retryable() {
 		t.Fatalf("free order-free %v, sel retryable %v", free.OrderFree(), sel.Retryable())
 	}
-	dev := map[string]int{}
-	for _, d := range p.Devices {
-		dev[d.ID.Device] = d.Index
-	}
-	node := -1
-	for i, n := range p.Nodes {
-		if n.Name == "node-1" {
-			node = i
-		}
-	}
+	dev, node := deviceIndex(p), nodeIndex(p, "node-1")
 	admitted := []*Assignment{{Claim: free, Node: node, Picks: []Pick{{Dev: dev["b"]}}}}
 	late := placeLast(p, admitted)
 	if len(late) != 1 || late[0].Claim != sel || len(late[0].Picks) != 1 || late[0].Picks[0].Dev != dev["b"] {
@@ -83,3 +37,94 @@ spec:
 		t.Errorf("admitted %v", got)
 	}
 }
+
+// TestPlaceLastBesideAdminAccess: as above, with free admitted on a and
+// claim adm on b with admin access. The scheduler's allocated state leaves
+// admin-access results out, so sel placed after both passes over the held
+// a and takes b; an admitted admin-access claim does not keep placeLast
+// from trying.
+func TestPlaceLastBesideAdminAccess(t *testing.T) {
+	adm := strings.NewReplacer("name: free", "name: adm", "deviceClassName: gpu}", "deviceClassName: gpu, adminAccess: true}").Replace(placeLastFree)
+	objs := load(t, node1, placeLastSlice, placeLastFree, adm, placeLastSel)
+	p := build(t, objs, model.CompatKEP5963)
+	free, sel, admin := claimByKey(p, "default/free"), claimByKey(p, "default/sel"), claimByKey(p, "default/adm")
+	if admin == nil || !admin.Requests[0].Alternatives[0].AdminAccess {
+		t.Fatal("adm has no admin access")
+	}
+	dev, node := deviceIndex(p), nodeIndex(p, "node-1")
+	admitted := []*Assignment{{Claim: free, Node: node, Picks: []Pick{{Dev: dev["a"]}}}, {Claim: admin, Node: node, Picks: []Pick{{Dev: dev["b"]}}}}
+	late := placeLast(p, admitted)
+	if len(late) != 1 || late[0].Claim != sel || len(late[0].Picks) != 1 || late[0].Picks[0].Dev != dev["b"] {
+		t.Fatalf("placed last: %v, want sel on b", late)
+	}
+	got, _ := solve(t, objs, Options{Objective: MaxClaims}, model.CompatKEP5963)
+	for _, k := range []string{"default/free", "default/adm", "default/sel"} {
+		if got[k] == nil {
+			t.Errorf("%s not admitted", k)
+		}
+	}
+}
+
+func claimByKey(p *model.Problem, key string) *model.Claim {
+	for _, c := range p.Claims {
+		if c.Key == key {
+			return c
+		}
+	}
+	return nil
+}
+
+func deviceIndex(p *model.Problem) map[string]int {
+	dev := map[string]int{}
+	for _, d := range p.Devices {
+		dev[d.ID.Device] = d.Index
+	}
+	return dev
+}
+
+func nodeIndex(p *model.Problem, name string) int {
+	for i, n := range p.Nodes {
+		if n.Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+const placeLastSlice = `
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: s1}
+spec:
+  driver: gpu.example.com
+  nodeName: node-1
+  pool: {name: p1, generation: 1, resourceSliceCount: 1}
+  devices:
+  - {name: a}
+  - {name: b, attributes: {opt: {int: 1}}}
+`
+
+const placeLastFree = `
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: free, namespace: default}
+spec:
+  devices:
+    requests:
+    - name: r
+      exactly: {deviceClassName: gpu}
+`
+
+const placeLastSel = `
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: sel, namespace: default}
+spec:
+  devices:
+    requests:
+    - name: r
+      exactly: {deviceClassName: gpu, selectors: [{cel: {expression: 'device.attributes["gpu.example.com"].opt >= 0'}}]}
+`
