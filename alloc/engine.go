@@ -337,7 +337,8 @@ func gather(p *model.Problem, opts Options, results []*componentResult) *Result 
 // attribute failing there, a device breaking the constraint of an All
 // request), an admitted claim whose allocation does not depend on the
 // search order may take that device instead of one of its own (any valid
-// devices are ones the scheduler could give it): the scheduler placing it
+// devices are ones the scheduler could give it, on its node or another
+// that reaches the device): the scheduler placing it
 // first holds the device, and the later search passes over it, as it
 // does when the scheduler takes the claims in input order. Such a change
 // is kept when the claims placed last then weigh more; admitted is
@@ -352,31 +353,32 @@ func placeLast(p *model.Problem, admitted []*Assignment) []*Assignment {
 				if !usesCandidate(a, d) {
 					continue
 				}
-				tries++
-				s := model.NewState(p)
-				for j, o := range admitted {
-					if j != i {
-						o.take(s)
+				for _, n := range moveNodes(p, a, d) {
+					tries++
+					s := model.NewState(p)
+					for j, o := range admitted {
+						if j != i {
+							o.take(s)
+						}
 					}
-				}
-				picks, ok := p.Replace(a.Claim, s, a.Node, d)
-				if !ok || !plainMove(p, a, picks) {
-					continue
-				}
-				na := &Assignment{Claim: a.Claim, Node: a.Node}
-				for _, pk := range picks {
-					na.Picks = append(na.Picks, Pick{Req: pk[0], Alt: pk[1], Dev: pk[2]})
-				}
-				trial := slices.Clone(admitted)
-				trial[i] = na
-				o2, b2 := lastPass(p, trial)
-				if weight(o2) > weight(out) {
-					admitted[i] = na
-					out, blocked, improved = o2, b2, true
-					break search
-				}
-				if tries >= maxReplaceTries {
-					break search
+					picks, ok := p.Replace(a.Claim, s, n, d)
+					if ok && plainMove(p, a, picks) {
+						na := &Assignment{Claim: a.Claim, Node: n}
+						for _, pk := range picks {
+							na.Picks = append(na.Picks, Pick{Req: pk[0], Alt: pk[1], Dev: pk[2]})
+						}
+						trial := slices.Clone(admitted)
+						trial[i] = na
+						o2, b2 := lastPass(p, trial)
+						if weight(o2) > weight(out) {
+							admitted[i] = na
+							out, blocked, improved = o2, b2, true
+							break search
+						}
+					}
+					if tries >= maxReplaceTries {
+						break search
+					}
 				}
 			}
 		}
@@ -385,6 +387,22 @@ func placeLast(p *model.Problem, admitted []*Assignment) []*Assignment {
 		}
 	}
 	return out
+}
+
+// moveNodes are the nodes a may move to for taking d: its own, then (for a
+// claim on a node that no pod has pinned) the others that reach d and a
+// may use, in order.
+func moveNodes(p *model.Problem, a *Assignment, d int) []int {
+	nodes := []int{a.Node}
+	if a.Node < 0 || a.Claim.FixedNode >= 0 {
+		return nodes
+	}
+	for n := range p.Nodes {
+		if n != a.Node && p.Devices[d].Reaches(n) && !a.Claim.ExcludedNodes[n] {
+			nodes = append(nodes, n)
+		}
+	}
+	return nodes
 }
 
 // maxReplaceTries bounds the admitted claims placeLast moves onto a device

@@ -128,3 +128,24 @@ spec:
     - name: r
       exactly: {deviceClassName: gpu, selectors: [{cel: {expression: 'device.attributes["gpu.example.com"].opt >= 0'}}]}
 `
+
+// TestPlaceLastMovesAdmittedToAnotherNode: as
+// TestPlaceLastMovesAdmittedOntoErrorDevice, with node-2 offering c and
+// free admitted there: sel's search on node-1 still meets the error on
+// a, so free moves to node-1 and takes a (no pod pins it to node-2).
+func TestPlaceLastMovesAdmittedToAnotherNode(t *testing.T) {
+	other := strings.NewReplacer("name: s1", "name: s2", "node-1", "node-2", "name: p1", "name: p2",
+		"  - {name: a}\n", "", "{name: b, attributes: {opt: {int: 1}}}", "{name: c, attributes: {opt: {int: 1}}}").Replace(placeLastSlice)
+	objs := load(t, node1, placeLastSlice, other, placeLastFree, placeLastSel)
+	p := build(t, objs, model.CompatKEP5963)
+	free, sel := claimByKey(p, "default/free"), claimByKey(p, "default/sel")
+	dev := deviceIndex(p)
+	admitted := []*Assignment{{Claim: free, Node: nodeIndex(p, "node-2"), Picks: []Pick{{Dev: dev["c"]}}}}
+	late := placeLast(p, admitted)
+	if len(late) != 1 || late[0].Claim != sel || len(late[0].Picks) != 1 || late[0].Picks[0].Dev != dev["b"] {
+		t.Fatalf("placed last: %v, want sel on b", late)
+	}
+	if a := admitted[0]; a.Node != nodeIndex(p, "node-1") || len(a.Picks) != 1 || a.Picks[0].Dev != dev["a"] {
+		t.Errorf("free now on node %d, %v; want node-1, a", a.Node, a.Picks)
+	}
+}
