@@ -274,12 +274,12 @@ func gather(p *model.Problem, opts Options, results []*componentResult) *Result 
 	}
 	if opts.Objective == MaxClaims {
 		// Beyond the model the bound was proven for: they add to both.
-		late := placeLast(p, res.Assignments)
-		res.Assignments = append(res.Assignments, late...)
-		for _, a := range late {
-			st.Objective += a.Claim.Weight
-			st.Bound += a.Claim.Weight
-		}
+		before := weight(res.Assignments)
+		kept, late := placeLast(p, res.Assignments)
+		res.Assignments = append(kept, late...)
+		gain := weight(res.Assignments) - before
+		st.Objective += gain
+		st.Bound += gain
 	}
 	// In pipeline order, whichever component reached a stage first.
 	pipeline := maxClaimsStages
@@ -341,10 +341,20 @@ func gather(p *model.Problem, opts Options, results []*componentResult) *Result 
 // that reaches the device): the scheduler placing it
 // first holds the device, and the later search passes over it, as it
 // does when the scheduler takes the claims in input order. Such a change
-// is kept when the claims placed last then weigh more; admitted is
-// updated in place.
-func placeLast(p *model.Problem, admitted []*Assignment) []*Assignment {
-	out, blocked := lastPass(p, admitted)
+// is kept when the claims placed last then weigh more.
+//
+// Before that, an admitted claim held to the devices its search found
+// from the existing allocations may yield them to a left-out claim whose
+// allocation does not depend on the search order (which takes devices
+// its own search picks among the admitted ones) and be placed last
+// itself, where the allocator's search may find it others: kept when all
+// claims then weigh more.
+//
+// It returns the admitted claims (changed as above) and those placed last.
+func placeLast(p *model.Problem, admitted []*Assignment) (kept, late []*Assignment) {
+	admitted = slices.Clone(admitted)
+	admitted, out := yieldHeld(p, admitted)
+	_, blocked := lastPass(p, admitted)
 	for tries := 0; len(blocked) > 0 && tries < maxReplaceTries; {
 		improved := false
 	search:
@@ -386,7 +396,73 @@ func placeLast(p *model.Problem, admitted []*Assignment) []*Assignment {
 			break
 		}
 	}
-	return out
+	return admitted, out
+}
+
+// yieldHeld: placeLast's first step, at most maxReplaceTries searches.
+func yieldHeld(p *model.Problem, admitted []*Assignment) ([]*Assignment, []*Assignment) {
+	out, _ := lastPass(p, admitted)
+	tries := 0
+	for restart := true; restart && tries < maxReplaceTries; {
+		restart = false
+		in := map[int]bool{}
+		for _, a := range admitted {
+			in[a.Claim.Index] = true
+		}
+	search:
+		for i, h := range admitted {
+			if !h.Claim.Retryable() {
+				continue
+			}
+			for _, f := range p.Claims {
+				if in[f.Index] || f.Err != nil || !f.OrderFree() || !wantsAny(f, h.Picks) {
+					continue
+				}
+				rest := slices.Delete(slices.Clone(admitted), i, i+1)
+				s := model.NewState(p)
+				for _, o := range rest {
+					o.take(s)
+				}
+				for _, n := range claimNodes(p, f) {
+					tries++
+					picks, ok := p.Replace(f, s, n, -1)
+					if ok {
+						fa := &Assignment{Claim: f, Node: n}
+						if plainMove(p, fa, picks) {
+							for _, pk := range picks {
+								fa.Picks = append(fa.Picks, Pick{Req: pk[0], Alt: pk[1], Dev: pk[2]})
+							}
+							trial := append(rest, fa)
+							o2, _ := lastPass(p, trial)
+							if weight(trial)+weight(o2) > weight(admitted)+weight(out) {
+								admitted, out, restart = trial, o2, true
+								break search
+							}
+						}
+						break // the first node where it fits, as the scheduler
+					}
+					if tries >= maxReplaceTries {
+						break search
+					}
+				}
+			}
+		}
+	}
+	return admitted, out
+}
+
+// wantsAny tells whether some alternative of c may use a device of picks.
+func wantsAny(c *model.Claim, picks []Pick) bool {
+	for _, r := range c.Requests {
+		for _, a := range r.Alternatives {
+			for _, pk := range picks {
+				if slices.Contains(a.Candidates, pk.Dev) {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // moveNodes are the nodes a may move to for taking d: its own, then (for a

@@ -24,7 +24,7 @@ func TestPlaceLastMovesAdmittedOntoErrorDevice(t *testing.T) {
 	}
 	dev, node := deviceIndex(p), nodeIndex(p, "node-1")
 	admitted := []*Assignment{{Claim: free, Node: node, Picks: []Pick{{Dev: dev["b"]}}}}
-	late := placeLast(p, admitted)
+	admitted, late := placeLast(p, admitted)
 	if len(late) != 1 || late[0].Claim != sel || len(late[0].Picks) != 1 || late[0].Picks[0].Dev != dev["b"] {
 		t.Fatalf("placed last: %v, want sel on b", late)
 	}
@@ -53,7 +53,7 @@ func TestPlaceLastBesideAdminAccess(t *testing.T) {
 	}
 	dev, node := deviceIndex(p), nodeIndex(p, "node-1")
 	admitted := []*Assignment{{Claim: free, Node: node, Picks: []Pick{{Dev: dev["a"]}}}, {Claim: admin, Node: node, Picks: []Pick{{Dev: dev["b"]}}}}
-	late := placeLast(p, admitted)
+	admitted, late := placeLast(p, admitted)
 	if len(late) != 1 || late[0].Claim != sel || len(late[0].Picks) != 1 || late[0].Picks[0].Dev != dev["b"] {
 		t.Fatalf("placed last: %v, want sel on b", late)
 	}
@@ -141,11 +141,44 @@ func TestPlaceLastMovesAdmittedToAnotherNode(t *testing.T) {
 	free, sel := claimByKey(p, "default/free"), claimByKey(p, "default/sel")
 	dev := deviceIndex(p)
 	admitted := []*Assignment{{Claim: free, Node: nodeIndex(p, "node-2"), Picks: []Pick{{Dev: dev["c"]}}}}
-	late := placeLast(p, admitted)
+	admitted, late := placeLast(p, admitted)
 	if len(late) != 1 || late[0].Claim != sel || len(late[0].Picks) != 1 || late[0].Picks[0].Dev != dev["b"] {
 		t.Fatalf("placed last: %v, want sel on b", late)
 	}
 	if a := admitted[0]; a.Node != nodeIndex(p, "node-1") || len(a.Picks) != 1 || a.Picks[0].Dev != dev["a"] {
 		t.Errorf("free now on node %d, %v; want node-1, a", a.Node, a.Picks)
+	}
+}
+
+// TestPlaceLastYieldsHeldDevices: node-1 has dx and dy (opt 1; dx tagged f)
+// and dz (no opt). Claim h asks for one device whose opt is at least 0, a
+// selector failing on dz: its search from the existing allocations
+// takes dx, so it is held to dx. Claim f asks for the device tagged f.
+// With h admitted on dx, f is left out; the scheduler taking f first gives it
+// dx, and h's search then takes dy. placeLast lets h yield dx to f and
+// places h last, on dy.
+func TestPlaceLastYieldsHeldDevices(t *testing.T) {
+	slice := strings.Replace(placeLastSlice, "  - {name: a}\n  - {name: b, attributes: {opt: {int: 1}}}\n",
+		"  - {name: dx, attributes: {opt: {int: 1}, tag: {string: f}}}\n  - {name: dy, attributes: {opt: {int: 1}}}\n  - {name: dz}\n", 1)
+	h := strings.Replace(placeLastSel, "name: sel", "name: h", 1)
+	f := strings.NewReplacer("name: free", "name: f", "deviceClassName: gpu}",
+		`deviceClassName: gpu, selectors: [{cel: {expression: 'device.attributes["gpu.example.com"].?tag.orValue("") == "f"'}}]}`).Replace(placeLastFree)
+	objs := load(t, node1, slice, h, f)
+	p := build(t, objs, model.CompatKEP5963)
+	hc, fc := claimByKey(p, "default/h"), claimByKey(p, "default/f")
+	if !hc.Retryable() || !fc.OrderFree() {
+		t.Fatalf("h retryable %v, f order-free %v", hc.Retryable(), fc.OrderFree())
+	}
+	dev, node := deviceIndex(p), nodeIndex(p, "node-1")
+	kept, late := placeLast(p, []*Assignment{{Claim: hc, Node: node, Picks: []Pick{{Dev: dev["dx"]}}}})
+	if len(kept) != 1 || kept[0].Claim != fc || len(kept[0].Picks) != 1 || kept[0].Picks[0].Dev != dev["dx"] {
+		t.Fatalf("kept %v, want f on dx", kept)
+	}
+	if len(late) != 1 || late[0].Claim != hc || len(late[0].Picks) != 1 || late[0].Picks[0].Dev != dev["dy"] {
+		t.Fatalf("placed last %v, want h on dy", late)
+	}
+	got, _ := solve(t, objs, Options{Objective: MaxClaims}, model.CompatKEP5963)
+	if got["default/f"] == nil || got["default/h"] == nil {
+		t.Errorf("admitted %v", got)
 	}
 }

@@ -735,8 +735,8 @@ func (c *Claim) OrderFree() bool {
 // Replace finds other devices for c, an OrderFree claim, on node: the
 // allocator's search with every claim in s placed (c's own devices not
 // among them), trying dev first wherever c may use it. It returns picks
-// (request, alternative, device) that include dev, or false. Nothing is
-// taken in s.
+// (request, alternative, device) that include dev (any picks for dev < 0),
+// or false. Nothing is taken in s.
 func (p *Problem) Replace(c *Claim, s *State, node, dev int) (picks [][3]int, ok bool) {
 	if !c.OrderFree() {
 		return nil, false
@@ -751,7 +751,7 @@ func (p *Problem) Replace(c *Claim, s *State, node, dev int) (picks [][3]int, ok
 		}
 		return nil, false
 	}
-	has := false
+	has := dev < 0
 	for _, pk := range g.picks {
 		picks = append(picks, [3]int{pk.req, pk.alt, pk.dev})
 		has = has || pk.dev == dev
