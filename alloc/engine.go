@@ -418,12 +418,18 @@ func yieldHeld(p *model.Problem, admitted []*Assignment) ([]*Assignment, []*Assi
 				if in[f.Index] || f.Err != nil || !f.OrderFree() || !wantsAny(f, h.Picks) {
 					continue
 				}
+				if tries >= maxReplaceTries {
+					break search
+				}
 				rest := slices.Delete(slices.Clone(admitted), i, i+1)
 				s := model.NewState(p)
 				for _, o := range rest {
 					o.take(s)
 				}
 				for _, n := range claimNodes(p, f) {
+					if tries >= maxReplaceTries {
+						break search
+					}
 					tries++
 					picks, ok := p.Replace(f, s, n, -1)
 					if ok {
@@ -440,9 +446,6 @@ func yieldHeld(p *model.Problem, admitted []*Assignment) ([]*Assignment, []*Assi
 							}
 						}
 						break // the first node where it fits, as the scheduler
-					}
-					if tries >= maxReplaceTries {
-						break search
 					}
 				}
 			}
