@@ -64,6 +64,11 @@ type upstreamSearch struct {
 	picks      []searchPick
 	inClaim    map[int]int
 	err        error
+	// errDev is the device the error was met on (with err; -1 when the
+	// error is on no one device, 0 when err is nil).
+	errDev int
+	// prefer: devices tried first for every request (Replace).
+	prefer map[int]bool
 	// exceeded: the request being searched would take the claim past 32
 	// results. The allocator then unwinds (errAllocationResultMaxSizeExceeded)
 	// without trying other devices for the requests before, up to the
@@ -152,6 +157,7 @@ func (b *builder) search(c *Claim, n int, exhaustive, ordered bool) (*upstreamSe
 	if !ok && g.exceeded && g.err == nil {
 		// Past every firstAvailable request: Allocate fails.
 		g.err = fmt.Errorf("the claim's results would exceed the limit of %d", MaxResults)
+		g.errDev = -1
 	}
 	return g, ok
 }
@@ -352,8 +358,20 @@ func (b *builder) lateDevices() []bool {
 	return late
 }
 
-// order puts devs in the allocator's order: pools with binding conditions last.
+// order puts devs in the allocator's order: pools with binding conditions
+// last (and, for Replace, the preferred devices first).
 func (g *upstreamSearch) order(devs []int) []int {
+	if g.prefer != nil {
+		out := make([]int, 0, len(devs))
+		for _, first := range []bool{true, false} {
+			for _, d := range devs {
+				if g.prefer[d] == first {
+					out = append(out, d)
+				}
+			}
+		}
+		return out
+	}
 	if !slices.ContainsFunc(devs, func(d int) bool { return g.late[d] }) {
 		return devs
 	}
@@ -443,6 +461,7 @@ func (g *upstreamSearch) allowed(ri int, a *Alternative, d int) bool {
 		}
 		if _, derived := a.Derived[k.Attribute]; derived && a.derivedErrs[d] != nil {
 			g.err = fmt.Errorf("request %s: device %s: %w", a.Name, g.p.Devices[d].ID, a.derivedErrs[d])
+			g.errDev = d
 			return false
 		}
 		var chosen [][]string
@@ -474,6 +493,7 @@ func (g *upstreamSearch) devices(ri, ai int, a *Alternative, from, need int) boo
 			mine := g.inClaim[d] > 0 && !g.p.Devices[d].MultiAlloc
 			if !(mine || !a.AdminAccess && g.s.Used(d)) {
 				g.err = fmt.Errorf("request %s: %w", a.Name, err)
+				g.errDev = d
 				return false
 			}
 			continue
@@ -553,6 +573,7 @@ func (g *upstreamSearch) all(ri, ai int, a *Alternative) bool {
 		if !g.allowed(ri, a, d) {
 			if g.err == nil {
 				g.err = fmt.Errorf("request %s: cannot add device %s because a claim constraint would not be satisfied", a.Name, dev.ID)
+				g.errDev = d
 			}
 			break
 		}
@@ -616,9 +637,18 @@ func (c *Claim) Retryable() bool { return c.unheld != nil }
 // node or meets an error (or runs out of steps) on any. The picks are
 // taken in s.
 func (p *Problem) PlaceLast(c *Claim, s *State) (node int, picks [][3]int, ok bool) {
+	node, picks, ok, _ = p.PlaceLastBlocked(c, s)
+	return node, picks, ok
+}
+
+// PlaceLastBlocked is PlaceLast that also returns, when the search meets an
+// error on one device, that device (else -1): a claim placed before c that
+// held it would keep the search from evaluating it there.
+func (p *Problem) PlaceLastBlocked(c *Claim, s *State) (node int, picks [][3]int, ok bool, blocker int) {
+	blocker = -1
 	u := c.unheld
 	if u == nil {
-		return 0, nil, false
+		return 0, nil, false, blocker
 	}
 	// The scheduler's search does not know the exclusions that only keep
 	// claims from depending on their order (Device.OrderExclusive); where
@@ -632,7 +662,7 @@ func (p *Problem) PlaceLast(c *Claim, s *State) (node int, picks [][3]int, ok bo
 	for d := range mine {
 		for _, o := range p.Devices[d].OrderExclusive {
 			if mine[o] && shareNode(p.Devices[d], p.Devices[o]) || s.Taken(o) {
-				return 0, nil, false
+				return 0, nil, false, blocker
 			}
 		}
 	}
@@ -669,8 +699,11 @@ func (p *Problem) PlaceLast(c *Claim, s *State) (node int, picks [][3]int, ok bo
 	for _, n := range b.searchNodes(c) {
 		g := &upstreamSearch{b: b, p: p, s: s, c: c, node: n, steps: SearchSteps, late: p.searchLate, inClaim: map[int]int{}, until: len(c.Requests)}
 		ok := g.request(0)
+		if g.err != nil && g.errDev >= 0 {
+			blocker = g.errDev
+		}
 		if g.err != nil || g.steps <= 0 || !ok && g.exceeded {
-			return 0, nil, false
+			return 0, nil, false, blocker
 		}
 		if ok {
 			if found == nil {
@@ -680,14 +713,51 @@ func (p *Problem) PlaceLast(c *Claim, s *State) (node int, picks [][3]int, ok bo
 		}
 	}
 	if found == nil {
-		return 0, nil, false
+		return 0, nil, false, blocker
 	}
 	g := &upstreamSearch{p: p, s: s, c: c, inClaim: map[int]int{}}
 	for _, pk := range found {
 		g.take(pk.req, pk.alt, c.Requests[pk.req].Alternatives[pk.alt], pk.dev)
 		picks = append(picks, [3]int{pk.req, pk.alt, pk.dev})
 	}
-	return node, picks, true
+	return node, picks, true, blocker
+}
+
+// OrderFree tells whether c's allocation does not depend on the
+// allocator's search order at all: any valid devices are ones the
+// scheduler could pick (no All request under a constraint, no selector or
+// derived attribute failing at run time, not held by the build).
+func (c *Claim) OrderFree() bool {
+	first, ordered := searchKinds(c)
+	return !first && !ordered && c.unheld == nil
+}
+
+// Replace finds other devices for c, an OrderFree claim, on node: the
+// allocator's search with every claim in s placed (c's own devices not
+// among them), trying dev first wherever c may use it. It returns picks
+// (request, alternative, device) that include dev (any picks for dev < 0),
+// or false. Nothing is taken in s.
+func (p *Problem) Replace(c *Claim, s *State, node, dev int) (picks [][3]int, ok bool) {
+	if !c.OrderFree() {
+		return nil, false
+	}
+	b := &builder{p: p, late: p.searchLate}
+	g := &upstreamSearch{b: b, p: p, s: s, c: c, node: node, steps: SearchSteps, late: p.searchLate, inClaim: map[int]int{},
+		until: len(c.Requests), prefer: map[int]bool{dev: true}}
+	ok = g.request(0)
+	if !ok || g.err != nil || g.steps <= 0 {
+		if ok {
+			g.undo()
+		}
+		return nil, false
+	}
+	has := dev < 0
+	for _, pk := range g.picks {
+		picks = append(picks, [3]int{pk.req, pk.alt, pk.dev})
+		has = has || pk.dev == dev
+	}
+	g.undo()
+	return picks, has
 }
 
 // undo releases the devices of a successful search.
