@@ -44,6 +44,17 @@ func lookaheadReserve(timeout time.Duration) time.Duration {
 	return min(timeout/5, 2*time.Second)
 }
 
+// TimeLeft is what timeout, counted from start, leaves a run (Options.
+// Timeout) after what building its problem took: at least a millisecond,
+// with which the engine returns its greedy result. A timeout of 0 or less
+// stays as it is (Run's default, or its error).
+func TimeLeft(timeout time.Duration, start time.Time) time.Duration {
+	if timeout <= 0 {
+		return timeout
+	}
+	return max(timeout-time.Since(start), time.Millisecond)
+}
+
 // Options steer one run.
 type Options struct {
 	Objective string        // max-claims (default) or ordered
@@ -363,20 +374,12 @@ func placeLast(p *model.Problem, admitted []*Assignment) (kept, late []*Assignme
 				if !usesCandidate(a, d) {
 					continue
 				}
+				s := stateWithout(p, admitted, i) // Replace takes nothing in it
 				for _, n := range moveNodes(p, a, d) {
 					tries++
-					s := model.NewState(p)
-					for j, o := range admitted {
-						if j != i {
-							o.take(s)
-						}
-					}
 					picks, ok := p.Replace(a.Claim, s, n, d)
-					if ok && plainMove(p, a, picks) {
-						na := &Assignment{Claim: a.Claim, Node: n}
-						for _, pk := range picks {
-							na.Picks = append(na.Picks, Pick{Req: pk[0], Alt: pk[1], Dev: pk[2]})
-						}
+					if ok && plainMove(p, a.Picks, picks) {
+						na := assignmentOf(a.Claim, n, picks)
 						trial := slices.Clone(admitted)
 						trial[i] = na
 						o2, b2 := lastPass(p, trial)
@@ -422,36 +425,53 @@ func yieldHeld(p *model.Problem, admitted []*Assignment) ([]*Assignment, []*Assi
 					break search
 				}
 				rest := slices.Delete(slices.Clone(admitted), i, i+1)
-				s := model.NewState(p)
-				for _, o := range rest {
-					o.take(s)
-				}
+				s := stateWithout(p, rest, -1)
 				for _, n := range claimNodes(p, f) {
 					if tries >= maxReplaceTries {
 						break search
 					}
 					tries++
 					picks, ok := p.Replace(f, s, n, -1)
-					if ok {
-						fa := &Assignment{Claim: f, Node: n}
-						if plainMove(p, fa, picks) {
-							for _, pk := range picks {
-								fa.Picks = append(fa.Picks, Pick{Req: pk[0], Alt: pk[1], Dev: pk[2]})
-							}
-							trial := append(rest, fa)
-							o2, _ := lastPass(p, trial)
-							if weight(trial)+weight(o2) > weight(admitted)+weight(out) {
-								admitted, out, restart = trial, o2, true
-								break search
-							}
-						}
-						break // the first node where it fits, as the scheduler
+					if !ok {
+						continue
 					}
+					// The first node where it fits, as the scheduler.
+					if plainMove(p, nil, picks) {
+						trial := append(rest, assignmentOf(f, n, picks))
+						o2, _ := lastPass(p, trial)
+						if weight(trial)+weight(o2) > weight(admitted)+weight(out) {
+							admitted, out, restart = trial, o2, true
+							break search
+						}
+					}
+					break
 				}
 			}
 		}
 	}
 	return admitted, out
+}
+
+// stateWithout is the state with the devices of as taken, but for as[skip]
+// (skip < 0: all of them).
+func stateWithout(p *model.Problem, as []*Assignment, skip int) *model.State {
+	s := model.NewState(p)
+	for j, a := range as {
+		if j != skip {
+			a.take(s)
+		}
+	}
+	return s
+}
+
+// assignmentOf is c on node with the picks (request, alternative, device)
+// of the model's searches.
+func assignmentOf(c *model.Claim, node int, picks [][3]int) *Assignment {
+	a := &Assignment{Claim: c, Node: node}
+	for _, pk := range picks {
+		a.Picks = append(a.Picks, Pick{Req: pk[0], Alt: pk[1], Dev: pk[2]})
+	}
+	return a
 }
 
 // wantsAny tells whether some alternative of c may use a device of picks.
@@ -508,20 +528,21 @@ func usesCandidate(a *Assignment, d int) bool {
 	return false
 }
 
-// plainMove: the devices picks give a that it did not hold exclude no
-// other device (no name repeated across nodes' slices, no other pool
-// generation): what the model counts for them is what the scheduler's
-// search for a later claim sees on every node.
-func plainMove(p *model.Problem, a *Assignment, picks [][3]int) bool {
+// plainMove: the devices of picks not among held exclude no other device
+// (no name repeated across nodes' slices, no other pool generation): what
+// the model counts for them is what the scheduler's search for a later
+// claim sees on every node.
+func plainMove(p *model.Problem, held []Pick, picks [][3]int) bool {
 	for _, pk := range picks {
-		held := slices.ContainsFunc(a.Picks, func(o Pick) bool { return o.Dev == pk[2] })
-		if !held && len(p.Devices[pk[2]].Incompatible) > 0 {
+		had := slices.ContainsFunc(held, func(o Pick) bool { return o.Dev == pk[2] })
+		if !had && len(p.Devices[pk[2]].Incompatible) > 0 {
 			return false
 		}
 	}
 	return true
 }
 
+// weight is the claim weight of as.
 func weight(as []*Assignment) int64 {
 	var w int64
 	for _, a := range as {
@@ -558,17 +579,14 @@ func lastPass(p *model.Problem, admitted []*Assignment) (out []*Assignment, bloc
 		if in[c.Index] {
 			continue
 		}
-		node, picks, ok, blocker := p.PlaceLastBlocked(c, s)
+		node, picks, ok, blocker := p.PlaceLast(c, s)
 		if !ok {
 			if blocker >= 0 && !slices.Contains(blocked, blocker) {
 				blocked = append(blocked, blocker)
 			}
 			continue
 		}
-		a := &Assignment{Claim: c, Node: node}
-		for _, pk := range picks {
-			a.Picks = append(a.Picks, Pick{Req: pk[0], Alt: pk[1], Dev: pk[2]})
-		}
+		a := assignmentOf(c, node, picks)
 		if slices.ContainsFunc(a.Picks, func(pk Pick) bool { return !exclusive(c, pk) }) {
 			// As the scheduler sees it: without the admin-access results.
 			a.release(s)

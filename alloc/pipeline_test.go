@@ -35,13 +35,6 @@ func indexes(as []*Assignment) []int {
 	return out
 }
 
-func weightOf(as []*Assignment) (v int64) {
-	for _, a := range as {
-		v += a.Claim.Weight
-	}
-	return v
-}
-
 // Every stage of both pipelines, and the paths without the SAT model
 // (MaxVariables < 0: relaxation, best-fit and neighbourhood search for
 // max-claims, the repack for ordered), runs under budgets from 1 ms to
@@ -59,7 +52,7 @@ func TestPipelineUnderBudgets(t *testing.T) {
 			best, order := bf.best(), bf.ordered()
 			arrival := greedy(context.Background(), p, p.Claims, DefaultLimits.SearchSteps)
 			bySize := greedy(context.Background(), p, sortBySize(p, p.Claims, false), DefaultLimits.SearchSteps)
-			incumbent := max(weightOf(arrival), weightOf(bySize))
+			incumbent := max(weight(arrival), weight(bySize))
 			for _, budget := range budgets {
 				for _, maxVars := range []int{0, -1} {
 					for _, objective := range []string{MaxClaims, Ordered} {
@@ -180,7 +173,7 @@ func TestTinyBudgetSoundBound(t *testing.T) {
 		for _, objs := range []*model.Objects{randomInstance(seed), sharesInstance(seed)} {
 			p := build(t, objs, "")
 			best := newBruteForce(p).best()
-			ff := weightOf(greedy(context.Background(), p, p.Claims, DefaultLimits.SearchSteps))
+			ff := weight(greedy(context.Background(), p, p.Claims, DefaultLimits.SearchSteps))
 			res := run(t, p, Options{Timeout: time.Nanosecond})
 			if st := res.Stats; st.Objective < ff || st.Bound < best || st.Gap() < 0 {
 				t.Fatalf("seed %d: 1 ns budget admitted %d (greedy %d), bound %d (optimum %d), gap %v", seed, st.Objective, ff, st.Bound, best, st.Gap())
@@ -220,7 +213,7 @@ func TestPipelineUnderSmallLimits(t *testing.T) {
 			}
 			arrival := greedy(context.Background(), p, p.Claims, tinyLimits.SearchSteps)
 			bySize := greedy(context.Background(), p, sortBySize(p, p.Claims, false), tinyLimits.SearchSteps)
-			incumbent := max(weightOf(arrival), weightOf(bySize))
+			incumbent := max(weight(arrival), weight(bySize))
 			for _, maxVars := range []int{1, -1, 0} {
 				for _, objective := range []string{MaxClaims, Ordered} {
 					where := fmt.Sprintf("%s seed %d maxVars %d", objective, seed, maxVars)

@@ -36,7 +36,7 @@ func benchmarkMIGFamily(b *testing.B, family string, nodes, gpus, claims int) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		res, err := alloc.Run(context.Background(), p, alloc.Options{Timeout: budgetLeft(10*time.Second, start)})
+		res, err := alloc.Run(context.Background(), p, alloc.Options{Timeout: alloc.TimeLeft(10*time.Second, start)})
 		if err != nil {
 			b.Fatal(err)
 		}

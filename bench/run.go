@@ -206,7 +206,7 @@ func runPolicy(ctx context.Context, policy string, objs *model.Objects, compat s
 		case PolicyFGD:
 			res = m.Greedy(p.Claims, frag.FGD)
 		case PolicyDrasatBinpack:
-			res, err = alloc.Run(ctx, p, alloc.Options{Timeout: budgetLeft(timeout, start), UseCBC: useCBC})
+			res, err = alloc.Run(ctx, p, alloc.Options{Timeout: alloc.TimeLeft(timeout, start), UseCBC: useCBC})
 			if err != nil {
 				return nil, err
 			}
@@ -223,7 +223,7 @@ func runPolicy(ctx context.Context, policy string, objs *model.Objects, compat s
 				m.Cover = life.cover
 				m.Upgrade = life.upgrade && life.objective != alloc.Ordered
 			}
-			opts.Timeout = budgetLeft(timeout, start)
+			opts.Timeout = alloc.TimeLeft(timeout, start)
 			res, err = alloc.Run(ctx, p, opts)
 			if err != nil {
 				return nil, err
@@ -243,13 +243,6 @@ func runPolicy(ctx context.Context, policy string, objs *model.Objects, compat s
 		return nil, fmt.Errorf("policy %q: want one of %s", policy, strings.Join(Policies, ", "))
 	}
 	return out, nil
-}
-
-// budgetLeft is what timeout leaves to the engine after what was spent
-// since start (building the model), never less than a millisecond: the
-// engine then returns the best it has at once.
-func budgetLeft(timeout time.Duration, start time.Time) time.Duration {
-	return max(timeout-time.Since(start), time.Millisecond)
 }
 
 // validate runs the feasibility checker on a policy's result.

@@ -340,6 +340,7 @@ func (c *checker) anySelectorError(a *alt) bool {
 		nodes = []*corev1.Node{nil}
 	}
 	seen := map[*device]bool{}
+search:
 	for _, n := range nodes {
 		for _, pl := range c.slicesOn(n) {
 			if pl.issue != "" {
@@ -352,6 +353,7 @@ func (c *checker) anySelectorError(a *alt) bool {
 				seen[d] = true
 				if c.selectorError(a, d) != nil {
 					v = true
+					break search // one is enough
 				}
 			}
 		}

@@ -202,6 +202,17 @@ spec:
         derivedAttributes: [{name: gpu.example.com/numa, expression: 'device.attributes["gpu.example.com"].opt'}]
     constraints: [{matchAttribute: gpu.example.com/numa}]
 `
+	// On a node that reaches u, the claim is order-dependent again: the
+	// search takes a, never b.
+	checkBUntilZoneA(t, docs, "the derived attribute failing only on a device no node reaches", "must be what it picks")
+}
+
+// checkBUntilZoneA allocates the claim of docs device p1/b on node-1: valid
+// (what fails at run time is on a device no node's search looks at, why),
+// and rejected with wantErr once node-1 is relabelled into zone a, where
+// its search looks at that device too and takes p1/a.
+func checkBUntilZoneA(t *testing.T, docs, why, wantErr string) {
+	t.Helper()
 	objs, _, err := model.Load([]string{"-"}, strings.NewReader(docs))
 	if err != nil {
 		t.Fatal(err)
@@ -211,14 +222,12 @@ spec:
 		Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{
 			{Request: "one", Driver: gpuDriver, Pool: "p1", Device: "b"}}}}
 	if err := Check(objs, []*resourceapi.ResourceClaim{out}, Options{}); err != nil {
-		t.Errorf("b, the derived attribute failing only on a device no node reaches: %v", err)
+		t.Errorf("b, %s: %v", why, err)
 	}
-	// On a node that reaches u, the claim is order-dependent again: the
-	// search takes a, never b.
 	objs.Nodes[0].Labels["zone"] = "a"
 	err = Check(objs, []*resourceapi.ResourceClaim{out}, Options{})
-	if err == nil || !strings.Contains(err.Error(), "must be what it picks") {
-		t.Errorf("b where node-1 reaches u: Check = %v", err)
+	if err == nil || !strings.Contains(err.Error(), wantErr) {
+		t.Errorf("b in zone a: Check = %v", err)
 	}
 }
 
@@ -226,8 +235,9 @@ spec:
 // allocator evaluates selectors only on the devices of the slices gathered
 // for the node (GatherPools keeps those whose node selection matches it),
 // so a selector failing on c, whose slice is for zone a where no node is
-// (its pool p2 is seen by node-1 through another slice), does not make the claim depend on the search order: b, which the search
-// (taking a first) never picks, is as valid as a.
+// (its pool p2 is seen by node-1 through another slice), does not make
+// the claim depend on the search order: b, which the search (taking a
+// first) never picks, is as valid as a.
 func TestCheckSelectorErrorUnseenSlice(t *testing.T) {
 	docs := `
 apiVersion: v1
@@ -279,24 +289,10 @@ spec:
         deviceClassName: gpu
         selectors: [{cel: {expression: 'device.attributes["gpu.example.com"].opt >= 1'}}]
 `
-	objs, _, err := model.Load([]string{"-"}, strings.NewReader(docs))
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := objs.Claims[0].DeepCopy()
-	out.Status.Allocation = &resourceapi.AllocationResult{NodeSelector: nodeSel("node-1"),
-		Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{
-			{Request: "one", Driver: gpuDriver, Pool: "p1", Device: "b"}}}}
-	if err := Check(objs, []*resourceapi.ResourceClaim{out}, Options{}); err != nil {
-		t.Errorf("b, the selector failing only on a device of a slice no node sees: %v", err)
-	}
 	// Where node-1 sees c's slice, the claim is order-dependent: the
 	// search takes a (p1 comes before p2, so it never reaches c), never b.
-	objs.Nodes[0].Labels["zone"] = "a"
-	err = Check(objs, []*resourceapi.ResourceClaim{out}, Options{})
-	if err == nil || !strings.Contains(err.Error(), "must be what it picks from the existing allocations (on node node-1: one=gpu.example.com/p1/a)") {
-		t.Errorf("b where node-1 sees c: Check = %v", err)
-	}
+	checkBUntilZoneA(t, docs, "the selector failing only on a device of a slice no node sees",
+		"must be what it picks from the existing allocations (on node node-1: one=gpu.example.com/p1/a)")
 }
 
 // Rule 10 with a device that binds to its node on an allNodes slice: the

@@ -228,10 +228,7 @@ func (r *Reconciler) solveAndWrite(ctx context.Context, snap *Snapshot, batch, p
 	}
 	// The solver gets what building left of the pass's budget (selectors
 	// not evaluated within it are errors of their claims only).
-	opts := alloc.Options{Objective: r.Opts.Objective, Policy: r.Opts.Policy, Timeout: r.Opts.Timeout}
-	if opts.Timeout > 0 {
-		opts.Timeout = max(opts.Timeout-time.Since(start), time.Millisecond)
-	}
+	opts := alloc.Options{Objective: r.Opts.Objective, Policy: r.Opts.Policy, Timeout: alloc.TimeLeft(r.Opts.Timeout, start)}
 	if opts.Policy == alloc.Frag {
 		// The look-ahead only re-places what binpack admits: without its
 		// measure the pass still allocates. Its shapes' selectors are

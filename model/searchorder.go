@@ -635,16 +635,10 @@ func (c *Claim) Retryable() bool { return c.unheld != nil }
 // It returns the node and picks (request, alternative, device) of the
 // first node where the search succeeds, and false when it fails on every
 // node or meets an error (or runs out of steps) on any. The picks are
-// taken in s.
-func (p *Problem) PlaceLast(c *Claim, s *State) (node int, picks [][3]int, ok bool) {
-	node, picks, ok, _ = p.PlaceLastBlocked(c, s)
-	return node, picks, ok
-}
-
-// PlaceLastBlocked is PlaceLast that also returns, when the search meets an
-// error on one device, that device (else -1): a claim placed before c that
-// held it would keep the search from evaluating it there.
-func (p *Problem) PlaceLastBlocked(c *Claim, s *State) (node int, picks [][3]int, ok bool, blocker int) {
+// taken in s. When the search meets an error on one device, blocker is
+// that device (else -1): a claim placed before c that held it would keep
+// the search from evaluating it there.
+func (p *Problem) PlaceLast(c *Claim, s *State) (node int, picks [][3]int, ok bool, blocker int) {
 	blocker = -1
 	u := c.unheld
 	if u == nil {
@@ -697,7 +691,7 @@ func (p *Problem) PlaceLastBlocked(c *Claim, s *State) (node int, picks [][3]int
 	var found []searchPick
 	node = -1
 	for _, n := range b.searchNodes(c) {
-		g := &upstreamSearch{b: b, p: p, s: s, c: c, node: n, steps: SearchSteps, late: p.searchLate, inClaim: map[int]int{}, until: len(c.Requests)}
+		g := b.searchAfter(c, s, n)
 		ok := g.request(0)
 		if g.err != nil && g.errDev >= 0 {
 			blocker = g.errDev
@@ -723,6 +717,12 @@ func (p *Problem) PlaceLastBlocked(c *Claim, s *State) (node int, picks [][3]int
 	return node, picks, true, blocker
 }
 
+// searchAfter is the allocator's search for all of c's requests on node n
+// with every claim in s placed before it (PlaceLast, Replace).
+func (b *builder) searchAfter(c *Claim, s *State, n int) *upstreamSearch {
+	return &upstreamSearch{b: b, p: b.p, s: s, c: c, node: n, steps: SearchSteps, late: b.late, inClaim: map[int]int{}, until: len(c.Requests)}
+}
+
 // OrderFree tells whether c's allocation does not depend on the
 // allocator's search order at all: any valid devices are ones the
 // scheduler could pick (no All request under a constraint, no selector or
@@ -741,9 +741,8 @@ func (p *Problem) Replace(c *Claim, s *State, node, dev int) (picks [][3]int, ok
 	if !c.OrderFree() {
 		return nil, false
 	}
-	b := &builder{p: p, late: p.searchLate}
-	g := &upstreamSearch{b: b, p: p, s: s, c: c, node: node, steps: SearchSteps, late: p.searchLate, inClaim: map[int]int{},
-		until: len(c.Requests), prefer: map[int]bool{dev: true}}
+	g := (&builder{p: p, late: p.searchLate}).searchAfter(c, s, node)
+	g.prefer = map[int]bool{dev: true}
 	ok = g.request(0)
 	if !ok || g.err != nil || g.steps <= 0 {
 		if ok {

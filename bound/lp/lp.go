@@ -409,17 +409,11 @@ func (p *Problem) Solve(ctx context.Context, deadline time.Time) Status {
 			if p.pos[j] >= 0 || p.lo[j] == p.up[j] {
 				continue
 			}
-			var d float64
-			if j < n {
-				if !phase1 {
-					d = -p.cost[j]
-				}
-				for k, r := range p.colIdx[j] {
-					d -= y[r] * p.colVal[j][k]
-				}
-			} else {
-				d = -y[j-n]
+			var base float64
+			if j < n && !phase1 {
+				base = -p.cost[j]
 			}
+			d := p.reduced(base, y, j)
 			atLo := p.x[j] <= p.lo[j]
 			if atLo && d < -dualTol || !atLo && d > dualTol {
 				if bland {
@@ -517,11 +511,6 @@ func (p *Problem) Solve(ctx context.Context, deadline time.Time) Status {
 	}
 }
 
-// errNotDualFeasible: the basis's reduced costs do not allow the dual
-// simplex (a variable unbounded above on the wrong side); the primal
-// simplex takes over.
-var errNotDualFeasible = errors.New("lp: basis not dual feasible")
-
 // reducedCosts sets d to the reduced costs of the phase-2 objective
 // (minimise −c·x) at the current basis; basic variables get 0.
 func (p *Problem) reducedCosts(d []float64) {
@@ -538,22 +527,31 @@ func (p *Problem) reducedCosts(d []float64) {
 		case p.pos[j] >= 0:
 			d[j] = 0
 		case j < n:
-			dj := -p.cost[j]
-			for k, r := range p.colIdx[j] {
-				dj -= y[r] * p.colVal[j][k]
-			}
-			d[j] = dj
+			d[j] = p.reduced(-p.cost[j], y, j)
 		default:
-			d[j] = -y[j-n]
+			d[j] = p.reduced(0, y, j)
 		}
 	}
 }
 
+// reduced is base − y·a_j, a_j variable j's column (a unit column for a
+// slack): the reduced cost of j at prices y, with base its cost.
+func (p *Problem) reduced(base float64, y []float64, j int) float64 {
+	if j >= p.n {
+		return base - y[j-p.n]
+	}
+	for k, r := range p.colIdx[j] {
+		base -= y[r] * p.colVal[j][k]
+	}
+	return base
+}
+
 // makeDualFeasible moves each boxed nonbasic variable whose reduced cost
 // has the wrong sign for its bound to its other bound (the basics follow);
-// errNotDualFeasible when a variable without a finite other bound has one.
-func (p *Problem) makeDualFeasible(d []float64) (err error) {
-	flipped := false
+// false when a variable without a finite other bound has one (the primal
+// simplex then takes over).
+func (p *Problem) makeDualFeasible(d []float64) bool {
+	ok, flipped := true, false
 	for j, dj := range d {
 		if p.pos[j] >= 0 || p.lo[j] == p.up[j] {
 			continue
@@ -562,7 +560,7 @@ func (p *Problem) makeDualFeasible(d []float64) (err error) {
 		switch {
 		case atLo && dj < -dualTol:
 			if math.IsInf(p.up[j], 1) {
-				err = errNotDualFeasible
+				ok = false
 				continue
 			}
 			p.x[j], flipped = p.up[j], true
@@ -573,7 +571,7 @@ func (p *Problem) makeDualFeasible(d []float64) (err error) {
 	if flipped {
 		p.computeBasics()
 	}
-	return err
+	return ok
 }
 
 // dual runs the dual simplex from a dual feasible basis until no basic
@@ -586,7 +584,7 @@ func (p *Problem) dual(ctx context.Context, deadline time.Time, maxIt int, it *i
 	n, m := p.n, p.m
 	d := make([]float64, n+m)
 	p.reducedCosts(d)
-	if p.makeDualFeasible(d) != nil {
+	if !p.makeDualFeasible(d) {
 		return Optimal
 	}
 	rho := make([]float64, m)
@@ -605,7 +603,7 @@ func (p *Problem) dual(ctx context.Context, deadline time.Time, maxIt int, it *i
 		if len(p.etas)-p.base >= refactor {
 			p.reinvert()
 			p.reducedCosts(d)
-			if p.makeDualFeasible(d) != nil {
+			if !p.makeDualFeasible(d) {
 				return Optimal
 			}
 		}
@@ -721,15 +719,7 @@ func (p *Problem) pivotRow(rho []float64, rowJ []int, rowA []float64, acc []floa
 			if !keep(j) {
 				continue
 			}
-			var a float64
-			if j < n {
-				for k, i := range p.colIdx[j] {
-					a += rho[i] * p.colVal[j][k]
-				}
-			} else {
-				a = rho[j-n]
-			}
-			if math.Abs(a) >= pivotTol {
+			if a := -p.reduced(0, rho, j); math.Abs(a) >= pivotTol {
 				rowJ, rowA = append(rowJ, j), append(rowA, a)
 			}
 		}

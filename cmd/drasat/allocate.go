@@ -103,7 +103,7 @@ func runAllocate(c *cli.Context) error {
 			return err
 		}
 	}
-	opts.Timeout = solveBudget(timeout, time.Since(start))
+	opts.Timeout = alloc.TimeLeft(timeout, start)
 	res, err := alloc.Run(ctx, p, opts)
 	if err != nil {
 		return err
@@ -162,16 +162,6 @@ func timeoutFlag(c *cli.Context) (time.Duration, error) {
 		return 0, fmt.Errorf("flag --timeout: %v is not a positive duration (for example 10s)", d)
 	}
 	return d, nil
-}
-
-// solveBudget is what --timeout leaves to the solver after building the
-// problem took spent (at least a millisecond: the engine then returns its
-// greedy result).
-func solveBudget(timeout, spent time.Duration) time.Duration {
-	if timeout <= 0 {
-		return timeout // validated by the engine
-	}
-	return max(timeout-spent, time.Millisecond)
 }
 
 // writeJSONFile writes atomically: a new temporary file in the same
