@@ -125,6 +125,10 @@ type Stats struct {
 	CounterSetsTouched    int
 	ComponentsWithoutSAT  int
 	ComponentsNotProven   int
+	// FragExact: the frag policy's look-ahead placed the admitted claims
+	// where they leave the cluster least fragmented of all their
+	// placements, proven (package frag, the exact level).
+	FragExact bool
 	// Stages is the time of each pipeline stage, summed over the
 	// components, in pipeline order.
 	Stages []StageTime

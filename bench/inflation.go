@@ -42,6 +42,9 @@ type InflationStats struct {
 	// OptimalBatches counts drasat's batches proven optimal.
 	Batches        int `json:"batches"`
 	OptimalBatches int `json:"optimalBatches"`
+	// FragExactBatches counts drasat's batches whose placement is proven
+	// the least fragmented (the frag policy's exact level).
+	FragExactBatches int `json:"fragExactBatches,omitempty"`
 }
 
 // InflationPoint is the cluster after some arrived workload, in % of the
@@ -149,6 +152,9 @@ func RunInflation(ctx context.Context, cfg OpenBConfig, sz Size, seed uint64, po
 		}
 		if out.stats != nil && out.stats.Optimal {
 			is.OptimalBatches++
+		}
+		if out.stats != nil && out.stats.FragExact {
+			is.FragExactBatches++
 		}
 		running = append(running, out.allocated...)
 		row.Admitted += len(out.allocated)

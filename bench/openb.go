@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -20,7 +21,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/drasat/drasat/alloc"
 	"github.com/drasat/drasat/frag"
+	"github.com/drasat/drasat/hold"
 	"github.com/drasat/drasat/model"
 	"github.com/drasat/drasat/reserve"
 )
@@ -63,6 +66,12 @@ type OpenBConfig struct {
 	// Objective is the drasat policies' objective in the simulations over
 	// time (openb, openb-wait, inflation): max-claims ("") or ordered.
 	Objective string
+	// Hold, when > 0, lets the drasat policy hold back tasks for forecast
+	// demand (package hold, as drasat controller --hold does), each at most
+	// Hold of trace time after its arrival. A held task stays pending in
+	// both replays; in the dropping one it is dropped only when a window
+	// after its hold leaves it out.
+	Hold time.Duration
 	// Batch is the number of tasks per batch of the inflation simulation.
 	Batch int
 	// Step, when set, is told how far a long simulation has come (the
@@ -77,6 +86,9 @@ const DefaultOpenBLoad = 30
 type ReplayStats struct {
 	Windows        int `json:"windows"`        // batches the allocator was called on
 	OptimalWindows int `json:"optimalWindows"` // drasat: batches proven optimal
+	// FragExactWindows: drasat's batches whose placement is proven the
+	// least fragmented (the frag policy's exact level).
+	FragExactWindows int `json:"fragExactWindows,omitempty"`
 	// StrandedGPUHours integrates, over the replay, the free memory slices
 	// of GPUs that are partly in use (free capacity that a whole-GPU task
 	// cannot use), in GPUs (8 slices = 1) × hours.
@@ -98,7 +110,13 @@ type ReplayStats struct {
 	// ReservedWindows counts the windows in which the drasat policy kept a
 	// node for a waiting task (package reserve).
 	ReservedWindows int `json:"reservedWindows,omitempty"`
-	Unplaced        int `json:"stillPending,omitempty"`
+	// HeldTasks counts the tasks held back at least once (OpenBConfig.Hold);
+	// MeanHeldWaitS and MaxHeldWaitS are the wait, arrival to admission, of
+	// those admitted.
+	HeldTasks     int     `json:"heldTasks,omitempty"`
+	MeanHeldWaitS float64 `json:"meanHeldWaitS,omitempty"`
+	MaxHeldWaitS  float64 `json:"maxHeldWaitS,omitempty"`
+	Unplaced      int     `json:"stillPending,omitempty"`
 	// Waits samples the number of tasks pending over time.
 	Pending []TimePoint `json:"pending,omitempty"`
 }
@@ -437,6 +455,9 @@ func RunOpenB(ctx context.Context, cfg OpenBConfig, sz Size, seed uint64, policy
 	if cfg.Objective != "" && cfg.Objective != "max-claims" {
 		inst += " objective " + cfg.Objective
 	}
+	if cfg.Hold > 0 {
+		inst += " hold " + cfg.Hold.String()
+	}
 	row := &Row{Scenario: scenario, Instance: inst, Size: Size{Nodes: len(nodes), Claims: len(tasks)}, Compat: model.CompatKEP5963,
 		Policy: policy, Claims: len(tasks), UnitName: "GPUs", UtilName: "memory slices (time mean)", Units: len(st.gpus)}
 	rs := &ReplayStats{GPUs: len(st.gpus), MinFreeGPUs: len(st.gpus)}
@@ -489,12 +510,23 @@ func RunOpenB(ctx context.Context, cfg OpenBConfig, sz Size, seed uint64, policy
 	var peak uint64
 	wl := frag.NewWorkload()
 	life := &lifecycle{objective: cfg.Objective}
-	if policy == PolicyDrasat && !cfg.NoReserve {
+	if policy == PolicyDrasat && !cfg.NoReserve && cfg.Wait {
 		// drasat is told that tasks wait (as the controller's claims do):
-		// the reservation, and coverage in the look-ahead.
+		// the reservation, and coverage in the look-ahead. Not in the
+		// dropping replay: there only held tasks (Hold) stay pending, and
+		// they fit.
 		life.reserver = reserve.New()
-		life.cover = cfg.Wait
+		life.cover = true
 	}
+	if policy == PolicyDrasat && cfg.Hold > 0 {
+		// Trace time: the rate is measured over a window at least, and the
+		// scenarios get half the batch's budget, as in the controller.
+		life.holder = hold.New(hold.Options{MaxHold: cfg.Hold, Lookback: max(time.Minute, cfg.Window),
+			Timeout: timeout / 2, Objective: cfg.Objective, Policy: alloc.Binpack, Seed: seed})
+	}
+	heldEver := map[int]bool{} // tasks held back at least once
+	var heldWaits []float64
+	lastEnd := math.Inf(-1)
 	var pending []int // task indices waiting, in arrival order
 	var waits []float64
 	var pendingSeries []TimePoint
@@ -505,7 +537,8 @@ func RunOpenB(ctx context.Context, cfg OpenBConfig, sz Size, seed uint64, policy
 		}
 		return t
 	}
-	for i := 0; i < len(tasks) || (cfg.Wait && len(pending) > 0 && len(deps) > 0); {
+	heldNow := 0 // tasks the last window held back
+	for i := 0; i < len(tasks) || (cfg.Wait && len(pending) > 0 && len(deps) > 0) || heldNow > 0; {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
@@ -515,6 +548,9 @@ func RunOpenB(ctx context.Context, cfg OpenBConfig, sz Size, seed uint64, policy
 		}
 		if cfg.Wait && len(pending) > 0 {
 			next = math.Min(next, nextDeparture())
+		}
+		if heldNow > 0 {
+			next = math.Min(next, lastEnd) // held tasks are decided again in the next window
 		}
 		k := math.Floor(next / win)
 		end := (k + 1) * win
@@ -548,7 +584,11 @@ func RunOpenB(ctx context.Context, cfg OpenBConfig, sz Size, seed uint64, policy
 		}
 		for t := i; t < j; t++ {
 			pending = append(pending, t)
-			wl.Observe(openbClaim(&tasks[t], gm)) // the workload learnt from the trace's past
+			c := openbClaim(&tasks[t], gm)
+			wl.Observe(c) // the workload learnt from the trace's past
+			if life.holder != nil {
+				life.holder.Observe(time.Unix(0, 0).Add(time.Duration(tasks[t].arrive*float64(time.Second))), c.Name, c)
+			}
 		}
 		for _, t := range pending {
 			c := openbClaim(&tasks[t], gm)
@@ -581,6 +621,9 @@ func RunOpenB(ctx context.Context, cfg OpenBConfig, sz Size, seed uint64, policy
 		if out.stats != nil && out.stats.Optimal {
 			rs.OptimalWindows++
 		}
+		if out.stats != nil && out.stats.FragExact {
+			rs.FragExactWindows++
+		}
 		admitted := map[string]bool{}
 		for _, c := range out.allocated {
 			admitted[c.Name] = true
@@ -596,27 +639,40 @@ func RunOpenB(ctx context.Context, cfg OpenBConfig, sz Size, seed uint64, policy
 			row.Admitted++
 			row.Devices += len(c.Status.Allocation.Devices.Results)
 			leave := math.Max(t.leave, end) // the dropping replay: the task ends when the trace says
-			if cfg.Wait {
+			if cfg.Wait || heldEver[byName[c.Name]] {
 				leave = end + (t.leave - t.arrive) // a task that waited runs its whole duration
 			}
 			deps = append(deps, departure{at: leave, name: c.Name})
 			waits = append(waits, end-t.arrive)
+			if heldEver[byName[c.Name]] {
+				heldWaits = append(heldWaits, end-t.arrive)
+			}
 		}
 		var still []int
+		heldNow = len(out.held)
 		for _, t := range pending {
+			if out.held[tasks[t].name] {
+				heldEver[t] = true
+			}
 			switch {
 			case admitted[tasks[t].name]:
+			case out.held[tasks[t].name]: // stays pending in both replays
+				still = append(still, t)
 			case !cfg.Wait:
 			default:
 				still = append(still, t)
 			}
 		}
 		pending = still
+		lastEnd = end
 		advance(end)
 		pendingSeries = append(pendingSeries, TimePoint{Hours: end / 3600, Value: float64(len(pending))})
 		i = j
 	}
 	rs.Unplaced = len(pending)
+	rs.HeldTasks = len(heldEver)
+	rs.MeanHeldWaitS, _ = meanP99(heldWaits)
+	rs.MaxHeldWaitS = slices.Max(append(heldWaits, 0))
 	if cfg.Wait {
 		rs.MeanWaitS, rs.P99WaitS = meanP99(waits)
 		rs.Pending = decimate(pendingSeries, 200)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -14,6 +15,7 @@ import (
 	"github.com/drasat/drasat/alloc"
 	"github.com/drasat/drasat/check"
 	"github.com/drasat/drasat/frag"
+	"github.com/drasat/drasat/hold"
 	"github.com/drasat/drasat/model"
 	"github.com/drasat/drasat/reserve"
 )
@@ -138,6 +140,9 @@ type outcome struct {
 	// reservation is the drasat policy's node reservation for the batch
 	// (rv given to runPolicy).
 	reservation reserve.Reservation
+	// held names the claims the drasat policy held back for forecast
+	// demand (lifecycle.holder); they stay pending.
+	held map[string]bool
 }
 
 // lifecycle is what the drasat policy carries from batch to batch in the
@@ -155,6 +160,9 @@ type lifecycle struct {
 	// admissions of 321 on default A100 (docs/performance.md).
 	upgrade bool
 	now     time.Time // the batch's trace time
+	// holder holds tasks back for forecast demand (OpenBConfig.Hold); the
+	// replay observes arrivals into it.
+	holder *hold.Holder
 }
 
 // runPolicy allocates the pending claims of objs with one policy and
@@ -212,6 +220,15 @@ func runPolicy(ctx context.Context, policy string, objs *model.Objects, compat s
 			}
 			out.stats = &res.Stats
 		default:
+			var held *hold.Decision
+			if life != nil && life.holder != nil {
+				if p, held, out.held, err = holdBack(ctx, life, objs, compat); err != nil {
+					return nil, err
+				}
+				if m, err = wl.Bind(ctx, objs, p); err != nil {
+					return nil, err
+				}
+			}
 			opts := alloc.Options{Policy: alloc.Frag, Lookahead: m, UseCBC: useCBC}
 			if life != nil {
 				opts.Objective = life.objective
@@ -228,6 +245,9 @@ func runPolicy(ctx context.Context, policy string, objs *model.Objects, compat s
 			if err != nil {
 				return nil, err
 			}
+			if held != nil {
+				held.Drop(res)
+			}
 			out.stats = &res.Stats
 		}
 		claims, err := alloc.Allocated(p, res)
@@ -243,6 +263,31 @@ func runPolicy(ctx context.Context, policy string, objs *model.Objects, compat s
 		return nil, fmt.Errorf("policy %q: want one of %s", policy, strings.Join(Policies, ", "))
 	}
 	return out, nil
+}
+
+// holdBack builds the batch with the holder's prototypes and decides which
+// pending claims to hold; it returns the problem to solve (prototypes
+// removed, held claims last), the decision and the held claims' names.
+func holdBack(ctx context.Context, life *lifecycle, objs *model.Objects, compat string) (*model.Problem, *hold.Decision, map[string]bool, error) {
+	withProtos := *objs
+	withProtos.Claims = append(slices.Clone(objs.Claims), life.holder.Prototypes()...)
+	p, err := model.Build(ctx, &withProtos, model.Options{Compat: compat})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	keys := make([]string, len(p.Claims))
+	for i, c := range p.Claims {
+		keys[i] = c.Obj.Name
+	}
+	d, err := life.holder.Decide(ctx, p, keys, life.now)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	held := map[string]bool{}
+	for _, i := range d.Held {
+		held[p.Claims[i].Obj.Name] = true
+	}
+	return d.Problem, d, held, nil
 }
 
 // validate runs the feasibility checker on a policy's result.

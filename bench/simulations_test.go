@@ -108,3 +108,30 @@ func TestOpenBWait(t *testing.T) {
 		}
 	}
 }
+
+// Holding back for forecast demand in the dropping replay: held tasks stay
+// pending (not dropped) and are decided again within the hold bound, so
+// none is left pending at the end and none waits longer than the bound
+// plus the window it is decided in; every window's allocation is checked
+// as in any replay.
+func TestOpenBHold(t *testing.T) {
+	if _, err := OpenBDir(""); err != nil {
+		t.Skipf("trace not available: %v", err)
+	}
+	cfg := OpenBConfig{Hold: 5 * time.Minute}
+	rep := runSim(t, "openb", "6:120", cfg, PolicyDrasat)
+	r := rep.Rows[0]
+	if r.Replay.HeldTasks == 0 {
+		t.Fatalf("no task held back on a contended cluster (%d of %d admitted)", r.Admitted, r.Claims)
+	}
+	if r.Replay.Unplaced != 0 {
+		t.Errorf("%d held tasks left pending at the end", r.Replay.Unplaced)
+	}
+	if bound := (cfg.Hold + time.Minute).Seconds(); r.Replay.MeanHeldWaitS <= 0 || r.Replay.MaxHeldWaitS > bound {
+		t.Errorf("held tasks waited %vs on average, at most %vs, want more than 0 and at most %vs",
+			r.Replay.MeanHeldWaitS, r.Replay.MaxHeldWaitS, bound)
+	}
+	if !strings.Contains(r.Instance, "hold 5m0s") {
+		t.Errorf("instance %q does not name the hold", r.Instance)
+	}
+}

@@ -43,6 +43,12 @@ func WriteTable(w io.Writer, rep *Report) error {
 			if r.Scenario == "openb-wait" {
 				fmt.Fprintf(w, ", wait mean %.0fs p99 %.0fs, %d dropped, %d never admitted", r.Replay.MeanWaitS, r.Replay.P99WaitS, r.Replay.Dropped, r.Replay.Unplaced)
 			}
+			if r.Replay.HeldTasks > 0 {
+				fmt.Fprintf(w, ", %d tasks held back (mean wait of those admitted %.0fs)", r.Replay.HeldTasks, r.Replay.MeanHeldWaitS)
+			}
+			if r.Replay.FragExactWindows > 0 {
+				fmt.Fprintf(w, ", placement proven least fragmented in %d/%d windows", r.Replay.FragExactWindows, r.Replay.Windows)
+			}
 			if r.Replay.ReservedWindows > 0 {
 				fmt.Fprintf(w, ", a node reserved in %d windows", r.Replay.ReservedWindows)
 			}
@@ -53,6 +59,9 @@ func WriteTable(w io.Writer, rep *Report) error {
 				r.Instance, r.Policy, r.Admitted, r.Claims, in.At100.ArrivedPct, in.At100.UnallocatedPct, in.At100.FragPct, in.At100.FragOfFreePct)
 			if isDrasat(r.Policy) {
 				fmt.Fprintf(w, "; %d/%d batches optimal", in.OptimalBatches, in.Batches)
+				if in.FragExactBatches > 0 {
+					fmt.Fprintf(w, ", placement proven least fragmented in %d", in.FragExactBatches)
+				}
 			}
 			fmt.Fprintln(w)
 		}

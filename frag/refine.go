@@ -69,38 +69,46 @@ func (m *Measure) Refine(p *model.Problem, res *alloc.Result, deadline time.Time
 		}
 	}
 	changedSet := len(dropped) > 0 || len(cur) != len(res.Assignments)
-	bySize(cur)
-	m.reinsert(s1, cur, deadline)
-	if m.Cover {
-		m.cover(s1, cur, deadline)
+	// The exact level first: on a small batch it is the least fragmented
+	// placement, which local search cannot beat on FGD's measure alone.
+	var exact []*alloc.Assignment
+	var exactScore placementScore
+	claims := make([]*model.Claim, len(cur))
+	for i, a := range cur {
+		claims[i] = a.Claim
 	}
-	best, bestScore := cur, m.score(s1)
-	// Start 2: afresh, largest first.
-	s2 := model.NewState(p)
-	var fresh []*alloc.Assignment
-	for _, a := range cur {
-		b, ok := m.Place(s2, a.Claim, FGD)
-		if !ok || time.Now().After(deadline) {
-			fresh = nil
-			break
-		}
-		fresh = append(fresh, b)
-	}
-	if fresh != nil {
-		m.reinsert(s2, fresh, deadline)
-		if m.Cover {
-			m.cover(s2, fresh, deadline)
-		}
-		if sc := m.score(s2); sc.less(bestScore) {
-			best, bestScore = fresh, sc
+	if e := m.newExact(claims, deadline); e != nil {
+		if as, ok := e.place(); ok {
+			s0 := model.NewState(p)
+			for _, a := range as {
+				take(s0, a)
+			}
+			exact, exactScore = as, m.score(s0)
 		}
 	}
+	var best []*alloc.Assignment
+	var bestScore placementScore
+	if exact != nil && !m.Cover {
+		best, bestScore = exact, exactScore
+	} else {
+		best, bestScore = m.localSearch(p, s1, cur, bySize, deadline)
+		if exact != nil && exactScore.less(bestScore) {
+			best, bestScore = exact, exactScore
+		}
+	}
+	proven := exact != nil && !m.Cover
 	if !changedSet && !bestScore.less(oldScore) {
+		if proven && !res.Stats.FragExact {
+			out := *res
+			out.Stats.FragExact = true
+			return &out
+		}
 		return res
 	}
 	sort.Slice(best, func(i, j int) bool { return best[i].Claim.Index < best[j].Claim.Index })
 	out := *res
 	out.Assignments = best
+	out.Stats.FragExact = proven
 	if changedSet {
 		out.Rejected = map[int]string{}
 		for k, v := range res.Rejected {
@@ -128,6 +136,39 @@ func (m *Measure) Refine(p *model.Problem, res *alloc.Result, deadline time.Time
 		}
 	}
 	return &out
+}
+
+// localSearch improves the placement cur, held in s1, in place, and
+// places the claims afresh, largest first, in a state of their own; it
+// returns the better of the two.
+func (m *Measure) localSearch(p *model.Problem, s1 *model.State, cur []*alloc.Assignment, bySize func([]*alloc.Assignment), deadline time.Time) ([]*alloc.Assignment, placementScore) {
+	bySize(cur)
+	m.reinsert(s1, cur, deadline)
+	if m.Cover {
+		m.cover(s1, cur, deadline)
+	}
+	best, bestScore := cur, m.score(s1)
+	// Start 2: afresh, largest first.
+	s2 := model.NewState(p)
+	var fresh []*alloc.Assignment
+	for _, a := range cur {
+		b, ok := m.Place(s2, a.Claim, FGD)
+		if !ok || time.Now().After(deadline) {
+			fresh = nil
+			break
+		}
+		fresh = append(fresh, b)
+	}
+	if fresh != nil {
+		m.reinsert(s2, fresh, deadline)
+		if m.Cover {
+			m.cover(s2, fresh, deadline)
+		}
+		if sc := m.score(s2); sc.less(bestScore) {
+			best, bestScore = fresh, sc
+		}
+	}
+	return best, bestScore
 }
 
 // refinePasses bounds the re-insertion passes.
