@@ -234,6 +234,7 @@ func (h *Holder) Decide(ctx context.Context, p *model.Problem, keys []string, no
 	var current, protos []*model.Claim
 	protoOf := map[string]*model.Claim{} // shape key -> its prototype in p
 	var candidates []int                 // current claims that may be held
+	expired := map[int]bool{}            // held MaxHold already
 	for _, c := range p.Claims {
 		if IsPrototype(c.Obj) {
 			protos = append(protos, c)
@@ -245,8 +246,12 @@ func (h *Holder) Decide(ctx context.Context, p *model.Problem, keys []string, no
 		if !ok {
 			since = now
 		}
-		if c.FixedNode < 0 && c.Err == nil && now.Sub(since) < h.opts.MaxHold {
+		switch {
+		case c.FixedNode >= 0 || c.Err != nil:
+		case now.Sub(since) < h.opts.MaxHold:
 			candidates = append(candidates, c.Index)
+		default:
+			expired[c.Index] = true
 		}
 	}
 	d := &Decision{Expected: h.Expected(now)}
@@ -334,9 +339,12 @@ func (h *Holder) Decide(ctx context.Context, p *model.Problem, keys []string, no
 			held[i] = true
 		}
 	}
-	var kept, rest []*model.Claim
+	var kept, late, rest []*model.Claim
 	heldWeight := int64(0)
 	for _, c := range current {
+		if expired[c.Index] {
+			continue
+		}
 		if held[c.Index] {
 			d.Held = append(d.Held, c.Index)
 			rest = append(rest, c)
@@ -350,17 +358,29 @@ func (h *Holder) Decide(ctx context.Context, p *model.Problem, keys []string, no
 			kept = append(kept, c)
 		}
 	}
+	// Claims held MaxHold already are decided now, but not before the
+	// held ones: they compete with them at their own weight, so that a
+	// large claim whose hold ended does not take the room of several
+	// smaller ones still held (they are what an offline solve would admit).
+	for _, c := range current {
+		if expired[c.Index] {
+			d.Kept = append(d.Kept, c.Index)
+			late = append(late, c)
+			heldWeight += c.Weight
+		}
+	}
 	if len(d.Held) == 0 {
-		d.Problem = subProblem(p, kept)
+		d.Problem = subProblem(p, append(kept, late...))
 		return d, nil
 	}
 	if r := now.Add(h.opts.Recheck); r.Before(d.Recheck) {
 		d.Recheck = r
 	}
-	d.Problem = subProblem(p, append(kept, rest...))
-	// One kept claim outweighs all held ones: the solve admits the most
-	// kept claims first, and among those placements the one leaving room
-	// for the most held claims (the placement the held claims will need).
+	d.Problem = subProblem(p, append(append(kept, late...), rest...))
+	// One kept claim outweighs all held ones and the late ones: the solve
+	// admits the most kept claims first, and among those placements the
+	// one leaving room for the most held and late claims (the placement
+	// the held claims will need).
 	for _, c := range d.Problem.Claims[:len(kept)] {
 		c.Weight *= heldWeight + 1
 	}

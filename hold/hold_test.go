@@ -301,3 +301,50 @@ func TestPoissonMean(t *testing.T) {
 		}
 	}
 }
+
+func TestExpiredClaimDoesNotOutrankHeldOnes(t *testing.T) {
+	// On a node of four GPUs, with one-GPU claims forecast: a claim for
+	// the whole node whose hold has ended, and two two-GPU claims the
+	// scenarios hold (the forecast one-GPU claims would use the room
+	// better). The large claim is decided now, but at its own weight, so
+	// the solve prefers the two held ones (an offline solve would) and the
+	// large one is not admitted; the held ones stay pending. Before, its
+	// weight was raised above the held ones' and it took the node.
+	h := New(Options{Seed: 1, MaxHold: 30 * time.Second})
+	now := t0
+	history(h, 60, now)
+	big := claim("big", 4)
+	h.Observe(now.Add(-30*time.Second), "big", big)
+	pending := []*resourceapi.ResourceClaim{big}
+	for i := range 2 {
+		c := claim(fmt.Sprintf("medium-%d", i), 2)
+		h.Observe(now, c.Name, c)
+		pending = append(pending, c)
+	}
+	p, keys := build(t, cluster(4), h, pending...)
+	d, err := h.Decide(context.Background(), p, keys, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(names(p, d.Kept), "big") || slices.Contains(names(p, d.Held), "big") {
+		t.Fatalf("kept %v, held %v: the expired claim must be decided now", names(p, d.Kept), names(p, d.Held))
+	}
+	if len(d.Held) != 2 {
+		t.Fatalf("held %v, want both two-GPU claims", names(p, d.Held))
+	}
+	for i, c := range d.Problem.Claims {
+		if c.Obj.Name == "big" && c.Weight != 1 {
+			t.Fatalf("the expired claim has weight %d in the solve, want its own (1); position %d", c.Weight, i)
+		}
+	}
+	out, err := alloc.Run(context.Background(), d.Problem, alloc.Options{Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Drop(out)
+	for _, a := range out.Assignments {
+		if a.Claim.Obj.Name == "big" {
+			t.Fatalf("the expired claim took the node from %d held claims", len(d.Held))
+		}
+	}
+}
