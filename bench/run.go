@@ -222,7 +222,7 @@ func runPolicy(ctx context.Context, policy string, objs *model.Objects, compat s
 		default:
 			var held *hold.Decision
 			if life != nil && life.holder != nil {
-				if p, held, out.held, err = holdBack(ctx, life, objs, compat); err != nil {
+				if p, held, err = holdBack(ctx, life, objs, compat); err != nil {
 					return nil, err
 				}
 				if m, err = wl.Bind(ctx, objs, p); err != nil {
@@ -247,6 +247,12 @@ func runPolicy(ctx context.Context, policy string, objs *model.Objects, compat s
 			}
 			if held != nil {
 				held.Drop(res)
+				out.held = map[string]bool{}
+				for i, c := range p.Claims {
+					if held.IsHeld(i) {
+						out.held[c.Obj.Name] = true
+					}
+				}
 			}
 			out.stats = &res.Stats
 		}
@@ -267,13 +273,13 @@ func runPolicy(ctx context.Context, policy string, objs *model.Objects, compat s
 
 // holdBack builds the batch with the holder's prototypes and decides which
 // pending claims to hold; it returns the problem to solve (prototypes
-// removed, held claims last), the decision and the held claims' names.
-func holdBack(ctx context.Context, life *lifecycle, objs *model.Objects, compat string) (*model.Problem, *hold.Decision, map[string]bool, error) {
+// removed, held claims last) and the decision.
+func holdBack(ctx context.Context, life *lifecycle, objs *model.Objects, compat string) (*model.Problem, *hold.Decision, error) {
 	withProtos := *objs
 	withProtos.Claims = append(slices.Clone(objs.Claims), life.holder.Prototypes()...)
 	p, err := model.Build(ctx, &withProtos, model.Options{Compat: compat})
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	keys := make([]string, len(p.Claims))
 	for i, c := range p.Claims {
@@ -281,13 +287,9 @@ func holdBack(ctx context.Context, life *lifecycle, objs *model.Objects, compat 
 	}
 	d, err := life.holder.Decide(ctx, p, keys, life.now)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
-	held := map[string]bool{}
-	for _, i := range d.Held {
-		held[p.Claims[i].Obj.Name] = true
-	}
-	return d.Problem, d, held, nil
+	return d.Problem, d, nil
 }
 
 // validate runs the feasibility checker on a policy's result.

@@ -221,6 +221,8 @@ type Decision struct {
 	// Recheck is when the held claims should be decided again at the
 	// latest (zero when none is held).
 	Recheck time.Time
+
+	unplaceable map[int]bool // held claims Drop found to fit nowhere
 }
 
 // Decide chooses, among p's pending claims, those to admit now. keys gives
@@ -388,14 +390,25 @@ func (h *Holder) Decide(ctx context.Context, p *model.Problem, keys []string, no
 }
 
 // IsHeld tells whether claim i of Decision.Problem is held.
-func (d *Decision) IsHeld(i int) bool { return i >= len(d.Kept) }
+func (d *Decision) IsHeld(i int) bool { return i >= len(d.Kept) && !d.unplaceable[i] }
 
 // Drop removes the held claims from a solve of Decision.Problem: their
 // assignments, rejections and unplaceable marks. They are neither
-// admitted nor rejected now; the claims stay pending.
+// admitted nor rejected now; the claims stay pending. A held claim that
+// fits nowhere even alone is not held after all: it keeps its rejection
+// (with its reason, so that it is reported unallocatable as any other),
+// and IsHeld is false for it from then on.
 func (d *Decision) Drop(out *alloc.Result) {
 	if len(d.Held) == 0 {
 		return
+	}
+	for _, i := range out.Unplaceable {
+		if d.IsHeld(i) {
+			if d.unplaceable == nil {
+				d.unplaceable = map[int]bool{}
+			}
+			d.unplaceable[i] = true
+		}
 	}
 	out.Assignments = slices.DeleteFunc(out.Assignments, func(a *alloc.Assignment) bool { return d.IsHeld(a.Claim.Index) })
 	for i := range out.Rejected {

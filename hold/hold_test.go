@@ -348,3 +348,30 @@ func TestExpiredClaimDoesNotOutrankHeldOnes(t *testing.T) {
 		}
 	}
 }
+
+func TestClaimThatFitsNowhereIsNotHeld(t *testing.T) {
+	// A claim for more GPUs than the node has: no scenario admits it, so
+	// Decide holds it, but the solve finds it fits nowhere even alone, and
+	// Drop leaves it rejected (reported unallocatable, not silently held).
+	h := New(Options{Seed: 1})
+	now := t0
+	history(h, 60, now)
+	huge := claim("huge", 8)
+	h.Observe(now, "huge", huge)
+	p, keys := build(t, cluster(4), h, huge)
+	d, err := h.Decide(context.Background(), p, keys, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Held) != 1 {
+		t.Fatalf("held %v, want [huge] before the solve", names(p, d.Held))
+	}
+	out, err := alloc.Run(context.Background(), d.Problem, alloc.Options{Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Drop(out)
+	if d.IsHeld(0) || len(out.Unplaceable) != 1 || out.Rejected[0] == "" {
+		t.Fatalf("held %v, unplaceable %v, rejected %v: want huge rejected as unplaceable", d.IsHeld(0), out.Unplaceable, out.Rejected)
+	}
+}

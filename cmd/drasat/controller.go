@@ -28,7 +28,7 @@ func clusterFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "dry-run", Usage: "print the claims that would be written (YAML on stdout) and write nothing"},
 		&cli.StringFlag{Name: "objective", Value: alloc.MaxClaims, Usage: "max-claims or ordered"},
 		&cli.BoolFlag{Name: "reserve", Usage: "keep a node for a claim that waited a pass and fits nowhere although the devices it asks for are free, spread over nodes: no other claim goes there until it is allocated"},
-		&cli.DurationFlag{Name: "hold", Usage: "hold claims back for forecast demand, at most this long after a claim is first seen (e.g. 90s): solve sampled scenarios of the claims to come, learnt from the claims seen, and admit now what they agree on (docs/adapter.md); 0 (default): off"},
+		&cli.DurationFlag{Name: "hold", Usage: "under contention, hold claims back for forecast demand, at most this long after a claim is first seen: solve sampled scenarios of the claims to come, learnt from the claims seen, and admit now what they agree on (docs/adapter.md); 0: off (default: 200s for controller, off for reconcile --once, which has no later pass)"},
 		&cli.StringFlag{Name: "policy", Value: alloc.Frag, Usage: "frag (default), binpack or spread: admits what binpack admits, placed to leave the cluster least fragmented for the claims allocated so far"},
 		&cli.StringFlag{Name: "compat", Value: model.CompatKEP5963, Usage: "compatibility-group semantics: kep5963 or wildcard"},
 		&cli.DurationFlag{Name: "timeout", Value: 10 * time.Second, Usage: "solve budget per batch"},
@@ -68,6 +68,21 @@ func controllerCommand() *cli.Command {
 	}
 }
 
+// DefaultHold is the controller's --hold. Claims compete as long as they
+// keep arriving, and a hold shorter than that admits large claims whose
+// room smaller, later ones would have used: the load test's 1,000 pods
+// arrive over up to 200 s (docs/adapter.md, "Holding capacity for
+// forecast demand").
+const DefaultHold = 200 * time.Second
+
+// holdFlag is --hold, or the controller's default when it is not set.
+func holdFlag(c *cli.Context) time.Duration {
+	if !c.IsSet("hold") && c.Command != nil && c.Command.Name == "controller" {
+		return DefaultHold
+	}
+	return c.Duration("hold")
+}
+
 // setup parses the common flags.
 func setup(c *cli.Context) (*zap.Logger, kubernetes.Interface, k8s.Options, error) {
 	log, err := k8s.NewLogger(c.String("log-level"), c.Bool("log-console"))
@@ -84,7 +99,7 @@ func setup(c *cli.Context) (*zap.Logger, kubernetes.Interface, k8s.Options, erro
 		DryRun:      c.Bool("dry-run"),
 		Objective:   c.String("objective"),
 		Reserve:     c.Bool("reserve"),
-		Hold:        c.Duration("hold"),
+		Hold:        holdFlag(c),
 		Policy:      c.String("policy"),
 		Compat:      c.String("compat"),
 		Timeout:     c.Duration("timeout"),

@@ -177,7 +177,7 @@ func TestLoadMIG(t *testing.T) {
 		timeTarget = "missed"
 	}
 	report := fmt.Sprintf("| %s, seed 1, %s, flags: max-window %s, max-batch %s, batch-window %s, hold %s | offline %d | scheduler alone: %d bound, last bind %.1fs, p50 %.1fs, p90 %.1fs, last claim created %.1fs | drasat: %d bound (%.0f %% of offline), last bind %.1fs (time target %s), last claim created %.1fs, p50 %.1fs, p90 %.1fs, passes %s, solves %s, planned %s, parked at end %s, first tried within 2 passes %s, CPU %ss |",
-		sizeSpec, lp, envOr("LOAD_MAX_WINDOW", "default"), envOr("LOAD_MAX_BATCH", "default"), envOr("LOAD_BATCH_WINDOW", "default"), envOr("LOAD_HOLD", "off"), offline,
+		sizeSpec, lp, envOr("LOAD_MAX_WINDOW", "default"), envOr("LOAD_MAX_BATCH", "default"), envOr("LOAD_BATCH_WINDOW", "default"), envOr("LOAD_HOLD", "default"), offline,
 		sched.bound, sched.lastBind.Seconds(), sched.p50.Seconds(), sched.p90.Seconds(), sched.lastClaim.Seconds(),
 		live.bound, 100*float64(live.bound)/float64(max(offline, 1)), live.lastBind.Seconds(), timeTarget, live.lastClaim.Seconds(), live.p50.Seconds(), live.p90.Seconds(),
 		live.passes, live.solves, live.planned, live.parks, live.firstTry, live.cpu)
@@ -196,11 +196,12 @@ func TestLoadMIG(t *testing.T) {
 	}
 }
 
-// loadHold is LOAD_HOLD, drasat's --hold (0: off).
+// loadHold is LOAD_HOLD, drasat's --hold (0: off), or the controller's
+// default (cmd/drasat DefaultHold) when unset.
 func loadHold(t *testing.T) time.Duration {
 	h := os.Getenv("LOAD_HOLD")
 	if h == "" {
-		return 0
+		return 200 * time.Second
 	}
 	d, err := time.ParseDuration(h)
 	must(t, err)
