@@ -67,6 +67,25 @@ func randomClaim(r *rand.Rand, name string) *resourceapi.ResourceClaim {
 	return claim(name, pr, count)
 }
 
+// randomBatch is two to four random MIG claims on the A100 fixture, and
+// the measure of a random workload of one to four shapes.
+func randomBatch(t *testing.T, r *rand.Rand) (*model.Problem, *Measure) {
+	t.Helper()
+	var cs, ws []*resourceapi.ResourceClaim
+	for i := range 2 + r.Intn(3) {
+		cs = append(cs, randomClaim(r, fmt.Sprintf("c%d", i)))
+	}
+	for i := range 1 + r.Intn(4) {
+		ws = append(ws, randomClaim(r, fmt.Sprintf("w%d", i)))
+	}
+	objs, p := loadA100(t, cs...)
+	m, err := workload(ws...).Bind(context.Background(), objs, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, m
+}
+
 // The exact level against brute force: random batches of up to four MIG
 // claims on two nodes of two A100s, random workloads with one- and
 // two-device shapes. Its placement must admit every claim, be valid, and
@@ -75,19 +94,7 @@ func TestExactAgainstBruteForce(t *testing.T) {
 	r := rand.New(rand.NewSource(1))
 	tried, multi := 0, 0
 	for seed := 0; tried < 60; seed++ {
-		var cs []*resourceapi.ResourceClaim
-		for i := 0; i < 2+r.Intn(3); i++ {
-			cs = append(cs, randomClaim(r, fmt.Sprintf("c%d", i)))
-		}
-		var ws []*resourceapi.ResourceClaim
-		for i := 0; i < 1+r.Intn(4); i++ {
-			ws = append(ws, randomClaim(r, fmt.Sprintf("w%d", i)))
-		}
-		objs, p := loadA100(t, cs...)
-		m, err := workload(ws...).Bind(context.Background(), objs, p)
-		if err != nil {
-			t.Fatal(err)
-		}
+		p, m := randomBatch(t, r)
 		want := leastFragByBruteForce(m, p)
 		if math.IsInf(want, 1) {
 			continue // the batch does not fit whole
@@ -132,18 +139,7 @@ func TestFragPolicyIsExact(t *testing.T) {
 	r := rand.New(rand.NewSource(2))
 	tried := 0
 	for seed := 0; tried < 15; seed++ {
-		var cs, ws []*resourceapi.ResourceClaim
-		for i := 0; i < 2+r.Intn(3); i++ {
-			cs = append(cs, randomClaim(r, fmt.Sprintf("c%d", i)))
-		}
-		for i := 0; i < 1+r.Intn(4); i++ {
-			ws = append(ws, randomClaim(r, fmt.Sprintf("w%d", i)))
-		}
-		objs, p := loadA100(t, cs...)
-		m, err := workload(ws...).Bind(context.Background(), objs, p)
-		if err != nil {
-			t.Fatal(err)
-		}
+		p, m := randomBatch(t, r)
 		want := leastFragByBruteForce(m, p)
 		if math.IsInf(want, 1) {
 			continue

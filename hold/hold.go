@@ -43,7 +43,8 @@ type Options struct {
 	// median).
 	Scenarios int
 	// MaxHold bounds how long a claim may be held after it was first seen
-	// (default 30s): past it, the claim is admitted if it fits.
+	// (default 30s): past it, the claim is decided in every pass at its
+	// own weight, competing with the claims still held (Decide).
 	MaxHold time.Duration
 	// Horizon is how far ahead the scenarios sample arrivals (default
 	// MaxHold: a claim held now is decided again within it).
