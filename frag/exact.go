@@ -34,7 +34,8 @@ import (
 // It applies when every claim asks for Count devices of one candidate set
 // per request, with no constraints, admin access or shared devices, and
 // every candidate takes from one GPU of the node it is on (MIG partitions
-// are; multi-host slices are not). Its work is bounded by exactMaxClaims
+// are; multi-host slices are not), with no exclusions reaching another
+// GPU. Its work is bounded by exactMaxClaims
 // and exactMaxWork; beyond them Refine keeps its local search.
 
 // exactMaxClaims bounds the batch: the DP over nodes has a state per
@@ -112,6 +113,18 @@ func (m *Measure) newExact(claims []*model.Claim, deadline time.Time) *exactSear
 	}
 	if len(e.multi) > 4 {
 		return nil // 2^multi guesses per node
+	}
+	// Whether a GPU hosts a shape must depend on that GPU alone.
+	for _, sh := range m.shapes {
+		for set, devs := range sh.bySet {
+			for _, d := range devs {
+				for _, i := range p.Devices[d].Incompatible {
+					if c := p.Devices[i].Consumes; len(c) != 1 || c[0].Set != set {
+						return nil
+					}
+				}
+			}
+		}
 	}
 	typeIndex := map[string]int{}
 	okDev := map[int]bool{}
