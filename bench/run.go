@@ -185,7 +185,15 @@ func runPolicy(ctx context.Context, policy string, objs *model.Objects, compat s
 		// drasat's budget, as in drasat allocate: the time reported is the
 		// batch's, and a batch is decided within timeout.
 		start := time.Now()
-		p, err := model.Build(ctx, objs, model.Options{Compat: compat})
+		var p *model.Problem
+		var held *hold.Decision
+		var err error
+		if policy == PolicyDrasat && life != nil && life.holder != nil {
+			// The batch with the holder's prototypes, and what it holds.
+			p, held, err = holdBack(ctx, life, objs, compat)
+		} else {
+			p, err = model.Build(ctx, objs, model.Options{Compat: compat})
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -220,15 +228,6 @@ func runPolicy(ctx context.Context, policy string, objs *model.Objects, compat s
 			}
 			out.stats = &res.Stats
 		default:
-			var held *hold.Decision
-			if life != nil && life.holder != nil {
-				if p, held, err = holdBack(ctx, life, objs, compat); err != nil {
-					return nil, err
-				}
-				if m, err = wl.Bind(ctx, objs, p); err != nil {
-					return nil, err
-				}
-			}
 			opts := alloc.Options{Policy: alloc.Frag, Lookahead: m, UseCBC: useCBC}
 			if life != nil {
 				opts.Objective = life.objective

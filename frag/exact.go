@@ -2,6 +2,7 @@ package frag
 
 import (
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -53,7 +54,7 @@ type exactSearch struct {
 	work     int
 
 	types     []*unitType
-	typeIndex map[string]int // by unitType.key
+	typeIndex map[string]int // by the candidates, as intsKey
 	bound     []int          // per type: the batch's units of it
 	stride    []int          // per type: its digit's weight in a unit vector's index
 	vecs      int            // number of unit vectors
@@ -61,9 +62,9 @@ type exactSearch struct {
 
 	classes []*claimClass
 
-	weightAll float64 // Σ w_m over the measured shapes
-	single    []int   // shapes (indices into m.shapes) of one device, w > 0
-	multi     []int   // shapes of several devices, w > 0
+	weightAll  float64 // Σ w_m over the measured shapes
+	singleMask uint64  // shapes (bits: indices into m.shapes) of one device, w > 0
+	multi      []int   // shapes of several devices, w > 0
 
 	options map[int][]gpuOption // per counter set
 }
@@ -71,8 +72,7 @@ type exactSearch struct {
 // unitType is one candidate set: requests with the same candidates take
 // their devices from the same pool of devices.
 type unitType struct {
-	key   string // the candidates, as intsKey
-	bySet map[int][]int
+	bySet map[int][]int // candidates per counter set, in index order
 }
 
 // claimClass is a set of claims with the same units and nodes.
@@ -88,7 +88,7 @@ type claimClass struct {
 type gpuOption struct {
 	vec   int
 	free  float64
-	hosts []bool // per shape index
+	hosts uint64 // bit k: the GPU can host a device of shape k
 	devs  []int
 	typ   []int // per device: its unit type
 }
@@ -105,7 +105,7 @@ func (m *Measure) newExact(claims []*model.Claim, deadline time.Time) *exactSear
 		switch {
 		case sh.w <= 0:
 		case sh.count <= 1:
-			e.single = append(e.single, k)
+			e.singleMask |= 1 << k
 		default:
 			e.multi = append(e.multi, k)
 		}
@@ -159,7 +159,7 @@ func (m *Measure) newExact(claims []*model.Claim, deadline time.Time) *exactSear
 			key := intsKey(a.Candidates)
 			t, ok := typeIndex[key]
 			if !ok {
-				ut := &unitType{key: key, bySet: map[int][]int{}}
+				ut := &unitType{bySet: map[int][]int{}}
 				for _, d := range a.Candidates {
 					if !eligible(d) {
 						return nil
@@ -249,30 +249,29 @@ func (e *exactSearch) gpuOptions(g int) []gpuOption {
 	}
 	type key struct {
 		vec   int
-		hosts string
+		hosts uint64
 	}
 	best := map[key]int{}
 	var opts []gpuOption
 	var devs, typ []int
 	used := make([]int, len(e.types))
 	record := func(vec int) {
-		o := gpuOption{vec: vec, free: e.m.free(e.s, g), hosts: make([]bool, len(e.m.shapes))}
-		hk := make([]byte, len(e.m.shapes))
+		o := gpuOption{vec: vec, free: e.m.free(e.s, g)}
 		for k, sh := range e.m.shapes {
 			if sh.w > 0 && e.m.hosts(e.s, sh, g) {
-				o.hosts[k], hk[k] = true, 1
+				o.hosts |= 1 << k
 			}
 		}
-		k := key{vec, string(hk)}
-		if i, ok := best[k]; ok {
-			if o.free < opts[i].free-1e-12 {
-				o.devs, o.typ = append([]int(nil), devs...), append([]int(nil), typ...)
-				opts[i] = o
-			}
+		i, seen := best[key{vec, o.hosts}]
+		if seen && o.free >= opts[i].free-1e-12 {
 			return
 		}
-		o.devs, o.typ = append([]int(nil), devs...), append([]int(nil), typ...)
-		best[k] = len(opts)
+		o.devs, o.typ = slices.Clone(devs), slices.Clone(typ)
+		if seen {
+			opts[i] = o
+			return
+		}
+		best[key{vec, o.hosts}] = len(opts)
 		opts = append(opts, o)
 	}
 	var walk func(t, after, vec int)
@@ -321,10 +320,17 @@ func (e *exactSearch) nodeCosts(n, want int) ([]float64, []gpuOption, bool) {
 	planCost := math.Inf(1)
 	for guess := 0; guess < 1<<len(e.multi); guess++ {
 		var tracked []int // shape indices guessed hosted
+		counted := e.singleMask
+		possible := true
 		for i, k := range e.multi {
 			if guess&(1<<i) != 0 {
 				tracked = append(tracked, k)
+				counted |= 1 << k
+				possible = possible && e.m.shapes[k].count <= len(sets)
 			}
+		}
+		if !possible {
+			continue
 		}
 		capsN := 1
 		capStride := make([]int, len(tracked))
@@ -332,31 +338,22 @@ func (e *exactSearch) nodeCosts(n, want int) ([]float64, []gpuOption, bool) {
 			capStride[i] = capsN
 			capsN *= e.m.shapes[k].count + 1
 		}
-		possible := true
-		for _, k := range tracked {
-			possible = possible && e.m.shapes[k].count <= len(sets)
-		}
-		if !possible {
-			continue
-		}
-		factor := func(o *gpuOption) float64 {
-			f := e.weightAll
-			for _, k := range e.single {
-				if o.hosts[k] {
-					f -= e.m.shapes[k].w
-				}
-			}
-			for _, k := range tracked {
-				if o.hosts[k] {
-					f -= e.m.shapes[k].w
-				}
-			}
-			return o.free * max(f, 0)
-		}
 		cur := map[int]float64{0: 0}
 		var back []map[int]nodeStep
 		for _, g := range sets {
 			opts := e.gpuOptions(g)
+			// An option's cost under this guess: its free share counts for
+			// every shape but those it hosts and that count as hosted.
+			optCost := make([]float64, len(opts))
+			for oi, o := range opts {
+				f := e.weightAll
+				for k, sh := range e.m.shapes {
+					if o.hosts&counted&(1<<k) != 0 {
+						f -= sh.w
+					}
+				}
+				optCost[oi] = o.free * max(f, 0)
+			}
 			next := make(map[int]float64, len(cur))
 			var step map[int]nodeStep
 			if want >= 0 {
@@ -384,7 +381,7 @@ func (e *exactSearch) nodeCosts(n, want int) ([]float64, []gpuOption, bool) {
 					}
 					nc := caps
 					for i, k := range tracked {
-						if o.hosts[k] {
+						if o.hosts&(1<<k) != 0 {
 							ci := caps / capStride[i] % (e.m.shapes[k].count + 1)
 							if ci < e.m.shapes[k].count {
 								nc += capStride[i]
@@ -392,7 +389,7 @@ func (e *exactSearch) nodeCosts(n, want int) ([]float64, []gpuOption, bool) {
 						}
 					}
 					ns := (vec+o.vec)*capsN + nc
-					v := c + factor(o)
+					v := c + optCost[oi]
 					if old, ok := next[ns]; !ok || v < old-1e-12 {
 						next[ns] = v
 						if step != nil {
@@ -430,10 +427,11 @@ func (e *exactSearch) nodeCosts(n, want int) ([]float64, []gpuOption, bool) {
 	return cost, plan, true
 }
 
-// place finds a least-fragmenting placement of the batch. It returns false
-// when the work or the deadline ran out, or when the placement it finds
-// does not check out (it then leaves the batch to the local search).
-func (e *exactSearch) place() ([]*alloc.Assignment, bool) {
+// place finds a least-fragmenting placement of the batch, and the state
+// with it taken. It returns false when the work or the deadline ran out, or
+// when the placement it finds does not check out (it then leaves the batch
+// to the local search).
+func (e *exactSearch) place() ([]*alloc.Assignment, *model.State, bool) {
 	// States of the DP over nodes: how many claims of each class are placed.
 	counts := make([]int, len(e.classes))
 	cstride := make([]int, len(e.classes))
@@ -472,7 +470,7 @@ func (e *exactSearch) place() ([]*alloc.Assignment, bool) {
 	for ni, n := range nodes {
 		cost, _, ok := e.nodeCosts(n, -1)
 		if !ok {
-			return nil, false
+			return nil, nil, false
 		}
 		next := make([]float64, states)
 		for i := range next {
@@ -504,13 +502,13 @@ func (e *exactSearch) place() ([]*alloc.Assignment, bool) {
 			}
 			sub(0, 0)
 			if e.spent() {
-				return nil, false
+				return nil, nil, false
 			}
 		}
 		dp, choice[ni] = next, ch
 	}
 	if math.IsInf(dp[states-1], 1) {
-		return nil, false
+		return nil, nil, false
 	}
 	// Walk back: the classes each node takes, then the node's devices.
 	taken := make([]int, len(e.classes))
@@ -525,7 +523,7 @@ func (e *exactSearch) place() ([]*alloc.Assignment, bool) {
 		n := nodes[ni]
 		_, plan, ok := e.nodeCosts(n, unitVec[x])
 		if !ok || plan == nil {
-			return nil, false
+			return nil, nil, false
 		}
 		pool := make([][]int, len(e.types)) // devices per type on n
 		for _, o := range plan {
@@ -542,7 +540,7 @@ func (e *exactSearch) place() ([]*alloc.Assignment, bool) {
 					t := e.typeIndex[intsKey(r.Alternatives[0].Candidates)]
 					for q := 0; q < r.Alternatives[0].Count; q++ {
 						if len(pool[t]) == 0 {
-							return nil, false
+							return nil, nil, false
 						}
 						a.Picks = append(a.Picks, alloc.Pick{Req: ri, Alt: 0, Dev: pool[t][0]})
 						pool[t] = pool[t][1:]
@@ -558,11 +556,11 @@ func (e *exactSearch) place() ([]*alloc.Assignment, bool) {
 	for _, a := range out {
 		for _, pk := range a.Picks {
 			if !alloc.FitsPick(s, a.Claim, pk) {
-				return nil, false
+				return nil, nil, false
 			}
 			alloc.TakePick(s, a.Claim, pk)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Claim.Index < out[j].Claim.Index })
-	return out, true
+	return out, s, true
 }

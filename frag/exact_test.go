@@ -107,7 +107,7 @@ func TestExactAgainstBruteForce(t *testing.T) {
 		if len(e.multi) > 0 {
 			multi++
 		}
-		as, ok := e.place()
+		as, _, ok := e.place()
 		if !ok {
 			t.Fatalf("seed %d: no placement, brute force has one of frag %v", seed, want)
 		}

@@ -10,7 +10,10 @@ import (
 
 // Refine implements alloc.Lookahead: among placements of exactly the claims
 // res admits (so the objective and its proof stand), it looks for one that
-// leaves the cluster less fragmented for the workload. Two starts: res's
+// leaves the cluster less fragmented for the workload. A small batch is
+// placed exactly (exact.go): the least fragmented placement of all, proven
+// (Stats.FragExact), and without Cover that is the result. Otherwise, or
+// with Cover, local search from two starts: res's
 // own placement, and every claim placed afresh, largest first, where FGD's
 // fragmentation grows least. Each is then improved by re-insertion: a claim
 // at a time (largest first) is taken out and put back where the
@@ -78,11 +81,7 @@ func (m *Measure) Refine(p *model.Problem, res *alloc.Result, deadline time.Time
 		claims[i] = a.Claim
 	}
 	if e := m.newExact(claims, deadline); e != nil {
-		if as, ok := e.place(); ok {
-			s0 := model.NewState(p)
-			for _, a := range as {
-				take(s0, a)
-			}
+		if as, s0, ok := e.place(); ok {
 			exact, exactScore = as, m.score(s0)
 		}
 	}

@@ -206,14 +206,17 @@ func IsPrototype(c *resourceapi.ResourceClaim) bool {
 
 // Decision is what Decide chose.
 type Decision struct {
-	// Problem is the input problem without the prototypes: first the kept
-	// claims, their weights raised above the sum of the held claims'
-	// weights, then the held claims. Solving it admits as many kept claims
-	// as fit and places them so as to leave room for the held ones; Drop
-	// then removes the held claims from the result: they stay pending.
+	// Problem is the input problem without the prototypes: first the
+	// claims admitted now, their weights raised above the sum of the
+	// weights of all that follow; then the claims whose hold ended, at
+	// their own weight; then the held claims. Solving it admits as many of
+	// the first as fit and places them so as to leave room for the others;
+	// the late claims are admitted where they beat the held ones; Drop then
+	// removes the held claims from the result: they stay pending.
 	Problem *model.Problem
 	// Kept and Held are indexes into the input problem's claims; in
-	// Problem, the kept claims come first (in this order), then the held.
+	// Problem, the kept claims come first (in this order: those admitted
+	// now, then the late ones), then the held.
 	Kept, Held []int
 	// Expected claims forecast within the horizon, and the scenarios
 	// solved (0: nothing was forecast, or nothing could be held).
@@ -342,35 +345,32 @@ func (h *Holder) Decide(ctx context.Context, p *model.Problem, keys []string, no
 			held[i] = true
 		}
 	}
+	// Claims held MaxHold already (late) are decided now, but not before
+	// the held ones: they compete with them at their own weight, so that a
+	// large claim whose hold ended does not take the room of several
+	// smaller ones still held (they are what an offline solve would admit).
 	var kept, late, rest []*model.Claim
-	heldWeight := int64(0)
+	lowerWeight := int64(0) // of the held and late claims: one kept claim outweighs them all
 	for _, c := range current {
-		if expired[c.Index] {
-			continue
-		}
-		if held[c.Index] {
+		switch {
+		case expired[c.Index]:
+			late = append(late, c)
+			lowerWeight += c.Weight
+		case held[c.Index]:
 			d.Held = append(d.Held, c.Index)
 			rest = append(rest, c)
-			heldWeight += c.Weight
+			lowerWeight += c.Weight
 			due := h.since[keys[c.Index]].Add(h.opts.MaxHold)
 			if d.Recheck.IsZero() || due.Before(d.Recheck) {
 				d.Recheck = due
 			}
-		} else {
+		default:
 			d.Kept = append(d.Kept, c.Index)
 			kept = append(kept, c)
 		}
 	}
-	// Claims held MaxHold already are decided now, but not before the
-	// held ones: they compete with them at their own weight, so that a
-	// large claim whose hold ended does not take the room of several
-	// smaller ones still held (they are what an offline solve would admit).
-	for _, c := range current {
-		if expired[c.Index] {
-			d.Kept = append(d.Kept, c.Index)
-			late = append(late, c)
-			heldWeight += c.Weight
-		}
+	for _, c := range late {
+		d.Kept = append(d.Kept, c.Index)
 	}
 	if len(d.Held) == 0 {
 		d.Problem = subProblem(p, append(kept, late...))
@@ -385,7 +385,7 @@ func (h *Holder) Decide(ctx context.Context, p *model.Problem, keys []string, no
 	// one leaving room for the most held and late claims (the placement
 	// the held claims will need).
 	for _, c := range d.Problem.Claims[:len(kept)] {
-		c.Weight *= heldWeight + 1
+		c.Weight *= lowerWeight + 1
 	}
 	return d, nil
 }

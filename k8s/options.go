@@ -52,7 +52,8 @@ type Options struct {
 	// allocated.
 	Reserve bool
 	// Hold: hold claims back for forecast demand, at most this long after
-	// a claim is first seen (package hold, holding.go); 0: off.
+	// a claim is first seen (package hold, holding.go); 0: off. drasat
+	// controller's default is DefaultHold.
 	Hold time.Duration
 
 	// Identity names this replica (Lease holder, allocated-by annotation).
@@ -72,6 +73,13 @@ type Options struct {
 }
 
 // Defaults fills unset fields.
+// DefaultHold is drasat controller's --hold. Claims compete as long as
+// they keep arriving, and a hold shorter than that admits large claims
+// whose room smaller, later ones would have used: the load test's 1,000
+// pods arrive over up to 200 s (docs/adapter.md, "Holding capacity for
+// forecast demand"). Options.Defaults leaves Hold as it is: 0 is off.
+const DefaultHold = 200 * time.Second
+
 func (o *Options) Defaults() {
 	if o.BatchWindow == 0 {
 		o.BatchWindow = 2 * time.Second

@@ -362,23 +362,21 @@ func (b *builder) lateDevices() []bool {
 // last (and, for Replace, the preferred devices first).
 func (g *upstreamSearch) order(devs []int) []int {
 	if g.prefer != nil {
-		out := make([]int, 0, len(devs))
-		for _, first := range []bool{true, false} {
-			for _, d := range devs {
-				if g.prefer[d] == first {
-					out = append(out, d)
-				}
-			}
-		}
-		return out
+		return frontFirst(devs, func(d int) bool { return g.prefer[d] })
 	}
 	if !slices.ContainsFunc(devs, func(d int) bool { return g.late[d] }) {
 		return devs
 	}
+	return frontFirst(devs, func(d int) bool { return !g.late[d] })
+}
+
+// frontFirst is devs with those where front holds first, each part in its
+// order.
+func frontFirst(devs []int, front func(d int) bool) []int {
 	out := make([]int, 0, len(devs))
-	for _, last := range []bool{false, true} {
+	for _, want := range []bool{true, false} {
 		for _, d := range devs {
-			if g.late[d] == last {
+			if front(d) == want {
 				out = append(out, d)
 			}
 		}

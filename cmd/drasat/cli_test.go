@@ -187,3 +187,23 @@ func TestAllocateTimeoutCoversSelectors(t *testing.T) {
 		t.Errorf("quick claim: %q; want it allocated:\n%s", quick, stdout)
 	}
 }
+
+// The controller holds claims for forecast demand by default; reconcile
+// --once, which has no later pass to decide them in, does not.
+func TestHoldDefaults(t *testing.T) {
+	for cmd, want := range map[string]string{"controller": "(default: 3m20s)", "reconcile": "(default: 0s)"} {
+		stdout, _, err := runApp(t, cmd, "--help")
+		if err != nil {
+			t.Fatal(err)
+		}
+		line := ""
+		for _, l := range strings.Split(stdout, "\n") {
+			if strings.Contains(l, "--hold ") {
+				line = l
+			}
+		}
+		if !strings.HasSuffix(strings.TrimSpace(line), want) {
+			t.Errorf("%s --help: --hold line %q, want it to end %q", cmd, line, want)
+		}
+	}
+}

@@ -28,7 +28,6 @@ func clusterFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "dry-run", Usage: "print the claims that would be written (YAML on stdout) and write nothing"},
 		&cli.StringFlag{Name: "objective", Value: alloc.MaxClaims, Usage: "max-claims or ordered"},
 		&cli.BoolFlag{Name: "reserve", Usage: "keep a node for a claim that waited a pass and fits nowhere although the devices it asks for are free, spread over nodes: no other claim goes there until it is allocated"},
-		&cli.DurationFlag{Name: "hold", Usage: "under contention, hold claims back for forecast demand, at most this long after a claim is first seen: solve sampled scenarios of the claims to come, learnt from the claims seen, and admit now what they agree on (docs/adapter.md); 0: off (default: 200s for controller, off for reconcile --once, which has no later pass)"},
 		&cli.StringFlag{Name: "policy", Value: alloc.Frag, Usage: "frag (default), binpack or spread: admits what binpack admits, placed to leave the cluster least fragmented for the claims allocated so far"},
 		&cli.StringFlag{Name: "compat", Value: model.CompatKEP5963, Usage: "compatibility-group semantics: kep5963 or wildcard"},
 		&cli.DurationFlag{Name: "timeout", Value: 10 * time.Second, Usage: "solve budget per batch"},
@@ -58,7 +57,7 @@ func controllerCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "controller",
 		Usage: "allocate the cluster's drasat-managed ResourceClaims continuously (see docs/adapter.md)",
-		Flags: append(clusterFlags(),
+		Flags: append(clusterFlags(), holdFlag(k8s.DefaultHold),
 			&cli.StringFlag{Name: "metrics-addr", Value: ":8080", Usage: "serve /metrics, /healthz and /readyz on this address (host:port; empty: off)"},
 			&cli.DurationFlag{Name: "stuck-after", Usage: "/healthz fails while a pass has run longer than this (default: 5 x (timeout + 5s), at least 1m)"},
 			&cli.BoolFlag{Name: "leader-elect", Value: true, Usage: "run only while holding the Lease (safe with several replicas)"},
@@ -68,19 +67,11 @@ func controllerCommand() *cli.Command {
 	}
 }
 
-// DefaultHold is the controller's --hold. Claims compete as long as they
-// keep arriving, and a hold shorter than that admits large claims whose
-// room smaller, later ones would have used: the load test's 1,000 pods
-// arrive over up to 200 s (docs/adapter.md, "Holding capacity for
-// forecast demand").
-const DefaultHold = 200 * time.Second
-
-// holdFlag is --hold, or the controller's default when it is not set.
-func holdFlag(c *cli.Context) time.Duration {
-	if !c.IsSet("hold") && c.Command != nil && c.Command.Name == "controller" {
-		return DefaultHold
-	}
-	return c.Duration("hold")
+// holdFlag is --hold with the command's default: the controller holds by
+// default (k8s.DefaultHold), reconcile --once does not (it has no later
+// pass to decide held claims in).
+func holdFlag(value time.Duration) cli.Flag {
+	return &cli.DurationFlag{Name: "hold", Value: value, Usage: "under contention, hold claims back for forecast demand, at most this long after a claim is first seen: solve sampled scenarios of the claims to come, learnt from the claims seen, and admit now what they agree on (docs/adapter.md); 0: off"}
 }
 
 // setup parses the common flags.
@@ -99,7 +90,7 @@ func setup(c *cli.Context) (*zap.Logger, kubernetes.Interface, k8s.Options, erro
 		DryRun:      c.Bool("dry-run"),
 		Objective:   c.String("objective"),
 		Reserve:     c.Bool("reserve"),
-		Hold:        holdFlag(c),
+		Hold:        c.Duration("hold"),
 		Policy:      c.String("policy"),
 		Compat:      c.String("compat"),
 		Timeout:     c.Duration("timeout"),

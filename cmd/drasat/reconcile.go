@@ -17,7 +17,7 @@ func reconcileCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "reconcile",
 		Usage: "allocate the cluster's drasat-managed pending ResourceClaims once, then exit (see docs/adapter.md)",
-		Flags: append(clusterFlags(),
+		Flags: append(clusterFlags(), holdFlag(0),
 			&cli.BoolFlag{Name: "once", Value: true, Usage: "run one pass and exit (the only mode; for a loop use `drasat controller`)"},
 			&cli.StringFlag{Name: "identity", Value: "drasat-reconcile", Usage: "name recorded in drasat.dev/allocated-by"},
 		),

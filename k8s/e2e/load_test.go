@@ -46,6 +46,7 @@ import (
 
 	"github.com/drasat/drasat/alloc"
 	"github.com/drasat/drasat/bench"
+	"github.com/drasat/drasat/k8s"
 	"github.com/drasat/drasat/model"
 )
 
@@ -197,11 +198,11 @@ func TestLoadMIG(t *testing.T) {
 }
 
 // loadHold is LOAD_HOLD, drasat's --hold (0: off), or the controller's
-// default (cmd/drasat DefaultHold) when unset.
+// default when unset.
 func loadHold(t *testing.T) time.Duration {
 	h := os.Getenv("LOAD_HOLD")
 	if h == "" {
-		return 200 * time.Second
+		return k8s.DefaultHold
 	}
 	d, err := time.ParseDuration(h)
 	must(t, err)
