@@ -247,9 +247,33 @@ func Run(ctx context.Context, p *model.Problem, opts Options) (*Result, error) {
 	}
 	res := gather(p, opts, results)
 	if lookahead && opts.Lookahead != nil {
-		res = opts.Lookahead.Refine(p, res, end)
+		refined := opts.Lookahead.Refine(p, res, end)
+		if err := sameOutcome(res, refined); err != nil {
+			return nil, fmt.Errorf("the look-ahead broke the engine's result: %w", err)
+		}
+		res = refined
 	}
 	return res, nil
+}
+
+// sameOutcome tells whether after (the look-ahead's re-placement) keeps
+// what the engine decided: as many claims, of the same weight, and the
+// same value, bound and proof. A post-pass moves claims (and, with frag's
+// Upgrade, trades one for another of the same weight); it never changes
+// what was admitted in value or what was proven.
+func sameOutcome(before, after *Result) error {
+	if after == before {
+		return nil
+	}
+	if len(after.Assignments) != len(before.Assignments) || weight(after.Assignments) != weight(before.Assignments) {
+		return fmt.Errorf("%d claims of weight %d admitted, want %d of weight %d",
+			len(after.Assignments), weight(after.Assignments), len(before.Assignments), weight(before.Assignments))
+	}
+	x, y := before.Stats, after.Stats
+	if x.Objective != y.Objective || x.Bound != y.Bound || x.Optimal != y.Optimal {
+		return fmt.Errorf("objective %d, bound %d, optimal %v; want %d, %d, %v", y.Objective, y.Bound, y.Optimal, x.Objective, x.Bound, x.Optimal)
+	}
+	return nil
 }
 
 // gather sums the components' results.
@@ -258,7 +282,7 @@ func gather(p *model.Problem, opts Options, results []*componentResult) *Result 
 	st := &res.Stats
 	st.Pending = len(p.Claims)
 	st.Components = len(results)
-	st.Optimal = true
+	proven := true
 	unplaceable := map[int]bool{}
 	for _, r := range results {
 		res.Assignments = append(res.Assignments, r.assignments...)
@@ -276,10 +300,10 @@ func gather(p *model.Problem, opts Options, results []*componentResult) *Result 
 		for _, t := range r.stages {
 			st.Stages = addStageTime(st.Stages, t)
 		}
-		if !r.optimal {
-			st.Optimal = false
+		if !r.proven {
 			st.ComponentsNotProven++
 		}
+		proven = proven && r.proven
 		if r.noSAT {
 			st.ComponentsWithoutSAT++
 		}
@@ -288,14 +312,16 @@ func gather(p *model.Problem, opts Options, results []*componentResult) *Result 
 		}
 	}
 	if opts.Objective == MaxClaims {
-		// Beyond the model the bound was proven for: they add to both.
+		// The claims placed last are among the undecided ones, which the
+		// bound already counts: they add to the objective only.
 		before := weight(res.Assignments)
 		kept, late := placeLast(p, res.Assignments)
 		res.Assignments = append(kept, late...)
-		gain := weight(res.Assignments) - before
-		st.Objective += gain
-		st.Bound += gain
+		st.Objective += weight(res.Assignments) - before
 	}
+	// Optimal: every component proven, and nothing left between the
+	// value and the bound (no undecided claim, or all placed last).
+	st.Optimal = proven && st.Objective == st.Bound
 	// In pipeline order, whichever component reached a stage first.
 	pipeline := maxClaimsStages
 	if opts.Objective == Ordered {

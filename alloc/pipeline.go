@@ -2,6 +2,7 @@ package alloc
 
 import (
 	"context"
+	"errors"
 	"math"
 	"sort"
 	"time"
@@ -48,7 +49,12 @@ type componentState struct {
 	sat          *satModel            // the whole component's SAT model, once built
 	agg          *bound.NodeAggregate // the aggregated per-node model, once built
 	noSAT        bool                 // no whole SAT model: too large or not encodable
-	counts       componentCounts      // the stages' counters, for --report
+	// undecided is the weight of the claims that no stage can allocate
+	// but that are not proven unallocatable (undecidedClaim): the run's
+	// bound counts them, so it stays a bound of what the scheduler could
+	// admit, and a component with any is never optimal but by placeLast.
+	undecided int64
+	counts    componentCounts // the stages' counters, for --report
 
 	// Written by the driver only.
 	best    []*Assignment
@@ -161,13 +167,33 @@ func (cs *componentState) accept(out outcome) bool {
 			cs.greedy = cs.value
 		}
 	}
+	// The bound is only ever what a stage proved: never raised to the
+	// incumbent. A bound below the incumbent is a bug in that stage, and
+	// the tests look for it (TestBudgetSweep); repairing it here would
+	// hide it.
 	if out.hasBnd && out.bound < cs.bound {
-		cs.bound = max(out.bound, cs.value) // a sound bound is never below a feasible value
+		cs.bound = out.bound
 	}
 	if out.proven || cs.value >= cs.bound {
 		cs.optimal = true
 	}
 	return out.stop
+}
+
+// undecidedClaim tells whether c is a claim the stages cannot allocate
+// although the scheduler might: one whose selectors were not evaluated
+// within the build's budget (model.BudgetError: drasat's limit, not the
+// claim's fault), or, under max-claims, one whose outcome depends on the
+// allocator's search order (model.Claim.Retryable), which the model
+// decides from the existing allocations alone and placeLast may place
+// after the model's answer. The latter may also be counted as fitting:
+// the model's bound covers what the model admits, and the claims placed
+// last come on top of it, so counting them twice keeps the bound sound.
+func (cs *componentState) undecidedClaim(c *model.Claim) bool {
+	if be := (*model.BudgetError)(nil); errors.As(c.Err, &be) {
+		return true
+	}
+	return !cs.ordered && c.Retryable()
 }
 
 // compare tells whether as is better (1), as good (0) or worse (-1) than
@@ -243,16 +269,23 @@ func (cs *componentState) result() *componentResult {
 		counts:      cs.counts,
 		unplaceable: cs.unplaceable,
 	}
-	if r.bound == math.MaxInt64 {
+	switch {
+	case r.bound == math.MaxInt64:
 		// Stopped before the alone bound (the context ended): every
 		// claim's weight bounds the component.
 		r.bound = 0
 		for _, c := range cs.claims {
 			r.bound += cs.weight(c)
 		}
-	}
-	if r.optimal {
-		r.bound = r.objective
+		r.optimal = false
+	case r.optimal:
+		// Proven: by a stage (the SAT model's unsat above the value, the
+		// ordered sequence) or by value reaching the bound.
+		r.bound = r.objective + cs.undecided
+		r.proven = true
+		r.optimal = cs.undecided == 0
+	default:
+		r.bound += cs.undecided
 	}
 	r.penalty, r.touched = secondary(cs.p, as)
 	return r
@@ -264,11 +297,15 @@ type componentResult struct {
 	objective, bound int64
 	greedy           int64
 	optimal, noSAT   bool
-	penalty          int64
-	touched          int
-	stages           []StageTime
-	counts           componentCounts
-	unplaceable      []*model.Claim
+	// proven: the stages proved the answer optimal among what they can
+	// allocate; optimal besides needs no undecided claims (the bound
+	// counts them), or placeLast to place them all.
+	proven      bool
+	penalty     int64
+	touched     int
+	stages      []StageTime
+	counts      componentCounts
+	unplaceable []*model.Claim
 }
 
 // budget says which entry of the budget plan gives a stage its deadline.

@@ -22,11 +22,19 @@ import (
 // aloneBound places every claim alone: the claims that fit nowhere even
 // alone never fit (taking devices only removes placements), and the weight
 // of the others bounds the component. A claim whose search ran out of
-// budget counts as fitting, so the bound stays sound.
+// budget counts as fitting, so the bound stays sound. Claims the model
+// cannot allocate but that are not proven unallocatable (undecided) are
+// counted apart, in cs.undecided.
 func aloneBound(ctx context.Context, cs *componentState, _ time.Time) outcome {
 	s := model.NewState(cs.p)
 	steps := cs.limits().SearchSteps
-	var b int64
+	var b, undecided int64
+	for _, c := range cs.claims {
+		if cs.undecidedClaim(c) {
+			undecided += cs.weight(c)
+		}
+	}
+	cs.undecided = undecided
 	for i, c := range cs.claims {
 		if i%64 == 0 && ctx.Err() != nil {
 			return outcome{}
