@@ -13,7 +13,9 @@
 // pending, for the next pass. A claim is never held longer than MaxHold
 // after it was first seen, and nothing is held when no further demand is
 // forecast (a claim alone on an idle cluster is admitted at once, as is
-// every claim that fits together with the forecast demand).
+// every claim that fits together with the forecast demand), nor once
+// demand has stopped: no arrival for longer than the longest gap seen
+// between recent arrivals allows (QuietAt).
 //
 // It works on model.Problem only (no cluster access), so a controller and
 // an offline simulation use the same code.
@@ -63,6 +65,17 @@ type Options struct {
 	Recheck time.Duration
 	// Timeout is the budget of all scenario solves together (default 5s).
 	Timeout time.Duration
+	// QuietFactor and MinQuiet tell when demand has stopped: when no claim
+	// arrived for QuietFactor times the longest gap between the arrivals
+	// within Lookback, and at least MinQuiet (defaults 1.5 and 3s). Then
+	// nothing is forecast and every held claim is decided at once. A
+	// burst's arrivals come close together, so the burst is over a few
+	// seconds after its last claim; waves teach the gap between them, so
+	// claims stay held across it; a steady stream's longest gap is a few
+	// of its mean gaps. MinQuiet covers the API's creation timestamps,
+	// which have a resolution of one second.
+	QuietFactor float64
+	MinQuiet    time.Duration
 	// Objective and Policy of the scenario solves (alloc.Options).
 	Objective, Policy string
 	// Seed of the scenario sampler (the same seed and inputs give the same
@@ -91,6 +104,12 @@ func (o *Options) defaults() {
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = 5 * time.Second
+	}
+	if o.QuietFactor <= 0 {
+		o.QuietFactor = 1.5
+	}
+	if o.MinQuiet <= 0 {
+		o.MinQuiet = 3 * time.Second
 	}
 }
 
@@ -185,8 +204,34 @@ func (h *Holder) Rate(now time.Time) float64 {
 	return float64(len(h.arrivals)) / span.Seconds()
 }
 
-// Expected is the number of claims forecast to arrive within the horizon.
-func (h *Holder) Expected(now time.Time) float64 { return h.Rate(now) * h.opts.Horizon.Seconds() }
+// Expected is the number of claims forecast to arrive within the horizon:
+// none once demand has stopped (QuietAt).
+func (h *Holder) Expected(now time.Time) float64 {
+	rate := h.Rate(now)
+	if quiet, ok := h.QuietAt(now); !ok || !now.Before(quiet) {
+		return 0
+	}
+	return rate * h.opts.Horizon.Seconds()
+}
+
+// QuietAt is when demand counts as stopped if nothing arrives before:
+// QuietFactor times the longest gap between the arrivals within Lookback
+// of now after the last of them, at least MinQuiet. False when nothing
+// arrived within Lookback.
+func (h *Holder) QuietAt(now time.Time) (time.Time, bool) {
+	cut := now.Add(-h.opts.Lookback)
+	i := sort.Search(len(h.arrivals), func(i int) bool { return h.arrivals[i].After(cut) })
+	recent := h.arrivals[i:]
+	if len(recent) == 0 {
+		return time.Time{}, false
+	}
+	var longest time.Duration
+	for j := 1; j < len(recent); j++ {
+		longest = max(longest, recent[j].Sub(recent[j-1]))
+	}
+	wait := max(time.Duration(h.opts.QuietFactor*float64(longest)), h.opts.MinQuiet)
+	return recent[len(recent)-1].Add(wait), true
+}
 
 // Prototypes are one claim per learnt shape, to be built into the batch's
 // problem after the pending claims: Decide samples the forecast claims
@@ -378,6 +423,10 @@ func (h *Holder) Decide(ctx context.Context, p *model.Problem, keys []string, no
 	}
 	if r := now.Add(h.opts.Recheck); r.Before(d.Recheck) {
 		d.Recheck = r
+	}
+	// Decided again as soon as demand counts as stopped, if it does before.
+	if quiet, ok := h.QuietAt(now); ok && quiet.After(now) && quiet.Before(d.Recheck) {
+		d.Recheck = quiet
 	}
 	d.Problem = subProblem(p, append(append(kept, late...), rest...))
 	// One kept claim outweighs all held ones and the late ones: the solve

@@ -127,8 +127,10 @@ func TestHoldsLargeClaimForForecastSmallOnes(t *testing.T) {
 	if d.Scenarios != 5 || d.Expected < 25 || d.Expected > 35 {
 		t.Fatalf("%d scenarios, %.1f forecast; want 5 and about 30", d.Scenarios, d.Expected)
 	}
-	// The held claim is due again within Recheck (10 s), before its hold ends.
-	if want := now.Add(10 * time.Second); !d.Recheck.Equal(want) {
+	// The held claim is due again when demand counts as stopped if nothing
+	// more arrives (MinQuiet, 3 s: the history's longest gap is 1/3 s),
+	// before Recheck (10 s) and before its hold ends.
+	if want := now.Add(3 * time.Second); !d.Recheck.Equal(want) {
 		t.Fatalf("recheck %v, want %v", d.Recheck, want)
 	}
 	// Solving the decision's problem admits the kept claim only; the held
@@ -258,7 +260,8 @@ func TestDeterministic(t *testing.T) {
 }
 
 func TestRateAndForget(t *testing.T) {
-	h := New(Options{Lookback: 10 * time.Second, MaxHold: 20 * time.Second})
+	// MinQuiet past the lookback: demand never counts as stopped here.
+	h := New(Options{Lookback: 10 * time.Second, MaxHold: 20 * time.Second, MinQuiet: time.Minute})
 	for i := range 5 {
 		h.Observe(t0.Add(time.Duration(i)*time.Second), fmt.Sprint(i), claim(fmt.Sprint(i), 1))
 	}
@@ -373,5 +376,84 @@ func TestClaimThatFitsNowhereIsNotHeld(t *testing.T) {
 	d.Drop(out)
 	if d.IsHeld(0) || len(out.Unplaceable) != 1 || out.Rejected[0] == "" {
 		t.Fatalf("held %v, unplaceable %v, rejected %v: want huge rejected as unplaceable", d.IsHeld(0), out.Unplaceable, out.Rejected)
+	}
+}
+
+func TestQuietAt(t *testing.T) {
+	h := New(Options{Lookback: time.Minute})
+	if _, ok := h.QuietAt(t0); ok {
+		t.Fatal("quiet time without arrivals")
+	}
+	// Four arrivals, the longest gap 4 s: quiet 1.5 x 4 s after the last.
+	for i, at := range []time.Duration{0, time.Second, 5 * time.Second, 6 * time.Second} {
+		h.Observe(t0.Add(at), fmt.Sprint(i), claim(fmt.Sprint(i), 1))
+	}
+	if q, ok := h.QuietAt(t0.Add(7 * time.Second)); !ok || !q.Equal(t0.Add(12*time.Second)) {
+		t.Fatalf("quiet at %v (%v), want 12 s", q, ok)
+	}
+	if h.Expected(t0.Add(11*time.Second)) == 0 || h.Expected(t0.Add(12*time.Second)) != 0 {
+		t.Fatalf("forecast %v at 11 s, %v at 12 s; want some, then none", h.Expected(t0.Add(11*time.Second)), h.Expected(t0.Add(12*time.Second)))
+	}
+	// Arrivals close together: MinQuiet.
+	b := New(Options{})
+	for i := range 10 {
+		b.Observe(t0, fmt.Sprint(i), claim(fmt.Sprint(i), 1))
+	}
+	if q, _ := b.QuietAt(t0); !q.Equal(t0.Add(3 * time.Second)) {
+		t.Fatalf("burst quiet at %v, want MinQuiet (3 s) after it", q)
+	}
+}
+
+// A burst: small claims and a large one arrive together and nothing
+// follows. While the burst may go on, the large claim is held for the
+// forecast; once no claim arrived for MinQuiet, nothing is forecast and it
+// is admitted, in the pass the decision asked for (Recheck).
+func TestBurstOverDecidesHeldClaims(t *testing.T) {
+	h := New(Options{Seed: 1, MaxHold: 200 * time.Second})
+	now := t0
+	history(h, 60, now)
+	big, small := claim("big", 4), claim("small", 1)
+	h.Observe(now, "big", big)
+	h.Observe(now, "small", small)
+	p, keys := build(t, cluster(4), h, big, small)
+	d, err := h.Decide(context.Background(), p, keys, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := names(p, d.Held); !slices.Equal(got, []string{"big"}) {
+		t.Fatalf("held %v during the burst, want [big]", got)
+	}
+	if want := now.Add(3 * time.Second); !d.Recheck.Equal(want) {
+		t.Fatalf("recheck %v, want %v (quiet)", d.Recheck, want)
+	}
+	// The pass at Recheck: the small claim is running, the big one pending.
+	p, keys = build(t, cluster(4), h, big)
+	d, err = h.Decide(context.Background(), p, keys, d.Recheck)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Held) != 0 || d.Expected != 0 || len(d.Kept) != 1 {
+		t.Fatalf("after the burst: held %v, forecast %v; want big kept, nothing forecast", names(p, d.Held), d.Expected)
+	}
+}
+
+// Waves: the gap between waves is learnt, so a claim held after a wave
+// stays held across the next gap instead of being decided as soon as the
+// wave ends.
+func TestWavesKeepHoldingAcrossTheGap(t *testing.T) {
+	h := New(Options{Seed: 1, MaxHold: 200 * time.Second, Lookback: 2 * time.Minute})
+	for w := range 3 {
+		for i := range 20 {
+			k := fmt.Sprintf("w%d-%d", w, i)
+			h.Observe(t0.Add(time.Duration(w)*30*time.Second), k, claim(k, 1))
+		}
+	}
+	last := t0.Add(60 * time.Second)
+	q, ok := h.QuietAt(last)
+	if !ok || !q.Equal(last.Add(45*time.Second)) {
+		t.Fatalf("quiet at %v, want 1.5 x the 30 s gap after the last wave", q.Sub(last))
+	}
+	if h.Expected(last.Add(31*time.Second)) == 0 {
+		t.Fatal("nothing forecast 31 s after a wave, with waves 30 s apart")
 	}
 }
