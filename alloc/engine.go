@@ -37,11 +37,17 @@ type Lookahead interface {
 	Refine(p *model.Problem, res *Result, deadline time.Time) *Result
 }
 
+// MaxLookahead is the most a run keeps for the look-ahead after the
+// engine, and the most one look-ahead's re-placement takes (package frag
+// stops there too): on a large cluster its local search would otherwise
+// take the batch's time.
+const MaxLookahead = 2 * time.Second
+
 // lookaheadReserve is the part of a run's Timeout kept for the look-ahead
-// after the engine: a fifth, at most 2 s, so that a frag run, like any
-// other, returns within its Timeout.
+// after the engine: a fifth, at most MaxLookahead, so that a frag run,
+// like any other, returns within its Timeout.
 func lookaheadReserve(timeout time.Duration) time.Duration {
-	return min(timeout/5, 2*time.Second)
+	return min(timeout/5, MaxLookahead)
 }
 
 // TimeLeft is what timeout, counted from start, leaves a run (Options.

@@ -26,13 +26,15 @@ import (
 // With Upgrade (max-claims only), the admitted claims may change first,
 // never their weight (upgrade.go).
 //
-// It stops at deadline, or RefineBudget from now if that is sooner (a zero
-// deadline: RefineBudget).
+// It stops at deadline, or alloc.MaxLookahead from now if that is sooner
+// (a zero deadline: alloc.MaxLookahead): on a large cluster the
+// re-insertion stops there (with what it has), and the fresh start is
+// given up. Results within the budget are deterministic.
 func (m *Measure) Refine(p *model.Problem, res *alloc.Result, deadline time.Time) *alloc.Result {
 	if p != m.p || len(m.shapes) == 0 || len(res.Assignments) == 0 {
 		return res
 	}
-	if budget := time.Now().Add(RefineBudget); deadline.IsZero() || budget.Before(deadline) {
+	if budget := time.Now().Add(alloc.MaxLookahead); deadline.IsZero() || budget.Before(deadline) {
 		deadline = budget
 	}
 	for _, a := range res.Assignments {
@@ -172,11 +174,6 @@ func (m *Measure) localSearch(p *model.Problem, s1 *model.State, cur []*alloc.As
 
 // refinePasses bounds the re-insertion passes.
 const refinePasses = 3
-
-// RefineBudget bounds the time of one Refine: on a large cluster the
-// re-insertion stops there (with what it has), and the fresh start is
-// given up. Results within the budget are deterministic.
-var RefineBudget = 2 * time.Second
 
 // placementScore ranks placements: fewer shapes no node can host first
 // (cover.go), then less fragmentation.
