@@ -399,11 +399,11 @@ func realiseGroup(ctx context.Context, cs *componentState, held []*model.Claim, 
 	if err != nil {
 		return nil, err
 	}
-	obj := objectiveSorter(m, cs.weight)
+	obj := objectiveSorter(m, cs.claimValue)
 	s := solver.New(m.C, m.Clauses)
 	var all int64
 	for _, c := range held {
-		all += cs.weight(c)
+		all += cs.claimValue(c)
 	}
 	// All of them gets half the group's time: a group whose claims do
 	// not all fit (the model relaxes matchAttribute and kinds) can take

@@ -199,7 +199,7 @@ func TestCapacityOptimumEqualsBruteForce(t *testing.T) {
 		// The greedy passes and best-fit place through model.State: their
 		// allocations must be valid too.
 		for _, order := range [][]*model.Claim{p.Claims, sortBySize(p, p.Claims, false)} {
-			as := greedy(context.Background(), p, order, DefaultLimits.SearchSteps)
+			as := firstFitInOrder(context.Background(), p, order, DefaultLimits.SearchSteps)
 			checkAllocations(t, p, objs, &Result{Assignments: as}, "")
 		}
 		for _, a := range res.Assignments {
@@ -251,7 +251,7 @@ func TestCapacityRelaxationAndHeuristics(t *testing.T) {
 			as := bestFit(ctx, p, sortBySize(p, p.Claims, false), rel, price, time.Now().Add(time.Minute), DefaultLimits)
 			checkAllocations(t, p, objs, &Result{Assignments: as}, "")
 		}
-		start := greedy(ctx, p, p.Claims, DefaultLimits.SearchSteps)
+		start := firstFitInOrder(ctx, p, p.Claims, DefaultLimits.SearchSteps)
 		as, _ := neighbourhoodSearch(ctx, p, p.Claims, start, rel, weight, int64(len(p.Claims)), time.Now().Add(2*time.Second), DefaultLimits)
 		checkAllocations(t, p, objs, &Result{Assignments: as}, "")
 	}

@@ -28,13 +28,13 @@ import (
 // claims) towards the bound. It returns the best allocation found and the
 // number of steps taken.
 func neighbourhoodSearch(ctx context.Context, p *model.Problem, claims []*model.Claim, best []*Assignment, rel *bound.Relaxation,
-	weight func(*model.Claim) int64, target int64, deadline time.Time, lim Limits) ([]*Assignment, int) {
+	claimValue func(*model.Claim) int64, target int64, deadline time.Time, lim Limits) ([]*Assignment, int) {
 	if len(rel.Bins) < 2 {
 		return best, 0
 	}
 	value := func(as []*Assignment) (v int64) {
 		for _, a := range as {
-			v += weight(a.Claim)
+			v += claimValue(a.Claim)
 		}
 		return v
 	}
@@ -101,7 +101,7 @@ func neighbourhoodSearch(ctx context.Context, p *model.Problem, claims []*model.
 				inB[d] = true
 			}
 		}
-		next, res, took := lnsStep(ctx, p, claims, cur, inB, weight, rng, deadline, lim)
+		next, res, took := lnsStep(ctx, p, claims, cur, inB, claimValue, rng, deadline, lim)
 		for _, b := range nb {
 			picked[b] = false
 			for _, d := range rel.Bins[b].Devices {
@@ -136,7 +136,7 @@ func neighbourhoodSearch(ctx context.Context, p *model.Problem, claims []*model.
 // inB and repacks those devices with them and with the claims cur does not
 // admit. It returns the new allocation when one with more weight exists.
 func lnsStep(ctx context.Context, p *model.Problem, claims []*model.Claim, cur []*Assignment, inB []bool,
-	weight func(*model.Claim) int64, rng *rand.Rand, deadline time.Time, lim Limits) ([]*Assignment, solver.Result, time.Duration) {
+	claimValue func(*model.Claim) int64, rng *rand.Rand, deadline time.Time, lim Limits) ([]*Assignment, solver.Result, time.Duration) {
 	start := time.Now()
 	admitted := map[int]bool{}
 	var keep, freed []*Assignment
@@ -155,7 +155,7 @@ func lnsStep(ctx context.Context, p *model.Problem, claims []*model.Claim, cur [
 		switch {
 		case inside > 0 && outside == 0 && !hasAll(a.Claim):
 			freed = append(freed, a)
-			freedWeight += weight(a.Claim)
+			freedWeight += claimValue(a.Claim)
 		case inside > 0:
 			// Partly inside: it stays, and its devices inside count.
 			f := encode.Fixed{}
@@ -209,7 +209,7 @@ func lnsStep(ctx context.Context, p *model.Problem, claims []*model.Claim, cur [
 	if err != nil {
 		return nil, solver.Unknown, time.Since(start)
 	}
-	obj := objectiveSorter(m, weight)
+	obj := objectiveSorter(m, claimValue)
 	s := solver.New(m.C, m.Clauses)
 	assume := append(m.Fixed, obj.Geq(int(freedWeight)+1))
 	end := time.Now().Add(lim.LNSStepTime)

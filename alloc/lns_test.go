@@ -140,7 +140,7 @@ func TestNeighbourhoodSearch(t *testing.T) {
 			for _, objs := range []*model.Objects{randomInstance(seed), sharesInstance(seed)} {
 				p := build(t, objs, compat)
 				want := newBruteForce(p).best()
-				start := greedy(context.Background(), p, p.Claims, DefaultLimits.SearchSteps)
+				start := firstFitInOrder(context.Background(), p, p.Claims, DefaultLimits.SearchSteps)
 				rel := bound.New(p, p.Claims, weight)
 				if len(rel.Bins) < 2 || value(start) == want {
 					continue

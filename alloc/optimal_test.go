@@ -46,7 +46,7 @@ func TestOptimumEqualsBruteForce(t *testing.T) {
 				t.Errorf("seed %d %s: optimum %d not proven (bound %d)", seed, compat, want, res.Stats.Bound)
 			}
 			var ff int64
-			for _, a := range greedy(context.Background(), p, p.Claims, DefaultLimits.SearchSteps) {
+			for _, a := range firstFitInOrder(context.Background(), p, p.Claims, DefaultLimits.SearchSteps) {
 				ff += a.Claim.Weight
 			}
 			if res.Stats.Objective < ff {

@@ -57,12 +57,12 @@ type componentState struct {
 	counts    componentCounts // the stages' counters, for --report
 
 	// Written by the driver only.
-	best    []*Assignment
-	value   int64       // of best
-	bound   int64       // proven upper bound of value
-	optimal bool        // best is proven optimal in the primary objective
-	greedy  int64       // the greedy incumbent's value
-	stages  []StageTime // time per stage
+	best        []*Assignment
+	value       int64       // of best
+	bound       int64       // proven upper bound of value
+	optimal     bool        // best is proven optimal in the primary objective
+	greedyValue int64       // the greedy incumbent's value
+	stages      []StageTime // time per stage
 }
 
 // componentCounts are the stages' counters for --report.
@@ -73,15 +73,15 @@ type componentCounts struct {
 
 // outcome is what one stage returns to the driver.
 type outcome struct {
-	found  bool          // alloc is an answer (possibly empty)
-	alloc  []*Assignment // the answer, when found
-	tie    bool          // alloc may replace an incumbent of equal value
-	bound  int64         // a proven upper bound, when hasBnd
-	hasBnd bool          // bound is set
-	proven bool          // the incumbent, after alloc, is optimal
-	stop   bool          // nothing the later stages can add
-	greedy bool          // alloc is the greedy incumbent (for --report)
-	skip   bool          // the stage had nothing to do (not timed)
+	found      bool          // alloc is an answer (possibly empty)
+	alloc      []*Assignment // the answer, when found
+	tie        bool          // alloc may replace an incumbent of equal value
+	bound      int64         // a proven upper bound, when hasBnd
+	hasBnd     bool          // bound is set
+	proven     bool          // the incumbent, after alloc, is optimal
+	stop       bool          // nothing the later stages can add
+	fromGreedy bool          // alloc is the greedy incumbent (for --report)
+	skip       bool          // the stage had nothing to do (not timed)
 }
 
 // skipped is the outcome of a stage with nothing to do.
@@ -106,8 +106,9 @@ type StageTime struct {
 	Runs    int     `json:"runs"`
 }
 
-// weight is c's share of the primary objective.
-func (cs *componentState) weight(c *model.Claim) int64 {
+// claimValue is c's share of the primary objective: its weight under
+// max-claims, 1 under ordered.
+func (cs *componentState) claimValue(c *model.Claim) int64 {
 	if cs.ordered {
 		return 1
 	}
@@ -116,7 +117,7 @@ func (cs *componentState) weight(c *model.Claim) int64 {
 
 func (cs *componentState) valueOf(as []*Assignment) (v int64) {
 	for _, a := range as {
-		v += cs.weight(a.Claim)
+		v += cs.claimValue(a.Claim)
 	}
 	return v
 }
@@ -163,8 +164,8 @@ func (cs *componentState) accept(out outcome) bool {
 		if c > 0 || c == 0 && out.tie {
 			cs.best, cs.value = out.alloc, cs.valueOf(out.alloc)
 		}
-		if out.greedy {
-			cs.greedy = cs.value
+		if out.fromGreedy {
+			cs.greedyValue = cs.value
 		}
 	}
 	// The bound is only ever what a stage proved: never raised to the
@@ -262,7 +263,7 @@ func (cs *componentState) result() *componentResult {
 		assignments: as,
 		objective:   cs.value,
 		bound:       cs.bound,
-		greedy:      cs.greedy,
+		greedyValue: cs.greedyValue,
 		optimal:     cs.optimal,
 		noSAT:       cs.noSAT,
 		stages:      cs.stages,
@@ -275,7 +276,7 @@ func (cs *componentState) result() *componentResult {
 		// claim's weight bounds the component.
 		r.bound = 0
 		for _, c := range cs.claims {
-			r.bound += cs.weight(c)
+			r.bound += cs.claimValue(c)
 		}
 		r.optimal = false
 	case r.optimal:
@@ -295,7 +296,7 @@ func (cs *componentState) result() *componentResult {
 type componentResult struct {
 	assignments      []*Assignment
 	objective, bound int64
-	greedy           int64
+	greedyValue      int64
 	optimal, noSAT   bool
 	// proven: the stages proved the answer optimal among what they can
 	// allocate; optimal besides needs no undecided claims (the bound

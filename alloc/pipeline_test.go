@@ -50,9 +50,9 @@ func TestPipelineUnderBudgets(t *testing.T) {
 			p := build(t, objs, "")
 			bf := newBruteForce(p)
 			best, order := bf.best(), bf.ordered()
-			arrival := greedy(context.Background(), p, p.Claims, DefaultLimits.SearchSteps)
-			bySize := greedy(context.Background(), p, sortBySize(p, p.Claims, false), DefaultLimits.SearchSteps)
-			incumbent := max(weight(arrival), weight(bySize))
+			arrival := firstFitInOrder(context.Background(), p, p.Claims, DefaultLimits.SearchSteps)
+			bySize := firstFitInOrder(context.Background(), p, sortBySize(p, p.Claims, false), DefaultLimits.SearchSteps)
+			incumbent := max(claimWeight(arrival), claimWeight(bySize))
 			for _, budget := range budgets {
 				for _, maxVars := range []int{0, -1} {
 					for _, objective := range []string{MaxClaims, Ordered} {
@@ -116,7 +116,7 @@ func TestOrderedRepackAgainstBruteForce(t *testing.T) {
 			}
 			checkAllocations(t, p, objs, res, "")
 			got := indexes(res.Assignments)
-			if lexCompare(got, want) > 0 || lexCompare(got, indexes(greedy(context.Background(), p, p.Claims, DefaultLimits.SearchSteps))) < 0 {
+			if lexCompare(got, want) > 0 || lexCompare(got, indexes(firstFitInOrder(context.Background(), p, p.Claims, DefaultLimits.SearchSteps))) < 0 {
 				t.Fatalf("seed %d: repack admitted %v, brute force %v", seed, got, want)
 			}
 			runs++
@@ -137,7 +137,7 @@ func TestOrderedShortBudgetKeepsGreedy(t *testing.T) {
 	for seed := uint64(1); seed <= 20; seed++ {
 		objs := randomInstance(seed)
 		p := build(t, objs, "")
-		arrival := greedy(context.Background(), p, p.Claims, DefaultLimits.SearchSteps)
+		arrival := firstFitInOrder(context.Background(), p, p.Claims, DefaultLimits.SearchSteps)
 		res := run(t, p, Options{Objective: Ordered, Timeout: time.Nanosecond})
 		if got := indexes(res.Assignments); lexCompare(got, indexes(arrival)) < 0 {
 			t.Fatalf("seed %d: 1 ns budget admitted %v, greedy %v", seed, got, indexes(arrival))
@@ -173,7 +173,7 @@ func TestTinyBudgetSoundBound(t *testing.T) {
 		for _, objs := range []*model.Objects{randomInstance(seed), sharesInstance(seed)} {
 			p := build(t, objs, "")
 			best := newBruteForce(p).best()
-			ff := weight(greedy(context.Background(), p, p.Claims, DefaultLimits.SearchSteps))
+			ff := claimWeight(firstFitInOrder(context.Background(), p, p.Claims, DefaultLimits.SearchSteps))
 			res := run(t, p, Options{Timeout: time.Nanosecond})
 			if st := res.Stats; st.Objective < ff || st.Bound < best || st.Gap() < 0 {
 				t.Fatalf("seed %d: 1 ns budget admitted %d (greedy %d), bound %d (optimum %d), gap %v", seed, st.Objective, ff, st.Bound, best, st.Gap())
@@ -211,9 +211,9 @@ func TestPipelineUnderSmallLimits(t *testing.T) {
 					undecided++
 				}
 			}
-			arrival := greedy(context.Background(), p, p.Claims, tinyLimits.SearchSteps)
-			bySize := greedy(context.Background(), p, sortBySize(p, p.Claims, false), tinyLimits.SearchSteps)
-			incumbent := max(weight(arrival), weight(bySize))
+			arrival := firstFitInOrder(context.Background(), p, p.Claims, tinyLimits.SearchSteps)
+			bySize := firstFitInOrder(context.Background(), p, sortBySize(p, p.Claims, false), tinyLimits.SearchSteps)
+			incumbent := max(claimWeight(arrival), claimWeight(bySize))
 			for _, maxVars := range []int{1, -1, 0} {
 				for _, objective := range []string{MaxClaims, Ordered} {
 					where := fmt.Sprintf("%s seed %d maxVars %d", objective, seed, maxVars)
@@ -258,7 +258,7 @@ func TestOrderedRepackSmallLimitsAgainstBruteForce(t *testing.T) {
 			res := run(t, p, Options{Objective: Ordered, MaxVariables: -1, Limits: tinyLimits})
 			checkAllocations(t, p, objs, res, "")
 			got := indexes(res.Assignments)
-			arrival := indexes(greedy(context.Background(), p, p.Claims, tinyLimits.SearchSteps))
+			arrival := indexes(firstFitInOrder(context.Background(), p, p.Claims, tinyLimits.SearchSteps))
 			if lexCompare(got, want) > 0 || lexCompare(got, arrival) < 0 {
 				t.Fatalf("seed %d: repack admitted %v, brute force %v, greedy %v", seed, got, want, arrival)
 			}

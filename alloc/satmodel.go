@@ -48,10 +48,10 @@ func unitsByClaim(m *encode.Model) map[int]*encode.Unit {
 
 // objectiveSorter counts admitted weight in unary: each unit contributes
 // "at least j of its claims" literals, repeated by weight.
-func objectiveSorter(m *encode.Model, weight func(*model.Claim) int64) *logic.CardSort {
+func objectiveSorter(m *encode.Model, claimValue func(*model.Claim) int64) *logic.CardSort {
 	var lits []z.Lit
 	for _, u := range m.Units {
-		w := weight(u.Claims[0])
+		w := claimValue(u.Claims[0])
 		n := len(u.Claims)
 		if u.Simple {
 			n = min(n, len(u.X))
@@ -156,11 +156,11 @@ func secondary(p *model.Problem, as []*Assignment) (penalty int64, touched int) 
 
 // byPrice orders claims by what serving them costs at prices π per unit of
 // weight, cheapest first (ties in size order).
-func byPrice(rel *bound.Relaxation, bySize []*model.Claim, price []float64, weight func(*model.Claim) int64) []*model.Claim {
+func byPrice(rel *bound.Relaxation, bySize []*model.Claim, price []float64, claimValue func(*model.Claim) int64) []*model.Claim {
 	out := append([]*model.Claim(nil), bySize...)
 	cost := map[int]float64{}
 	for _, c := range out {
-		cost[c.Index] = rel.ClaimCost(c, price) / float64(max(weight(c), 1))
+		cost[c.Index] = rel.ClaimCost(c, price) / float64(max(claimValue(c), 1))
 	}
 	sort.SliceStable(out, func(i, j int) bool { return cost[out[i].Index] < cost[out[j].Index] })
 	return out

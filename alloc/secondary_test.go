@@ -108,7 +108,7 @@ func TestHintReproducesAllocation(t *testing.T) {
 			objs.Claims = append(objs.Claims, cp)
 		}
 		p := build(t, objs, model.CompatKEP5963)
-		as := greedy(context.Background(), p, p.Claims, DefaultLimits.SearchSteps)
+		as := firstFitInOrder(context.Background(), p, p.Claims, DefaultLimits.SearchSteps)
 		byClass := map[string][]*model.Claim{}
 		for _, c := range p.Claims {
 			byClass[c.ClassKey()] = append(byClass[c.ClassKey()], c)

@@ -31,7 +31,7 @@ func aloneBound(ctx context.Context, cs *componentState, _ time.Time) outcome {
 	var b, undecided int64
 	for _, c := range cs.claims {
 		if cs.undecidedClaim(c) {
-			undecided += cs.weight(c)
+			undecided += cs.claimValue(c)
 		}
 	}
 	cs.undecided = undecided
@@ -50,7 +50,7 @@ func aloneBound(ctx context.Context, cs *componentState, _ time.Time) outcome {
 			continue
 		}
 		cs.fitting = append(cs.fitting, c)
-		b += cs.weight(c)
+		b += cs.claimValue(c)
 	}
 	return outcome{bound: b, hasBnd: true, stop: b == 0}
 }
@@ -59,15 +59,15 @@ func aloneBound(ctx context.Context, cs *componentState, _ time.Time) outcome {
 // under max-claims, smallest first.
 func greedyIncumbent(ctx context.Context, cs *componentState, _ time.Time) outcome {
 	steps := cs.limits().SearchSteps
-	best := greedy(ctx, cs.p, cs.fitting, steps)
+	best := firstFitInOrder(ctx, cs.p, cs.fitting, steps)
 	cs.bySize = sortBySize(cs.p, cs.fitting, false)
 	if !cs.ordered {
-		if alt := greedy(ctx, cs.p, cs.bySize, steps); cs.valueOf(alt) > cs.valueOf(best) {
+		if alt := firstFitInOrder(ctx, cs.p, cs.bySize, steps); cs.valueOf(alt) > cs.valueOf(best) {
 			best = alt
 		}
 	}
 	out := answer(best)
-	out.greedy = true
+	out.fromGreedy = true
 	return out
 }
 
@@ -77,7 +77,7 @@ func relaxation(ctx context.Context, cs *componentState, _ time.Time) outcome {
 	if !cs.short() {
 		return skipped
 	}
-	rel := bound.New(cs.p, cs.claims, cs.weight)
+	rel := bound.New(cs.p, cs.claims, cs.claimValue)
 	cs.rel = rel
 	lr := rel.Solve(ctx, cs.value, cs.until(cs.plan.descent), bound.Options{})
 	cs.counts.boundIterations += lr.Iterations
@@ -135,7 +135,7 @@ func bestFitRounds(ctx context.Context, cs *componentState, end time.Time, round
 		price := cs.prices[i/2]
 		order := cs.bySize
 		if i%2 == 0 {
-			order = byPrice(cs.rel, cs.bySize, price, cs.weight)
+			order = byPrice(cs.rel, cs.bySize, price, cs.claimValue)
 		}
 		return bestFit(ctx, cs.p, order, cs.rel, price, end, lim)
 	}
@@ -177,7 +177,7 @@ func neighbourhood(ctx context.Context, cs *componentState, end time.Time) outco
 	if cs.rel == nil || !cs.short() {
 		return skipped
 	}
-	best, steps := neighbourhoodSearch(ctx, cs.p, cs.claims, cs.best, cs.rel, cs.weight, cs.bound, end, cs.limits())
+	best, steps := neighbourhoodSearch(ctx, cs.p, cs.claims, cs.best, cs.rel, cs.claimValue, cs.bound, end, cs.limits())
 	cs.counts.lnsSteps += steps
 	return answer(best)
 }
@@ -191,7 +191,7 @@ func neighbourhood(ctx context.Context, cs *componentState, end time.Time) outco
 // take decides what fits later.)
 func settledWithoutSAT(_ context.Context, cs *componentState, _ time.Time) outcome {
 	if cs.opts.Policy == Binpack && cs.value >= cs.bound && !drawsOnCounters(cs.p, cs.best) {
-		if pen, tv := secondary(cs.p, cs.best); pen == 0 && tv <= touchFloor(cs.p, cs.claims, cs.value, cs.weight) {
+		if pen, tv := secondary(cs.p, cs.best); pen == 0 && tv <= touchFloor(cs.p, cs.claims, cs.value, cs.claimValue) {
 			return outcome{proven: true, stop: true}
 		}
 	}
@@ -225,7 +225,7 @@ func encodeModel(_ context.Context, cs *componentState, _ time.Time) outcome {
 		cs.noSAT = true
 		return outcome{stop: true}
 	}
-	sm := &satModel{m: m, obj: objectiveSorter(m, cs.weight), pen: penaltySorter(m), touch: logic.NewCardSort(m.Touched, m.C)}
+	sm := &satModel{m: m, obj: objectiveSorter(m, cs.claimValue), pen: penaltySorter(m), touch: logic.NewCardSort(m.Touched, m.C)}
 	sm.s = solver.New(m.C, m.Clauses)
 	cs.sat = sm
 	cs.counts.vars, cs.counts.clauses, cs.counts.implied = sm.s.Vars, sm.s.Clauses, m.ImpliedCounters
@@ -310,7 +310,7 @@ func lowerLevels(ctx context.Context, cs *componentState, end time.Time) outcome
 	_, tv := secondary(cs.p, cur)
 	floor := 0
 	if cs.opts.Policy == Binpack {
-		floor = touchFloor(cs.p, cs.claims, cs.valueOf(cur), cs.weight)
+		floor = touchFloor(cs.p, cs.claims, cs.valueOf(cur), cs.claimValue)
 	}
 	for {
 		goal := sm.touch.Leq(tv - 1)

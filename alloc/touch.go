@@ -20,7 +20,7 @@ import (
 // allocationMode All count as nothing. The claims' needs are then the
 // cheapest way to reach val, fractionally (so the bound holds for every
 // set of claims of that weight, not only the one found).
-func touchFloor(p *model.Problem, claims []*model.Claim, val int64, weight func(*model.Claim) int64) int {
+func touchFloor(p *model.Problem, claims []*model.Claim, val int64, claimValue func(*model.Claim) int64) int {
 	fresh := make([]bool, len(p.CounterSets))
 	free := map[string]float64{}     // counter -> free in touched sets
 	capacity := map[string]float64{} // counter -> largest fresh capacity
@@ -44,14 +44,14 @@ func touchFloor(p *model.Problem, claims []*model.Claim, val int64, weight func(
 	byKey := map[string]*class{}
 	cache := &needCache{devices: map[int]map[string]float64{}, alts: map[candidatesKey]map[string]float64{}}
 	for _, cl := range claims {
-		if cl.Err != nil || weight(cl) <= 0 {
+		if cl.Err != nil || claimValue(cl) <= 0 {
 			continue
 		}
 		if k := byKey[cl.ClassKey()]; k != nil {
 			k.n++
 			continue
 		}
-		k := &class{need: claimNeeds(p, cl, cache), w: float64(weight(cl)), n: 1}
+		k := &class{need: claimNeeds(p, cl, cache), w: float64(claimValue(cl)), n: 1}
 		byKey[cl.ClassKey()] = k
 		classes = append(classes, k)
 	}
