@@ -20,10 +20,6 @@ import (
 	"github.com/drasat/drasat/solver"
 )
 
-// aggregateMinTime is the least time left for which the aggregated stage
-// is worth starting: writing the model, CBC and the realisation.
-const aggregateMinTime = 500 * time.Millisecond
-
 // The aggregate stages solve the aggregated claim-pattern model per node
 // (bound.NodeAggregate) and realise its answer: every GPU keeps the
 // devices of a layout holding its pattern, every admitted claim is held to
@@ -62,9 +58,9 @@ type aggregateSolver func(ctx context.Context, cs *componentState, na *bound.Nod
 func aggregateRealise(ctx context.Context, cs *componentState, end time.Time) outcome {
 	switch {
 	case cs.opts.UseCBC && mip.CBCPath() != "":
-		return aggregateStage(ctx, cs, end, 2.0/3, solveCBC)
+		return aggregateStage(ctx, cs, end, cs.plan.aggregate, solveCBC)
 	case !cs.opts.UseCBC && cs.opts.AggregateSAT && plainDevices(cs):
-		return aggregateStage(ctx, cs, end, 2.0/3, searchNodes)
+		return aggregateStage(ctx, cs, end, cs.plan.aggregate, searchNodes)
 	}
 	return skipped
 }
@@ -85,7 +81,9 @@ func aggregateDive(ctx context.Context, cs *componentState, end time.Time) outco
 	if cs.opts.NoAggregateDive || !plainDevices(cs) || cs.rel == nil || !cs.short() || !cs.rel.Enumerated() {
 		return skipped
 	}
-	if _, err := cs.aggregateModel(end); err != nil {
+	// The model is built within the stage's share too (a stage whose
+	// model cannot be built in it is skipped, untimed).
+	if _, err := cs.aggregateModel(share(end, cs.plan.dive)); err != nil {
 		return skipped
 	}
 	return aggregateStage(ctx, cs, end, cs.plan.dive, diveLP)
@@ -104,29 +102,27 @@ func (cs *componentState) aggregateModel(end time.Time) (*bound.NodeAggregate, e
 }
 
 // aggregateStage builds the per-node model, solves it with solve and
-// realises the answer, within share of the time left. Skipped when the
+// realises the answer, within stageShare of the time left. Skipped when the
 // relaxation could not enumerate layouts, when the incumbent meets the
 // bound, or when little time is left.
-func aggregateStage(ctx context.Context, cs *componentState, end time.Time, share float64, solve aggregateSolver) outcome {
-	if cs.rel == nil || !cs.short() || !cs.rel.Enumerated() || time.Until(end) < aggregateMinTime {
+func aggregateStage(ctx context.Context, cs *componentState, end time.Time, stageShare float64, solve aggregateSolver) outcome {
+	if cs.rel == nil || !cs.short() || !cs.rel.Enumerated() || time.Until(end) < cs.plan.aggregateMin {
 		return skipped
 	}
 	// The stage takes at most its share of the time left (enumerating the
 	// patterns included): the neighbourhood search follows when the
 	// realisation fails, and on large batches it needs the time.
-	end = minTime(end, time.Now().Add(time.Duration(float64(time.Until(end))*share)))
+	end = share(end, stageShare)
 	na, err := cs.aggregateModel(end)
 	if err != nil {
 		return outcome{}
 	}
-	// The solver gets most of the stage, the realisation (fast once nodes
-	// and layouts are fixed) the rest.
-	if time.Until(end) < aggregateMinTime/2 {
+	if time.Until(end) < cs.plan.aggregateMin/2 {
 		return outcome{}
 	}
 	sctx, cancel := context.WithDeadline(ctx, end)
 	defer cancel()
-	ans, err := solve(sctx, cs, na, time.Now().Add(time.Until(end)*4/5))
+	ans, err := solve(sctx, cs, na, share(end, cs.plan.aggregateSolver))
 	var out outcome
 	if err == nil && ans.hasBnd && plainDevices(cs) {
 		out = outcome{bound: ans.bound, hasBnd: true}
@@ -267,9 +263,12 @@ func realiseGroups(ctx context.Context, cs *componentState, groups []realisation
 			}
 			i := order[next]
 			next++
-			share := min(1, float64(workers*len(groups[i].claims))/float64(max(left, 1)))
+			// The realisation paces itself within its part of the stage
+			// (budgetPlan.aggregateSolver): a group's part is in
+			// proportion to its claims among those not started.
+			part := min(1, float64(workers*len(groups[i].claims))/float64(max(left, 1)))
 			left -= len(groups[i].claims)
-			return i, time.Now().Add(time.Duration(float64(time.Until(end)) * share))
+			return i, share(end, part)
 		}
 		var wg sync.WaitGroup
 		for w := 0; w < workers; w++ {
@@ -395,7 +394,7 @@ func assignmentNode(cs *componentState, a *Assignment) int {
 // devices allowed: all of them first (usually at once), else more and
 // more from nothing, until the deadline.
 func realiseGroup(ctx context.Context, cs *componentState, held []*model.Claim, allowed func(int) bool, end time.Time) ([]*Assignment, error) {
-	m, err := encode.Encode(cs.p, held, encode.Options{Symmetry: true, DeviceSymmetry: true, Allowed: allowed})
+	m, err := encode.Encode(ctx, cs.p, held, encode.Options{Symmetry: true, DeviceSymmetry: true, Allowed: allowed})
 	if err != nil {
 		return nil, err
 	}
@@ -405,10 +404,11 @@ func realiseGroup(ctx context.Context, cs *componentState, held []*model.Claim, 
 	for _, c := range held {
 		all += cs.claimValue(c)
 	}
-	// All of them gets half the group's time: a group whose claims do
-	// not all fit (the model relaxes matchAttribute and kinds) can take
-	// its whole time to refute, and the ascent needs some.
-	if s.Solve(ctx, time.Now().Add(time.Until(end)/2), obj.Geq(int(all))) == solver.Sat {
+	// All of them gets the plan's part of the group's time (groupAll): a
+	// group whose claims do not all fit (the model relaxes matchAttribute
+	// and kinds) can take its whole time to refute, and the ascent needs
+	// some.
+	if s.Solve(ctx, share(end, cs.plan.groupAll), obj.Geq(int(all))) == solver.Sat {
 		return decode(cs.p, m, s), nil
 	}
 	var as []*Assignment

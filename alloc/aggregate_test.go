@@ -42,7 +42,7 @@ func testAggregateStage(t *testing.T, opts Options, stage func(context.Context, 
 		for _, objs := range []*model.Objects{randomInstance(seed), sharesInstance(seed), RandomCapacityInstance(seed + 18)} {
 			p := build(t, objs, "")
 			best := newBruteForce(p).best()
-			cs := &componentState{p: p, claims: p.Claims, opts: opts, deadline: time.Now().Add(20 * time.Second), plan: newPlan(false), workers: 1, noSAT: true}
+			cs := &componentState{p: p, claims: p.Claims, opts: opts, deadline: time.Now().Add(20 * time.Second), plan: newPlan(false, DefaultLimits), workers: 1, noSAT: true}
 			cs.bound = math.MaxInt64
 			ctx := context.Background()
 			cs.accept(relaxation(ctx, cs, cs.deadline))
@@ -92,7 +92,7 @@ func TestMergeNodesValid(t *testing.T) {
 	for seed := uint64(1); seed <= 10; seed++ {
 		objs := randomInstance(seed)
 		p := build(t, objs, "")
-		cs := &componentState{p: p, claims: p.Claims, deadline: time.Now().Add(20 * time.Second), plan: newPlan(false), workers: 2, noSAT: true}
+		cs := &componentState{p: p, claims: p.Claims, deadline: time.Now().Add(20 * time.Second), plan: newPlan(false, DefaultLimits), workers: 2, noSAT: true}
 		cs.bound = math.MaxInt64
 		ctx := context.Background()
 		cs.accept(aloneBound(ctx, cs, cs.deadline))

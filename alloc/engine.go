@@ -204,10 +204,8 @@ func Run(ctx context.Context, p *model.Problem, opts Options) (*Result, error) {
 	results := make([]*componentResult, len(comps))
 	solve := func(i, workers int) {
 		useSAT := opts.MaxVariables > 0 && estimateVariables(comps[i]) <= opts.MaxVariables
-		plan := newPlan(useSAT)
-		plan.lowerMin, plan.lowerMax, plan.hint = opts.Limits.LowerMin, opts.Limits.LowerMax, opts.Limits.LowerMin
 		cs := &componentState{p: p, claims: comps[i], opts: opts, ordered: opts.Objective == Ordered,
-			deadline: deadline, plan: plan, workers: workers, noSAT: !useSAT}
+			deadline: deadline, plan: newPlan(useSAT, opts.Limits), workers: workers, noSAT: !useSAT}
 		results[i] = cs.solve(ctx)
 	}
 	if len(comps) == 1 {

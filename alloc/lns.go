@@ -205,7 +205,7 @@ func lnsStep(ctx context.Context, p *model.Problem, claims []*model.Claim, cur [
 		return nil, solver.Unsat, time.Since(start)
 	}
 	sort.Slice(free, func(i, j int) bool { return free[i].Index < free[j].Index })
-	m, err := encode.Encode(p, free, encode.Options{Symmetry: true, DeviceSymmetry: true, Fixed: fixed, Allowed: func(d int) bool { return inB[d] }})
+	m, err := encode.Encode(ctx, p, free, encode.Options{Symmetry: true, DeviceSymmetry: true, Fixed: fixed, Allowed: func(d int) bool { return inB[d] }})
 	if err != nil {
 		return nil, solver.Unknown, time.Since(start)
 	}

@@ -87,7 +87,7 @@ func sharesInstance(seed uint64) *model.Objects {
 // maximise is the SAT optimum of the whole problem under encode options.
 func maximise(t *testing.T, p *model.Problem, opts encode.Options) (int64, []*Assignment) {
 	t.Helper()
-	m, err := encode.Encode(p, p.Claims, opts)
+	m, err := encode.Encode(context.Background(), p, p.Claims, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -104,6 +104,11 @@ type StageTime struct {
 	// Seconds is Time for --report.
 	Seconds float64 `json:"seconds"`
 	Runs    int     `json:"runs"`
+	// Overrun is the most a run of the stage went past the deadline the
+	// budget plan gave it (0 for untimed stages): stages check their
+	// deadline as they go, so it stays small; the tests bound it.
+	Overrun        time.Duration `json:"-"`
+	OverrunSeconds float64       `json:"overrunSeconds,omitempty"`
 }
 
 // claimValue is c's share of the primary objective: its weight under
@@ -147,7 +152,11 @@ func (cs *componentState) solve(ctx context.Context) *componentResult {
 		start := time.Now()
 		out := st.run(ctx, cs, end)
 		if !out.skip {
-			cs.time(st.name, time.Since(start))
+			var over time.Duration
+			if st.budget != untimed {
+				over = max(time.Since(end), 0)
+			}
+			cs.stages = addStageTime(cs.stages, StageTime{Stage: st.name, Time: time.Since(start), Runs: 1, Overrun: over})
 		}
 		if cs.accept(out) {
 			break
@@ -238,10 +247,6 @@ func admittedIndexes(as []*Assignment) []int {
 	return out
 }
 
-func (cs *componentState) time(name string, d time.Duration) {
-	cs.stages = addStageTime(cs.stages, StageTime{Stage: name, Time: d, Runs: 1})
-}
-
 // addStageTime adds t to the entry of its stage in list, or appends it.
 func addStageTime(list []StageTime, t StageTime) []StageTime {
 	for i := range list {
@@ -249,10 +254,13 @@ func addStageTime(list []StageTime, t StageTime) []StageTime {
 			list[i].Time += t.Time
 			list[i].Runs += t.Runs
 			list[i].Seconds = list[i].Time.Seconds()
+			list[i].Overrun = max(list[i].Overrun, t.Overrun)
+			list[i].OverrunSeconds = list[i].Overrun.Seconds()
 			return list
 		}
 	}
 	t.Seconds = t.Time.Seconds()
+	t.OverrunSeconds = t.Overrun.Seconds()
 	return append(list, t)
 }
 
@@ -353,22 +361,49 @@ type budgetPlan struct {
 	// orderedCall: each call of the ordered SAT sequence gets this many
 	// times its even share of the time left.
 	orderedCall float64
+	// aggregate: the opt-in aggregate stage's share of the time left
+	// (UseCBC, AggregateSAT), the pattern enumeration included.
+	aggregate float64
+	// aggregateMin: the least time left for which an aggregate stage is
+	// worth starting (writing the model, the solver, the realisation);
+	// after the model is built, half of it must still be left.
+	aggregateMin time.Duration
+	// aggregateSolver: within an aggregate stage, the solver's part of
+	// the time left once the model is built; the realisation, fast once
+	// nodes and layouts are fixed, gets the rest. The realisation paces
+	// itself inside its part: each group of claims gets a part in
+	// proportion to its claims among those not started (times the
+	// workers), and a group's first solve (all its claims) half of that.
+	aggregateSolver float64
+	// groupAll: a realised group's first solve's part of the group's
+	// time (all its claims at once); the ascent gets the rest.
+	groupAll float64
 }
 
 // newPlan computes the budget plan of a component up front, with the
-// default limits. The lower objective levels (firstAvailable preference
+// run's limits. The lower objective levels (firstAvailable preference
 // and packing) refine an answer that is already optimal in what counts.
 // Once the admitted weight is settled they get as long as settling it
 // took, at least Limits.LowerMin and at most Limits.LowerMax: proving a
 // packing optimal can take SAT far longer than finding it, and a batch
 // should not wait for that.
-func newPlan(useSAT bool) budgetPlan {
-	d := DefaultLimits
-	pl := budgetPlan{descent: 1.0 / 3, repackDescent: 1.0 / 4, lns: 1, lowerMin: d.LowerMin, lowerMax: d.LowerMax, dive: 3.0 / 4, quick: 1.0 / 8, hint: d.LowerMin, orderedCall: 2}
+func newPlan(useSAT bool, lim Limits) budgetPlan {
+	pl := budgetPlan{
+		descent: 1.0 / 3, repackDescent: 1.0 / 4, lns: 1,
+		lowerMin: lim.LowerMin, lowerMax: lim.LowerMax, hint: lim.LowerMin,
+		dive: 3.0 / 4, quick: 1.0 / 8, orderedCall: 2,
+		aggregate: 2.0 / 3, aggregateMin: 500 * time.Millisecond, aggregateSolver: 4.0 / 5, groupAll: 1.0 / 2,
+	}
 	if useSAT {
 		pl.lns = 0.5
 	}
 	return pl
+}
+
+// share is the deadline of a step that gets share of the time left
+// before end.
+func share(end time.Time, share float64) time.Time {
+	return minTime(end, time.Now().Add(time.Duration(float64(time.Until(end))*share)))
 }
 
 // end is the stage's deadline; false when the stage has no time at all.

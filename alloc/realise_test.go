@@ -96,7 +96,7 @@ func TestRealiseAggregate(t *testing.T) {
 	}
 	t.Logf("solution admits %d claims", len(chosen))
 	live = chosen
-	m, err := encode.Encode(p, live, encode.Options{Symmetry: true, DeviceSymmetry: true, Allowed: func(d int) bool { return keep[d] }})
+	m, err := encode.Encode(context.Background(), p, live, encode.Options{Symmetry: true, DeviceSymmetry: true, Allowed: func(d int) bool { return keep[d] }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -128,7 +128,7 @@ func TestHintReproducesAllocation(t *testing.T) {
 			}
 			a.Claim = to
 		}
-		m, err := encode.Encode(p, p.Claims, encode.Options{Symmetry: true})
+		m, err := encode.Encode(context.Background(), p, p.Claims, encode.Options{Symmetry: true})
 		if err != nil {
 			t.Fatal(err)
 		}

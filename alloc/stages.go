@@ -214,18 +214,30 @@ type satModel struct {
 }
 
 // encodeModel builds the whole component's SAT model.
-func encodeModel(_ context.Context, cs *componentState, _ time.Time) outcome {
+func encodeModel(ctx context.Context, cs *componentState, end time.Time) outcome {
 	if cs.noSAT {
 		out := skipped
 		out.stop = true
 		return out
 	}
-	m, err := encode.Encode(cs.p, cs.claims, encode.Options{Symmetry: !cs.ordered})
+	ectx, cancel := context.WithDeadline(ctx, end)
+	defer cancel()
+	m, err := encode.Encode(ectx, cs.p, cs.claims, encode.Options{Symmetry: !cs.ordered})
 	if err != nil {
 		cs.noSAT = true
 		return outcome{stop: true}
 	}
-	sm := &satModel{m: m, obj: objectiveSorter(m, cs.claimValue), pen: penaltySorter(m), touch: logic.NewCardSort(m.Touched, m.C)}
+	// The sorters and loading the solver take as long as encoding on large
+	// components: each step only starts within the stage's deadline.
+	sm := &satModel{m: m, obj: objectiveSorter(m, cs.claimValue)}
+	if time.Now().After(end) {
+		return outcome{stop: true}
+	}
+	sm.pen = penaltySorter(m)
+	sm.touch = logic.NewCardSort(m.Touched, m.C)
+	if time.Now().After(end) {
+		return outcome{stop: true}
+	}
 	sm.s = solver.New(m.C, m.Clauses)
 	cs.sat = sm
 	cs.counts.vars, cs.counts.clauses, cs.counts.implied = sm.s.Vars, sm.s.Clauses, m.ImpliedCounters

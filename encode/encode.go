@@ -15,6 +15,7 @@
 package encode
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -197,10 +198,14 @@ func (m *Model) guarded(g *Group, f func()) {
 	}
 }
 
-// Encode builds the model for the given claims of p.
-func Encode(p *model.Problem, claims []*model.Claim, opts Options) (*Model, error) {
+// Encode builds the model for the given claims of p. It stops with ctx's
+// error when ctx ends first (a large component's model can take seconds
+// to build, and the caller's budget comes first).
+func Encode(ctx context.Context, p *model.Problem, claims []*model.Claim, opts Options) (*Model, error) {
 	m := &Model{P: p, C: logic.NewC(), Used: map[int]z.Lit{}, impliedCache: map[string][]bool{}, groupsOn: opts.Groups, allowed: opts.Allowed}
-	m.buildUnits(claims, opts)
+	if err := m.buildUnits(ctx, claims, opts); err != nil {
+		return nil, err
+	}
 	uses := map[int][]z.Lit{}
 	shares := map[int][]share{}
 	var admin []consumer
@@ -248,7 +253,10 @@ func Encode(p *model.Problem, claims []*model.Claim, opts Options) (*Model, erro
 	}
 	sort.Ints(sharedDevs)
 	// A device serves at most one claim; u(d) is the disjunction.
-	for _, d := range devs {
+	for i, d := range devs {
+		if i%256 == 0 && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		ls := uses[d]
 		g := newGroup(GroupDevice)
 		g.Device = d
@@ -298,6 +306,9 @@ func Encode(p *model.Problem, claims []*model.Claim, opts Options) (*Model, erro
 	}
 	sort.Ints(sets)
 	for _, si := range sets {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		if err := m.counters(si, bySet[si]); err != nil {
 			return nil, err
 		}
@@ -394,10 +405,13 @@ func simpleKey(c *model.Claim) string {
 	return c.ClassKey()
 }
 
-func (m *Model) buildUnits(claims []*model.Claim, opts Options) {
+func (m *Model) buildUnits(ctx context.Context, claims []*model.Claim, opts Options) error {
 	classes := map[string]*Unit{}
 	prevSame := map[string]z.Lit{}
-	for _, c := range claims {
+	for i, c := range claims {
+		if i%16 == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
 		if k := simpleKey(c); k != "" && !opts.PerClaim {
 			if u := classes[k]; u != nil {
 				u.Claims = append(u.Claims, c)
@@ -435,6 +449,7 @@ func (m *Model) buildUnits(claims []*model.Claim, opts Options) {
 		u.Count = logic.NewCardSort(lits, m.C)
 		m.clause(u.Count.Leq(len(u.Claims)))
 	}
+	return nil
 }
 
 // claimUnit encodes one non-simple claim.

@@ -58,11 +58,11 @@ func FuzzEncode(f *testing.F) {
 		if err != nil || len(p.Devices) > 300 || len(p.Claims) > 40 {
 			return
 		}
-		plain, err := Encode(p, p.Claims, Options{})
+		plain, err := Encode(context.Background(), p, p.Claims, Options{})
 		if err != nil {
 			return // counters too fine to encode: a clean error
 		}
-		grouped, err := Encode(p, p.Claims, Options{Groups: true, PerClaim: true})
+		grouped, err := Encode(context.Background(), p, p.Claims, Options{Groups: true, PerClaim: true})
 		if err != nil {
 			t.Fatalf("grouped encoding fails where the plain one works: %v", err)
 		}

@@ -91,7 +91,7 @@ func (e *explainer) splitNodes(target *model.Claim) (nodes []int, ok bool) {
 // part encodes target on node n: its candidates there, and the
 // allocations holding a device there (the others keep their index in
 // Options.Fixed but hold nothing, so group indexes agree across parts).
-func (e *explainer) part(target *model.Claim, n int, prefer map[int]int) (*nodePart, error) {
+func (e *explainer) part(ctx context.Context, target *model.Claim, n int, prefer map[int]int) (*nodePart, error) {
 	fixed := make([]encode.Fixed, len(e.allocs))
 	for i, a := range e.allocs {
 		fixed[i].Name = a.Claim
@@ -102,7 +102,7 @@ func (e *explainer) part(target *model.Claim, n int, prefer map[int]int) (*nodeP
 			}
 		}
 	}
-	m, err := encode.Encode(e.p, []*model.Claim{target}, encode.Options{
+	m, err := encode.Encode(ctx, e.p, []*model.Claim{target}, encode.Options{
 		Groups: true, PerClaim: true, Fixed: fixed,
 		Allowed: func(d int) bool { return e.p.Devices[d].Reaches(n) },
 	})
@@ -178,7 +178,7 @@ func (e *explainer) splitCore(ctx context.Context, target *model.Claim, nodes []
 		if !time.Now().Before(opts.Deadline) || ctx.Err() != nil {
 			return splitResult{unknown: true}, nil
 		}
-		pt, err := e.part(target, n, opts.Prefer)
+		pt, err := e.part(ctx, target, n, opts.Prefer)
 		if err != nil {
 			return splitResult{}, err
 		}
@@ -274,7 +274,7 @@ func (e *explainer) splitCore(ctx context.Context, target *model.Claim, nodes []
 // reason too. It returns the rule's group then; decided is false when the
 // solver ran out of budget (the rule is then named, to be safe).
 func (e *explainer) oneNodeNeeded(ctx context.Context, target *model.Claim, core []groupKey, opts Options) (*encode.Group, bool, error) {
-	m, err := e.encode([]*model.Claim{target})
+	m, err := e.encode(ctx, []*model.Claim{target})
 	if err != nil {
 		return nil, false, err
 	}

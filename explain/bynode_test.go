@@ -66,7 +66,7 @@ func TestSplitCoreIsMinimalForTheWholeCluster(t *testing.T) {
 // checkAgainstWhole decides sc's claims with the whole cluster's model.
 func checkAgainstWhole(t *testing.T, name string, e *explainer, c *model.Claim, sc splitResult) {
 	t.Helper()
-	m, err := e.encode([]*model.Claim{c})
+	m, err := e.encode(context.Background(), []*model.Claim{c})
 	if err != nil {
 		t.Fatal(err)
 	}

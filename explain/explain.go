@@ -342,12 +342,12 @@ func (e *explainer) static(ctx context.Context, c *model.Claim, prefer map[int]i
 
 // model encodes target alone with the allocations in place, every
 // constraint group guarded.
-func (e *explainer) encode(claims []*model.Claim) (*encode.Model, error) {
+func (e *explainer) encode(ctx context.Context, claims []*model.Claim) (*encode.Model, error) {
 	var fixed []encode.Fixed
 	for i, a := range e.allocs {
 		fixed = append(fixed, encode.Fixed{Name: a.Claim, Devices: e.fixed[i], Amounts: e.amounts[i]})
 	}
-	return encode.Encode(e.p, claims, encode.Options{Groups: true, PerClaim: true, Fixed: fixed})
+	return encode.Encode(ctx, e.p, claims, encode.Options{Groups: true, PerClaim: true, Fixed: fixed})
 }
 
 // goal is the assumptions that ask for target (and preferred alternatives).
@@ -372,7 +372,7 @@ func (e *explainer) core(ctx context.Context, target *model.Claim, opts Options)
 	if nodes, ok := e.splitNodes(target); ok {
 		return e.coreByNode(ctx, target, nodes, opts)
 	}
-	m, err := e.encode([]*model.Claim{target})
+	m, err := e.encode(ctx, []*model.Claim{target})
 	if err != nil {
 		return nil, false, err
 	}

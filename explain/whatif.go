@@ -99,7 +99,7 @@ func (e *explainer) whatIf(ctx context.Context, target *model.Claim, opts Option
 			claims = append(claims, c)
 		}
 	}
-	m, err := e.encode(claims)
+	m, err := e.encode(ctx, claims)
 	if err != nil {
 		return nil, err
 	}
