@@ -34,7 +34,7 @@ const (
 // It returns by deadline (the end of the run's Timeout) with the best it
 // has.
 type Lookahead interface {
-	Refine(p *model.Problem, res *Result, deadline time.Time) *Result
+	Refine(ctx context.Context, p *model.Problem, res *Result, deadline time.Time) *Result
 }
 
 // MaxLookahead is the most a run keeps for the look-ahead after the
@@ -249,9 +249,15 @@ func Run(ctx context.Context, p *model.Problem, opts Options) (*Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	res := gather(p, opts, results)
+	res := gather(ctx, p, opts, results)
+	if err := ctx.Err(); err != nil {
+		return nil, err // placeLast stopped part way
+	}
 	if lookahead && opts.Lookahead != nil {
-		refined := opts.Lookahead.Refine(p, res, end)
+		refined := opts.Lookahead.Refine(ctx, p, res, end)
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		if err := sameOutcome(res, refined); err != nil {
 			return nil, fmt.Errorf("the look-ahead broke the engine's result: %w", err)
 		}
@@ -281,7 +287,7 @@ func sameOutcome(before, after *Result) error {
 }
 
 // gather sums the components' results.
-func gather(p *model.Problem, opts Options, results []*componentResult) *Result {
+func gather(ctx context.Context, p *model.Problem, opts Options, results []*componentResult) *Result {
 	res := &Result{Rejected: map[int]string{}}
 	st := &res.Stats
 	st.Pending = len(p.Claims)
@@ -319,7 +325,7 @@ func gather(p *model.Problem, opts Options, results []*componentResult) *Result 
 		// The claims placed last are among the undecided ones, which the
 		// bound already counts: they add to the objective only.
 		before := claimWeight(res.Assignments)
-		kept, late := placeLast(p, res.Assignments)
+		kept, late := placeLast(ctx, p, res.Assignments)
 		res.Assignments = append(kept, late...)
 		st.Objective += claimWeight(res.Assignments) - before
 	}

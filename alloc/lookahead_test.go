@@ -12,7 +12,7 @@ import (
 // changes nothing.
 type deadlineLookahead struct{ got time.Time }
 
-func (l *deadlineLookahead) Refine(_ *model.Problem, res *Result, deadline time.Time) *Result {
+func (l *deadlineLookahead) Refine(_ context.Context, _ *model.Problem, res *Result, deadline time.Time) *Result {
 	l.got = deadline
 	return res
 }

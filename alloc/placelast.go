@@ -1,6 +1,7 @@
 package alloc
 
 import (
+	"context"
 	"slices"
 
 	"github.com/drasat/drasat/model"
@@ -40,11 +41,11 @@ import (
 // claims then weigh more.
 //
 // It returns the admitted claims (changed as above) and those placed last.
-func placeLast(p *model.Problem, admitted []*Assignment) (kept, late []*Assignment) {
+func placeLast(ctx context.Context, p *model.Problem, admitted []*Assignment) (kept, late []*Assignment) {
 	admitted = slices.Clone(admitted)
-	admitted, out := yieldHeld(p, admitted)
-	_, blocked := lastPass(p, admitted)
-	for tries := 0; len(blocked) > 0 && tries < maxReplaceTries; {
+	admitted, out := yieldHeld(ctx, p, admitted)
+	_, blocked := lastPass(ctx, p, admitted)
+	for tries := 0; len(blocked) > 0 && tries < maxReplaceTries && ctx.Err() == nil; {
 		improved := false
 	search:
 		for _, d := range blocked {
@@ -60,7 +61,7 @@ func placeLast(p *model.Problem, admitted []*Assignment) (kept, late []*Assignme
 						na := assignmentOf(a.Claim, n, picks)
 						trial := slices.Clone(admitted)
 						trial[i] = na
-						o2, b2 := lastPass(p, trial)
+						o2, b2 := lastPass(ctx, p, trial)
 						if claimWeight(o2) > claimWeight(out) {
 							admitted[i] = na
 							out, blocked, improved = o2, b2, true
@@ -81,10 +82,10 @@ func placeLast(p *model.Problem, admitted []*Assignment) (kept, late []*Assignme
 }
 
 // yieldHeld: placeLast's first step, at most maxReplaceTries searches.
-func yieldHeld(p *model.Problem, admitted []*Assignment) ([]*Assignment, []*Assignment) {
-	out, _ := lastPass(p, admitted)
+func yieldHeld(ctx context.Context, p *model.Problem, admitted []*Assignment) ([]*Assignment, []*Assignment) {
+	out, _ := lastPass(ctx, p, admitted)
 	tries := 0
-	for restart := true; restart && tries < maxReplaceTries; {
+	for restart := true; restart && tries < maxReplaceTries && ctx.Err() == nil; {
 		restart = false
 		in := map[int]bool{}
 		for _, a := range admitted {
@@ -116,7 +117,7 @@ func yieldHeld(p *model.Problem, admitted []*Assignment) ([]*Assignment, []*Assi
 					// The first node where it fits, as the scheduler.
 					if plainMove(p, nil, picks) {
 						trial := append(rest, assignmentOf(f, n, picks))
-						o2, _ := lastPass(p, trial)
+						o2, _ := lastPass(ctx, p, trial)
 						if claimWeight(trial)+claimWeight(o2) > claimWeight(admitted)+claimWeight(out) {
 							admitted, out, restart = trial, o2, true
 							break search
@@ -227,12 +228,15 @@ func plainMove(p *model.Problem, held []Pick, picks [][3]int) bool {
 // counters, compatibility groups or the capacity of shared devices there
 // (its allocated state leaves them out), though the claim that gets them
 // was checked with them.
-func lastPass(p *model.Problem, admitted []*Assignment) (out []*Assignment, blocked []int) {
+func lastPass(ctx context.Context, p *model.Problem, admitted []*Assignment) (out []*Assignment, blocked []int) {
 	in := map[int]bool{}
 	var s *model.State
 	for _, c := range p.Claims {
 		if !c.Retryable() {
 			continue
+		}
+		if ctx.Err() != nil {
+			break // what is placed so far stands: each claim after the ones before
 		}
 		if s == nil {
 			s = model.NewState(p)

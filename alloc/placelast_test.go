@@ -1,6 +1,7 @@
 package alloc
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -24,7 +25,7 @@ func TestPlaceLastMovesAdmittedOntoErrorDevice(t *testing.T) {
 	}
 	dev, node := deviceIndex(p), nodeIndex(p, "node-1")
 	admitted := []*Assignment{{Claim: free, Node: node, Picks: []Pick{{Dev: dev["b"]}}}}
-	admitted, late := placeLast(p, admitted)
+	admitted, late := placeLast(context.Background(), p, admitted)
 	if len(late) != 1 || late[0].Claim != sel || len(late[0].Picks) != 1 || late[0].Picks[0].Dev != dev["b"] {
 		t.Fatalf("placed last: %v, want sel on b", late)
 	}
@@ -53,7 +54,7 @@ func TestPlaceLastBesideAdminAccess(t *testing.T) {
 	}
 	dev, node := deviceIndex(p), nodeIndex(p, "node-1")
 	admitted := []*Assignment{{Claim: free, Node: node, Picks: []Pick{{Dev: dev["a"]}}}, {Claim: admin, Node: node, Picks: []Pick{{Dev: dev["b"]}}}}
-	admitted, late := placeLast(p, admitted)
+	admitted, late := placeLast(context.Background(), p, admitted)
 	if len(late) != 1 || late[0].Claim != sel || len(late[0].Picks) != 1 || late[0].Picks[0].Dev != dev["b"] {
 		t.Fatalf("placed last: %v, want sel on b", late)
 	}
@@ -141,7 +142,7 @@ func TestPlaceLastMovesAdmittedToAnotherNode(t *testing.T) {
 	free, sel := claimByKey(p, "default/free"), claimByKey(p, "default/sel")
 	dev := deviceIndex(p)
 	admitted := []*Assignment{{Claim: free, Node: nodeIndex(p, "node-2"), Picks: []Pick{{Dev: dev["c"]}}}}
-	admitted, late := placeLast(p, admitted)
+	admitted, late := placeLast(context.Background(), p, admitted)
 	if len(late) != 1 || late[0].Claim != sel || len(late[0].Picks) != 1 || late[0].Picks[0].Dev != dev["b"] {
 		t.Fatalf("placed last: %v, want sel on b", late)
 	}
@@ -170,7 +171,7 @@ func TestPlaceLastYieldsHeldDevices(t *testing.T) {
 		t.Fatalf("h retryable %v, f order-free %v", hc.Retryable(), fc.OrderFree())
 	}
 	dev, node := deviceIndex(p), nodeIndex(p, "node-1")
-	kept, late := placeLast(p, []*Assignment{{Claim: hc, Node: node, Picks: []Pick{{Dev: dev["dx"]}}}})
+	kept, late := placeLast(context.Background(), p, []*Assignment{{Claim: hc, Node: node, Picks: []Pick{{Dev: dev["dx"]}}}})
 	if len(kept) != 1 || kept[0].Claim != fc || len(kept[0].Picks) != 1 || kept[0].Picks[0].Dev != dev["dx"] {
 		t.Fatalf("kept %v, want f on dx", kept)
 	}

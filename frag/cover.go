@@ -3,7 +3,6 @@ package frag
 import (
 	"math"
 	"sort"
-	"time"
 
 	"github.com/drasat/drasat/alloc"
 	"github.com/drasat/drasat/model"
@@ -204,14 +203,14 @@ func (m *Measure) nodeGap(v *nodeView, k int) float64 {
 // and each of those claims is placed by FGD on another node where it can
 // be (the others stay). The moves are kept when the coverage improves; as
 // and s are updated in place.
-func (m *Measure) cover(s *model.State, as []*alloc.Assignment, deadline time.Time) {
+func (m *Measure) cover(s *model.State, as []*alloc.Assignment, b budget) {
 	order := make([]int, len(m.shapes))
 	for k := range order {
 		order[k] = k
 	}
 	sort.SliceStable(order, func(i, j int) bool { return m.shapes[order[i]].count > m.shapes[order[j]].count })
 	for _, k := range order {
-		if time.Now().After(deadline) {
+		if b.over() {
 			return
 		}
 		if m.shapes[k].count < 2 {

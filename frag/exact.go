@@ -6,7 +6,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/drasat/drasat/alloc"
 	"github.com/drasat/drasat/model"
@@ -48,10 +47,10 @@ const exactMaxWork = 40_000_000
 
 // exactSearch is one batch's exact placement problem.
 type exactSearch struct {
-	m        *Measure
-	s        *model.State // the cluster without the batch
-	deadline time.Time
-	work     int
+	m      *Measure
+	s      *model.State // the cluster without the batch
+	budget budget
+	work   int
 
 	types     []*unitType
 	typeIndex map[string]int // by the candidates, as intsKey
@@ -95,12 +94,12 @@ type gpuOption struct {
 
 // newExact builds the search, or nil when the batch is not of the kind the
 // DP handles, or too large for it.
-func (m *Measure) newExact(claims []*model.Claim, deadline time.Time) *exactSearch {
+func (m *Measure) newExact(claims []*model.Claim, b budget) *exactSearch {
 	if len(claims) == 0 || len(claims) > exactMaxClaims || len(m.shapes) > 64 {
 		return nil
 	}
 	p := m.p
-	e := &exactSearch{m: m, s: model.NewState(p), deadline: deadline, options: map[int][]gpuOption{}}
+	e := &exactSearch{m: m, s: model.NewState(p), budget: b, options: map[int][]gpuOption{}}
 	for k, sh := range m.shapes {
 		switch {
 		case sh.w <= 0:
@@ -235,7 +234,7 @@ func intsKey(xs []int) string {
 
 // spent tells whether the search has used its work or time.
 func (e *exactSearch) spent() bool {
-	return e.work > exactMaxWork || (e.work&0xffff == 0 && time.Now().After(e.deadline))
+	return e.work > exactMaxWork || (e.work&0xffff == 0 && e.budget.over())
 }
 
 // gpuOptions lists the ways to add the batch's units to GPU g, the empty

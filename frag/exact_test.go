@@ -100,7 +100,7 @@ func TestExactAgainstBruteForce(t *testing.T) {
 			continue // the batch does not fit whole
 		}
 		tried++
-		e := m.newExact(p.Claims, time.Now().Add(time.Minute))
+		e := m.newExact(p.Claims, budget{context.Background(), time.Now().Add(time.Minute)})
 		if e == nil {
 			t.Fatalf("seed %d: the exact level does not apply to MIG claims", seed)
 		}

@@ -204,7 +204,7 @@ func TestRefineKeepsANodeWhole(t *testing.T) {
 		take(s, a)
 	}
 	before, _ := m.Frag(s)
-	out := m.Refine(p, res, time.Time{})
+	out := m.Refine(context.Background(), p, res, time.Time{})
 	nodes := map[int]bool{}
 	s = model.NewState(p)
 	for _, a := range out.Assignments {
@@ -248,7 +248,7 @@ func TestRefineUpgradeTradesForALargerClaim(t *testing.T) {
 			t.Fatal(err)
 		}
 		m.Upgrade = up
-		out := m.Refine(p, start(), time.Time{})
+		out := m.Refine(context.Background(), p, start(), time.Time{})
 		got := admitted(out)
 		if len(out.Assignments) != 2 || out.Stats.Objective != 2 || out.Stats.Admitted != 2 {
 			t.Fatalf("upgrade %v: %d claims admitted (objective %d), want 2", up, len(out.Assignments), out.Stats.Objective)

@@ -1,6 +1,7 @@
 package frag
 
 import (
+	"context"
 	"sort"
 	"time"
 
@@ -26,17 +27,18 @@ import (
 // With Upgrade (max-claims only), the admitted claims may change first,
 // never their weight (upgrade.go).
 //
-// It stops at deadline, or alloc.MaxLookahead from now if that is sooner
-// (a zero deadline: alloc.MaxLookahead): on a large cluster the
-// re-insertion stops there (with what it has), and the fresh start is
-// given up. Results within the budget are deterministic.
-func (m *Measure) Refine(p *model.Problem, res *alloc.Result, deadline time.Time) *alloc.Result {
+// It stops when ctx ends, at deadline, or alloc.MaxLookahead from now if
+// that is sooner (a zero deadline: alloc.MaxLookahead): on a large
+// cluster the re-insertion stops there (with what it has), and the fresh
+// start is given up. Results within the budget are deterministic.
+func (m *Measure) Refine(ctx context.Context, p *model.Problem, res *alloc.Result, deadline time.Time) *alloc.Result {
 	if p != m.p || len(m.shapes) == 0 || len(res.Assignments) == 0 {
 		return res
 	}
-	if budget := time.Now().Add(alloc.MaxLookahead); deadline.IsZero() || budget.Before(deadline) {
-		deadline = budget
+	if most := time.Now().Add(alloc.MaxLookahead); deadline.IsZero() || most.Before(deadline) {
+		deadline = most
 	}
+	b := budget{ctx, deadline}
 	for _, a := range res.Assignments {
 		for _, pk := range a.Picks {
 			if a.Claim.Requests[pk.Req].Alternatives[pk.Alt].AdminAccess {
@@ -65,7 +67,7 @@ func (m *Measure) Refine(p *model.Problem, res *alloc.Result, deadline time.Time
 	oldScore := m.score(s1)
 	var dropped []*model.Claim
 	if m.Upgrade {
-		cur, dropped = m.upgrade(s1, cur, deadline)
+		cur, dropped = m.upgrade(s1, cur, b)
 		for _, a := range cur {
 			size[a.Claim.Index] = 0
 			for _, pk := range a.Picks {
@@ -82,7 +84,7 @@ func (m *Measure) Refine(p *model.Problem, res *alloc.Result, deadline time.Time
 	for i, a := range cur {
 		claims[i] = a.Claim
 	}
-	if e := m.newExact(claims, deadline); e != nil {
+	if e := m.newExact(claims, b); e != nil {
 		if as, s0, ok := e.place(); ok {
 			exact, exactScore = as, m.score(s0)
 		}
@@ -92,7 +94,7 @@ func (m *Measure) Refine(p *model.Problem, res *alloc.Result, deadline time.Time
 	if exact != nil && !m.Cover {
 		best, bestScore = exact, exactScore
 	} else {
-		best, bestScore = m.localSearch(p, s1, cur, bySize, deadline)
+		best, bestScore = m.localSearch(p, s1, cur, bySize, b)
 		if exact != nil && exactScore.less(bestScore) {
 			best, bestScore = exact, exactScore
 		}
@@ -142,28 +144,28 @@ func (m *Measure) Refine(p *model.Problem, res *alloc.Result, deadline time.Time
 // localSearch improves the placement cur, held in s1, in place, and
 // places the claims afresh, largest first, in a state of their own; it
 // returns the better of the two.
-func (m *Measure) localSearch(p *model.Problem, s1 *model.State, cur []*alloc.Assignment, bySize func([]*alloc.Assignment), deadline time.Time) ([]*alloc.Assignment, placementScore) {
+func (m *Measure) localSearch(p *model.Problem, s1 *model.State, cur []*alloc.Assignment, bySize func([]*alloc.Assignment), b budget) ([]*alloc.Assignment, placementScore) {
 	bySize(cur)
-	m.reinsert(s1, cur, deadline)
+	m.reinsert(s1, cur, b)
 	if m.Cover {
-		m.cover(s1, cur, deadline)
+		m.cover(s1, cur, b)
 	}
 	best, bestScore := cur, m.score(s1)
 	// Start 2: afresh, largest first.
 	s2 := model.NewState(p)
 	var fresh []*alloc.Assignment
 	for _, a := range cur {
-		b, ok := m.Place(s2, a.Claim, FGD)
-		if !ok || time.Now().After(deadline) {
+		placed, ok := m.Place(s2, a.Claim, FGD)
+		if !ok || b.over() {
 			fresh = nil
 			break
 		}
-		fresh = append(fresh, b)
+		fresh = append(fresh, placed)
 	}
 	if fresh != nil {
-		m.reinsert(s2, fresh, deadline)
+		m.reinsert(s2, fresh, b)
 		if m.Cover {
-			m.cover(s2, fresh, deadline)
+			m.cover(s2, fresh, b)
 		}
 		if sc := m.score(s2); sc.less(bestScore) {
 			best, bestScore = fresh, sc
@@ -171,6 +173,15 @@ func (m *Measure) localSearch(p *model.Problem, s1 *model.State, cur []*alloc.As
 	}
 	return best, bestScore
 }
+
+// budget is when Refine's searches stop: the context ended or the
+// deadline passed.
+type budget struct {
+	ctx context.Context
+	end time.Time
+}
+
+func (b budget) over() bool { return b.ctx.Err() != nil || time.Now().After(b.end) }
 
 // refinePasses bounds the re-insertion passes.
 const refinePasses = 3
@@ -210,11 +221,11 @@ func release(s *model.State, a *alloc.Assignment) {
 }
 
 // reinsert improves the placement in s of the assignments as, in place.
-func (m *Measure) reinsert(s *model.State, as []*alloc.Assignment, deadline time.Time) {
+func (m *Measure) reinsert(s *model.State, as []*alloc.Assignment, b budget) {
 	for pass := 0; pass < refinePasses; pass++ {
 		changed := false
 		for i, a := range as {
-			if time.Now().After(deadline) {
+			if b.over() {
 				return
 			}
 			release(s, a)

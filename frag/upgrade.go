@@ -3,7 +3,6 @@ package frag
 import (
 	"math"
 	"sort"
-	"time"
 
 	"github.com/drasat/drasat/alloc"
 	"github.com/drasat/drasat/model"
@@ -27,7 +26,7 @@ import (
 //
 // It returns the assignments (as, changed in place and extended) and the
 // claims no longer admitted.
-func (m *Measure) upgrade(s *model.State, as []*alloc.Assignment, deadline time.Time) ([]*alloc.Assignment, []*model.Claim) {
+func (m *Measure) upgrade(s *model.State, as []*alloc.Assignment, b budget) ([]*alloc.Assignment, []*model.Claim) {
 	admitted := map[int]bool{}
 	for _, a := range as {
 		admitted[a.Claim.Index] = true
@@ -57,7 +56,7 @@ func (m *Measure) upgrade(s *model.State, as []*alloc.Assignment, deadline time.
 	traded := map[int]bool{}
 	var out []*model.Claim
 	for _, r := range pending {
-		if time.Now().After(deadline) {
+		if b.over() {
 			break
 		}
 		if b, ok := m.Place(s, r, FGD); ok {
