@@ -118,7 +118,11 @@ func decode(p *model.Problem, m *encode.Model, s *solver.S) []*Assignment {
 	return out
 }
 
-// deviceNode is the node a lone device pins its claim to (-1: any).
+// deviceNode is the node a lone device pins its claim to (-1: any). It
+// differs from model.Problem.CommonNode on purpose: a device several
+// nodes reach (a multi-host device's node selector) still gives the
+// assignment a node, the first that reaches it, where its pod may run;
+// the result's nodeSelector is the device's own (nodeSelector, result.go).
 func deviceNode(p *model.Problem, d int) int {
 	dev := p.Devices[d]
 	if dev.All || len(dev.Reach) == 0 {

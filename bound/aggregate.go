@@ -264,9 +264,7 @@ func (r *Relaxation) realiseLayouts(ag *aggregated, values map[string]float64, p
 	for _, b := range r.Bins {
 		g := group{b.Type, -1}
 		if perNode {
-			if dev := r.p.Devices[b.Devices[0]]; len(dev.Reach) == 1 {
-				g.node = dev.Reach[0]
-			}
+			g.node = r.p.CommonNode(b.Devices)
 		}
 		if byGroup[g] == nil {
 			groups = append(groups, g)

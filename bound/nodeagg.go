@@ -83,13 +83,9 @@ func (r *Relaxation) NodeAggregateBy(deadline time.Time) (*NodeAggregate, error)
 	group := map[tn]int{}
 	nodes := map[int]bool{}
 	for _, b := range r.Bins {
-		n := -2
-		for _, d := range b.Devices {
-			dev := r.p.Devices[d]
-			if dev.All || len(dev.Reach) != 1 || n != -2 && dev.Reach[0] != n {
-				return na, fmt.Errorf("bin %d: its devices are not all on one node", b.Index)
-			}
-			n = dev.Reach[0]
+		n := r.p.CommonNode(b.Devices)
+		if n < 0 {
+			return na, fmt.Errorf("bin %d: its devices are not all on one node", b.Index)
 		}
 		k := tn{b.Type, n}
 		gi, ok := group[k]
@@ -238,10 +234,7 @@ func (na *NodeAggregate) Realise(values map[string]float64, claims []*model.Clai
 		if pi < 0 {
 			continue
 		}
-		n := -1
-		if dev := na.r.p.Devices[b.Devices[0]]; len(dev.Reach) == 1 {
-			n = dev.Reach[0]
-		}
+		n := na.r.p.CommonNode(b.Devices)
 		cnt := map[int]int{}
 		for _, s := range na.ag.pats[b.Type][pi] {
 			cnt[s]++

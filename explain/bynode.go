@@ -55,10 +55,7 @@ func (e *explainer) splitNodes(target *model.Claim) (nodes []int, ok bool) {
 	if len(nodes) == 0 || nodes[0] < 0 {
 		return nil, false
 	}
-	local := func(d, n int) bool {
-		dev := e.p.Devices[d]
-		return !dev.All && len(dev.Reach) == 1 && dev.Reach[0] == n
-	}
+	local := func(d, n int) bool { return e.p.CommonNode([]int{d}) == n }
 	for _, r := range target.Requests {
 		for _, a := range r.Alternatives {
 			if a.All {
@@ -66,10 +63,10 @@ func (e *explainer) splitNodes(target *model.Claim) (nodes []int, ok bool) {
 			}
 			for _, d := range a.Candidates {
 				dev := e.p.Devices[d]
-				if dev.All || len(dev.Reach) != 1 {
+				n := e.p.CommonNode([]int{d})
+				if n < 0 {
 					return nil, false
 				}
-				n := dev.Reach[0]
 				for _, c := range dev.Consumes {
 					for _, o := range e.p.CounterSets[c.Set].Devices {
 						if !local(o, n) {

@@ -132,8 +132,9 @@ func (m *Measure) newExact(claims []*model.Claim, b budget) *exactSearch {
 			return ok
 		}
 		dev := p.Devices[d]
-		ok := len(dev.Consumes) == 1 && !dev.MultiAlloc && !dev.All && len(dev.Reach) == 1 &&
-			m.setNode[dev.Consumes[0].Set] == dev.Reach[0] && len(m.share[dev.Consumes[0].Set]) > 0
+		n := p.CommonNode([]int{d})
+		ok := len(dev.Consumes) == 1 && !dev.MultiAlloc && n >= 0 &&
+			m.setNode[dev.Consumes[0].Set] == n && len(m.share[dev.Consumes[0].Set]) > 0
 		for _, i := range dev.Incompatible {
 			ok = ok && len(p.Devices[i].Consumes) == 1 && p.Devices[i].Consumes[0].Set == dev.Consumes[0].Set
 		}

@@ -47,12 +47,7 @@ type Measure struct {
 func newMeasure(p *model.Problem) *Measure {
 	m := &Measure{p: p, setNode: make([]int, len(p.CounterSets)), nodeSets: map[int][]int{}, share: make([][]int, len(p.CounterSets))}
 	for i, cs := range p.CounterSets {
-		node := -1
-		if len(cs.Devices) > 0 {
-			if d := p.Devices[cs.Devices[0]]; !d.All && len(d.Reach) > 0 {
-				node = d.Reach[0]
-			}
-		}
+		node := p.CommonNode(cs.Devices) // -1: a counter set not on one node
 		m.setNode[i] = node
 		m.nodeSets[node] = append(m.nodeSets[node], i)
 		for j, name := range cs.Counters {
