@@ -165,28 +165,11 @@ type realisationGroup struct {
 // joins all of its node's bins.
 func realisationGroups(cs *componentState, re *bound.Realisation) []realisationGroup {
 	bins := cs.rel.Bins
-	parent := make([]int, len(bins))
-	for i := range parent {
-		parent[i] = i
-	}
-	var find func(int) int
-	find = func(i int) int {
-		for parent[i] != i {
-			parent[i] = parent[parent[i]]
-			i = parent[i]
-		}
-		return i
-	}
-	union := func(a, b int) { parent[find(a)] = find(b) }
-	binNode := func(b int) int {
-		if r := cs.p.Devices[bins[b].Devices[0]].Reach; len(r) == 1 {
-			return r[0]
-		}
-		return -1
-	}
+	uf := newUnionFind(len(bins))
+	find, union := uf.find, uf.union
 	nodeBins := map[int][]int{}
 	for b := range bins {
-		n := binNode(b)
+		n := cs.p.CommonNode(bins[b].Devices)
 		nodeBins[n] = append(nodeBins[n], b)
 	}
 	binsOf := func(c *model.Claim) []int {

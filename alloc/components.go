@@ -8,19 +8,8 @@ import "github.com/drasat/drasat/model"
 // by compatibleOnlyWith. Each group keeps input order.
 func components(p *model.Problem) [][]*model.Claim {
 	nd, ns := len(p.Devices), len(p.CounterSets)
-	parent := make([]int, len(p.Claims)+nd+ns)
-	for i := range parent {
-		parent[i] = i
-	}
-	var find func(int) int
-	find = func(x int) int {
-		for parent[x] != x {
-			parent[x] = parent[parent[x]]
-			x = parent[x]
-		}
-		return x
-	}
-	union := func(a, b int) { parent[find(a)] = find(b) }
+	uf := newUnionFind(len(p.Claims) + nd + ns)
+	find, union := uf.find, uf.union
 	dev := func(d int) int { return len(p.Claims) + d }
 	set := func(s int) int { return len(p.Claims) + nd + s }
 	for _, c := range p.Claims {

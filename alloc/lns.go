@@ -3,6 +3,7 @@ package alloc
 import (
 	"context"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"time"
 
@@ -240,27 +241,9 @@ func hasAll(c *model.Claim) bool {
 // mayUse tells whether every request of c has a candidate among the
 // devices marked inB.
 func mayUse(c *model.Claim, inB []bool) bool {
-	for _, r := range c.Requests {
-		ok := false
-		for _, a := range r.Alternatives {
-			if a.AdminAccess {
-				ok = true
-			}
-			for _, d := range a.Candidates {
-				if inB[d] {
-					ok = true
-					break
-				}
-			}
-			if ok {
-				break
-			}
-		}
-		if !ok {
-			return false
-		}
-	}
-	return true
+	return c.EveryRequest(func(a *model.Alternative) bool {
+		return a.AdminAccess || slices.ContainsFunc(a.Candidates, func(d int) bool { return inB[d] })
+	})
 }
 
 // sharesWithCounters holds in place the shares a kept claim has of shared

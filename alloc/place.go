@@ -81,19 +81,9 @@ func search(s *model.State, c *model.Claim, skip map[int]bool, steps int) (a *As
 // without a search (which could run out of budget trying the requests
 // before the hopeless one).
 func servable(c *model.Claim) bool {
-	for _, r := range c.Requests {
-		ok := false
-		for _, a := range r.Alternatives {
-			if a.All && len(a.Candidates) > 0 || !a.All && len(a.Candidates) >= a.Count {
-				ok = true
-				break
-			}
-		}
-		if !ok {
-			return false
-		}
-	}
-	return true
+	return c.EveryRequest(func(a *model.Alternative) bool {
+		return a.All && len(a.Candidates) > 0 || !a.All && len(a.Candidates) >= a.Count
+	})
 }
 
 // claimNodes lists the nodes worth trying for c in name order (p.Nodes is

@@ -2,6 +2,7 @@ package frag
 
 import (
 	"math"
+	"slices"
 
 	"github.com/drasat/drasat/alloc"
 	"github.com/drasat/drasat/model"
@@ -106,24 +107,9 @@ func (m *Measure) placeWhere(s *model.State, c *model.Claim, rule Rule, allowed 
 // anyFits tells whether every request of c has some candidate on node n
 // that fits now.
 func anyFits(s *model.State, c *model.Claim, n int) bool {
-	for _, r := range c.Requests {
-		ok := false
-		for _, a := range r.Alternatives {
-			for _, d := range a.CandidatesOn(n) {
-				if s.FitsFor(d, a, !a.AdminAccess) {
-					ok = true
-					break
-				}
-			}
-			if ok {
-				break
-			}
-		}
-		if !ok {
-			return false
-		}
-	}
-	return true
+	return c.EveryRequest(func(a *model.Alternative) bool {
+		return slices.ContainsFunc(a.CandidatesOn(n), func(d int) bool { return s.FitsFor(d, a, !a.AdminAccess) })
+	})
 }
 
 func (m *Measure) nodeFragAt(s *model.State, n int) float64 {
