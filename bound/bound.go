@@ -42,10 +42,6 @@ type Relaxation struct {
 	binOf   []int // device -> bin, -1 for devices no claim here can use
 	types   []*binType
 	state   *model.State // scratch state for pricing, at the batch's start
-	// best is the π of the least L(π) any Solve has seen, and its value:
-	// the start of the claim-pattern descent (SolvePatterns).
-	best      []float64
-	bestValue float64
 }
 
 // class is a group of interchangeable claims.

@@ -1,12 +1,10 @@
 package bound
 
 import (
-	"context"
 	"math"
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/drasat/drasat/model"
 )
@@ -198,56 +196,6 @@ func take(v []kc, kind, n int) []kc {
 	return out
 }
 
-type packEntry struct {
-	val  float64
-	item int  // -1: the lowest kind's device is left empty
-	rest []kc // what is left after the choice
-}
-
-// packer finds best packings at one λ.
-type packer struct {
-	ps     *patterns
-	lambda []float64
-	memo   map[string]packEntry
-}
-
-// best is the most λ a packing of items into v is worth.
-func (pk *packer) best(v []kc) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	key := keyOf(v)
-	if e, ok := pk.memo[key]; ok {
-		return e.val
-	}
-	k0 := v[0].kind
-	rest := take(v, k0, 1)
-	e := packEntry{val: pk.best(rest), item: -1, rest: rest}
-	for _, i := range pk.ps.byKind[k0] {
-		if pk.lambda[i] <= 0 {
-			continue
-		}
-		pk.place(pk.ps.items[i].reqs, v, k0, false, func(after []kc) {
-			if val := pk.lambda[i] + pk.best(after); val > e.val+1e-12 {
-				e = packEntry{val: val, item: i, rest: after}
-			}
-		})
-	}
-	pk.memo[key] = e
-	return e.val
-}
-
-// place enumerates the ways to take reqs' devices from v, using at least
-// one device of kind k0, and calls emit with what is left.
-func (pk *packer) place(reqs []itemReq, v []kc, k0 int, usedK0 bool, emit func([]kc)) {
-	takeEach(reqs, v, k0, usedK0, func(after []kc, used bool) bool {
-		if used {
-			emit(after)
-		}
-		return true
-	})
-}
-
 // takeEach enumerates the ways to take reqs' devices from v (each request
 // its count, spread over its kinds), calling emit with what is left and
 // whether a device of kind k0 was taken (or used already was); it stops
@@ -284,128 +232,4 @@ func takeEach(reqs []itemReq, v []kc, k0 int, used bool, emit func(after []kc, u
 		return true
 	}
 	return choose(0, rq.cnt, v, used)
-}
-
-// counts adds the items of v's best packing (best must have run on v).
-func (pk *packer) counts(v []kc, m float64, g []float64) {
-	for len(v) > 0 {
-		e := pk.memo[keyOf(v)]
-		if e.item >= 0 {
-			g[e.item] += m
-		}
-		v = e.rest
-	}
-}
-
-// PatternResult is the claim-pattern descent's outcome.
-type PatternResult struct {
-	// Bound is a proven upper bound on the admitted weight; math.MaxInt64
-	// when the relaxation does not apply (a bin type without enumerated
-	// layouts) or the descent never ran.
-	Bound      int64
-	Value      float64
-	Iterations int
-}
-
-// SolvePatterns minimises the claim-pattern relaxation's L(λ) by
-// subgradient descent from the best device-kind prices any Solve found,
-// until the bound meets lower, the steps vanish or the deadline passes.
-func (r *Relaxation) SolvePatterns(ctx context.Context, lower int64, deadline time.Time) PatternResult {
-	res := PatternResult{Bound: math.MaxInt64, Value: math.Inf(1)}
-	vecs := make([][][]kc, len(r.types))
-	for t, bt := range r.types {
-		lay := r.layoutsOf(bt)
-		if lay == nil {
-			return res
-		}
-		for _, v := range lay.vecs {
-			var s []kc
-			for _, x := range v {
-				s = append(s, kc{x.kind, int(x.n)})
-			}
-			vecs[t] = append(vecs[t], s)
-		}
-	}
-	ps := r.patternItems()
-	lambda := make([]float64, len(ps.items))
-	for i, it := range ps.items {
-		k := r.classes[it.class]
-		for _, rq := range it.reqs {
-			cheapest := math.Inf(1)
-			for _, kd := range rq.kinds {
-				if r.best != nil {
-					cheapest = math.Min(cheapest, r.best[kd])
-				}
-			}
-			if math.IsInf(cheapest, 1) {
-				cheapest = k.weight / float64(len(ps.classItems[it.class])) / it.mult / float64(len(it.reqs)*rq.cnt)
-			}
-			lambda[i] += float64(rq.cnt) * cheapest
-		}
-	}
-	eval := func() (float64, []float64) {
-		g := make([]float64, len(lambda))
-		total := 0.0
-		for ki, k := range r.classes {
-			if !ps.served[ki] {
-				continue
-			}
-			reduced := k.weight
-			for _, i := range ps.classItems[ki] {
-				reduced -= ps.items[i].mult * lambda[i]
-			}
-			if reduced <= 0 {
-				continue
-			}
-			total += float64(k.n) * reduced
-			for _, i := range ps.classItems[ki] {
-				g[i] -= float64(k.n) * ps.items[i].mult
-			}
-		}
-		pk := &packer{ps: ps, lambda: lambda, memo: map[string]packEntry{}}
-		for t, bt := range r.types {
-			bv, bvec := 0.0, []kc(nil)
-			for _, v := range vecs[t] {
-				if x := pk.best(v); bvec == nil || x > bv+1e-12 {
-					bv, bvec = x, v
-				}
-			}
-			total += float64(bt.m) * bv
-			if bvec != nil {
-				pk.counts(bvec, float64(bt.m), g)
-			}
-		}
-		return total, g
-	}
-	theta, stale := 1.0, 0
-	for it := 0; it < 3000; it++ {
-		if ctx.Err() != nil || time.Now().After(deadline) {
-			break
-		}
-		v, g := eval()
-		res.Iterations++
-		if v < res.Value-1e-9 {
-			res.Value, stale = v, 0
-		} else if stale++; stale >= 15 {
-			theta, stale = theta/2, 0
-		}
-		if math.Floor(res.Value+1e-6) <= float64(lower) || theta < 1e-6 {
-			break
-		}
-		norm := 0.0
-		for _, x := range g {
-			norm += x * x
-		}
-		if norm == 0 {
-			break
-		}
-		step := theta * math.Max(v-float64(lower), 0.5) / norm
-		for i := range lambda {
-			lambda[i] = math.Max(0, lambda[i]-step*g[i])
-		}
-	}
-	if !math.IsInf(res.Value, 1) {
-		res.Bound = int64(math.Floor(res.Value + 1e-6))
-	}
-	return res
 }

@@ -135,9 +135,6 @@ func (r *Relaxation) Solve(ctx context.Context, lower int64, deadline time.Time,
 	if res.Iterations > 0 {
 		res.Bound = int64(math.Floor(res.Value + 1e-6))
 	}
-	if res.Price != nil && (r.best == nil || res.Value < r.bestValue) {
-		r.best, r.bestValue = res.Price, res.Value
-	}
 	if n := len(res.Snapshots); res.Price != nil && (n == 0 || !equalPrices(res.Snapshots[n-1], res.Price)) {
 		res.Snapshots = append(res.Snapshots, res.Price)
 	}
