@@ -93,7 +93,7 @@ func BenchmarkMIG8x8Claims500FirstFitDecreasing(b *testing.B) {
 func BenchmarkMIG2x8Claims100Upstream(b *testing.B) { benchUpstream(b, MIG(DefaultMIG(2, 8, 100, 1))) }
 
 // pathologicalObjs: one request for k of n identical devices plus a request
-// nothing matches, then a claim that fits (issue 4: upstream needs 0.22 s
+// nothing matches, then a claim that fits (upstream needs 0.22 s
 // at n=32, k=4 and times out at n=32, k=8).
 func pathologicalObjs(n, k int) *model.Objects {
 	c := upClaim("patho", upExact("a", int64(k), upModelSel("x")), upExact("b", 1, upModelSel("y")))
