@@ -46,7 +46,7 @@ func TestRunLeadingReleasesLeaseAfterWork(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	opts := Options{Identity: "a"}
+	opts := Options{Identity: "a", WriteTimeout: 500 * time.Millisecond}
 	opts.Defaults()
 	ctl := &Controller{Reconciler: &Reconciler{Opts: opts, Log: zap.NewNop(), Metrics: NewMetrics()}}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -80,7 +80,7 @@ func TestRunLeadingReleasesLeaseAfterWork(t *testing.T) {
 func TestRunLeadingFailsWithoutLeaseAccess(t *testing.T) {
 	client := fake.NewClientset()
 	allowAccessReviews(client, false)
-	opts := Options{}
+	opts := Options{WriteTimeout: 100 * time.Millisecond}
 	opts.Defaults()
 	ctl := &Controller{Reconciler: &Reconciler{Opts: opts, Log: zap.NewNop(), Metrics: NewMetrics()}}
 	err := ctl.RunLeading(context.Background(), client, LeaderElection{Namespace: "kube-system", Name: "drasat",

@@ -68,6 +68,11 @@ type Options struct {
 	// five times the pass's budget (Timeout plus SettleTimeout), at least a
 	// minute.
 	StuckAfter time.Duration
+	// WriteTimeout bounds each API write; 0 means 4 s. With leader
+	// election it must be below the lease duration minus the renew
+	// deadline (LeaderElection.Validate): a write is only started when it
+	// ends before the Lease, as last renewed, could expire (fence.go).
+	WriteTimeout time.Duration
 
 	LiveOptions // write workers, adaptive window (writer.go, window.go)
 }
@@ -108,6 +113,9 @@ func (o *Options) Defaults() {
 	if o.SettleTimeout == 0 {
 		o.SettleTimeout = 5 * time.Second
 	}
+	if o.WriteTimeout == 0 {
+		o.WriteTimeout = DefaultWriteTimeout
+	}
 	if o.StuckAfter == 0 {
 		o.StuckAfter = max(5*(o.Timeout+o.SettleTimeout), time.Minute)
 	}
@@ -122,8 +130,8 @@ func (o *Options) Validate() error {
 	if err := model.CheckCompat(o.Compat); err != nil {
 		return err
 	}
-	if o.BatchWindow < 0 || o.MaxBatch < 0 || o.Timeout < 0 || o.StuckAfter < 0 || o.Hold < 0 {
-		return fmt.Errorf("batch window, max batch, timeout, stuck-after and hold must not be negative")
+	if o.BatchWindow < 0 || o.MaxBatch < 0 || o.Timeout < 0 || o.StuckAfter < 0 || o.Hold < 0 || o.WriteTimeout < 0 {
+		return fmt.Errorf("batch window, max batch, timeout, stuck-after, hold and write timeout must not be negative")
 	}
 	return nil
 }

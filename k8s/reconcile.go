@@ -2,6 +2,7 @@ package k8s
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -78,6 +79,10 @@ type Reconciler struct {
 	// holding.go); holdRecheck is when the held ones are due again.
 	holder      *hold.Holder
 	holdRecheck time.Time
+
+	// fence admits writes while this replica leads (fence.go); nil
+	// without leader election.
+	fence *fence
 }
 
 // PassResult summarises one pass.
@@ -537,9 +542,10 @@ func newer(a, b *resourceapi.ResourceClaim) bool {
 // then sets status.allocation; both updates carry the resourceVersion read,
 // so a claim changed meanwhile is never overwritten.
 func (r *Reconciler) write(ctx context.Context, cur *resourceapi.ResourceClaim, a *resourceapi.AllocationResult) (*resourceapi.ResourceClaim, error) {
-	// Finish the two requests even when shutdown starts in between.
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
-	defer cancel()
+	// Each request is admitted by the fence on its own (fence.go): the
+	// second is not started once leadership is no longer assured; the
+	// claim then keeps its finalizer and annotation without an
+	// allocation, as after a conflict, and is solved again.
 	claims := r.Client.ResourceV1().ResourceClaims(cur.Namespace)
 	c := cur.DeepCopy()
 	if !slices.Contains(c.Finalizers, Finalizer) || c.Annotations[UnallocatableAnnotation] != "" || c.Annotations[AllocatedByAnnotation] != r.Opts.Identity {
@@ -551,9 +557,14 @@ func (r *Reconciler) write(ctx context.Context, cur *resourceapi.ResourceClaim, 
 		}
 		delete(c.Annotations, UnallocatableAnnotation)
 		c.Annotations[AllocatedByAnnotation] = r.Opts.Identity
-		var err error
+		wctx, done, err := r.startWrite(ctx)
+		if err != nil {
+			return nil, err
+		}
 		r.Metrics.Writes.WithLabelValues("claim").Inc()
-		if c, err = claims.Update(wctx, c, metav1.UpdateOptions{FieldManager: Component}); err != nil {
+		c, err = claims.Update(wctx, c, metav1.UpdateOptions{FieldManager: Component})
+		done()
+		if err != nil {
 			return nil, err
 		}
 		c = c.DeepCopy()
@@ -568,6 +579,11 @@ func (r *Reconciler) write(ctx context.Context, cur *resourceapi.ResourceClaim, 
 		now := metav1.NewTime(time.Now().Truncate(time.Second))
 		c.Status.Allocation.AllocationTimestamp = &now
 	}
+	wctx, done, err := r.startWrite(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	r.Metrics.Writes.WithLabelValues("claim-status").Inc()
 	return claims.UpdateStatus(wctx, c, metav1.UpdateOptions{FieldManager: Component})
 }
@@ -579,12 +595,22 @@ func (r *Reconciler) unallocatable(ctx context.Context, c *resourceapi.ResourceC
 	if r.reported[string(c.UID)] == why {
 		return
 	}
+	if r.Opts.DryRun {
+		r.reported[string(c.UID)] = why
+		r.Metrics.ClaimsFailed.Inc()
+		r.Log.Info("unallocatable", zap.String("claim", claimKey(c)), zap.String("reason", why))
+		return
+	}
+	// Fenced like every write (fence.go): a replica that may have lost
+	// the Lease reports nothing; the successor does.
+	wctx, done, err := r.startWrite(ctx)
+	if err != nil {
+		return
+	}
+	defer done()
 	r.reported[string(c.UID)] = why
 	r.Metrics.ClaimsFailed.Inc()
 	r.Log.Info("unallocatable", zap.String("claim", claimKey(c)), zap.String("reason", why))
-	if r.Opts.DryRun {
-		return
-	}
 	if r.Recorder != nil {
 		r.Recorder.Event(c, corev1.EventTypeWarning, ReasonUnallocatable, why)
 	}
@@ -596,8 +622,6 @@ func (r *Reconciler) unallocatable(ctx context.Context, c *resourceapi.ResourceC
 		u.Annotations = map[string]string{}
 	}
 	u.Annotations[UnallocatableAnnotation] = why
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
-	defer cancel()
 	if _, err := r.Client.ResourceV1().ResourceClaims(c.Namespace).Update(wctx, u, metav1.UpdateOptions{FieldManager: Component}); err != nil {
 		// Not fatal: the next pass tries again.
 		delete(r.reported, string(c.UID))
@@ -690,11 +714,13 @@ func (r *Reconciler) ungate(ctx context.Context, written map[string]*resourceapi
 		if !ready {
 			continue
 		}
-		u := p.DeepCopy()
-		u.Spec.SchedulingGates = slices.DeleteFunc(u.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool { return g.Name == SchedulingGate })
-		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
-		_, err := r.Client.CoreV1().Pods(p.Namespace).Update(wctx, u, metav1.UpdateOptions{FieldManager: Component})
-		cancel()
+		err := r.removeGate(ctx, p)
+		if err != nil && ctx.Err() != nil {
+			return nil
+		}
+		if errors.Is(err, ErrFenced) {
+			return err
+		}
 		if err != nil {
 			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 				res.Requeue = true
@@ -724,8 +750,11 @@ func (r *Reconciler) verify(written map[string]*resourceapi.ResourceClaim, c *re
 
 // withdraw clears an allocation drasat wrote (resourceVersion-guarded).
 func (r *Reconciler) withdraw(ctx context.Context, c *resourceapi.ResourceClaim, why error) error {
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
-	defer cancel()
+	wctx, done, err := r.startWrite(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
 	u := c.DeepCopy()
 	u.Status.Allocation = nil
 	if _, err := r.Client.ResourceV1().ResourceClaims(c.Namespace).UpdateStatus(wctx, u, metav1.UpdateOptions{FieldManager: Component}); err != nil {
@@ -756,9 +785,8 @@ func devices(c *resourceapi.ResourceClaim) string {
 	return strings.Join(parts, ", ")
 }
 
-// writeTimeout bounds each write. Writes are not cancelled by shutdown or
-// lost leadership (a claim is never left half-written by drasat's own
-// cancellation); this bound is below the gap between the leader's renew
-// deadline and the lease duration, so a successor cannot start writing
-// while an old leader's write is still in flight.
-const writeTimeout = 4 * time.Second
+// DefaultWriteTimeout bounds each write (Options.WriteTimeout). Writes
+// are not cancelled by shutdown or lost leadership (a claim is never left
+// half-written by drasat's own cancellation); the fence (fence.go) starts
+// one only when it ends before the Lease could expire.
+const DefaultWriteTimeout = 4 * time.Second
