@@ -142,7 +142,9 @@ func TestLostLease(t *testing.T) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", c.drasatKC)
 	must(t, err)
 	var slow atomic.Bool
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return slowClaimWrites{rt: rt, on: &slow, d: 2500 * time.Millisecond} })
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return slowClaimWrites{rt: rt, on: &slow, d: 2500 * time.Millisecond}
+	})
 	client := kubernetes.NewForConfigOrDie(cfg)
 	le := k8s.LeaderElection{Namespace: drasatNamespace, Name: "drasat", LeaseDuration: 8 * time.Second, RenewDeadline: 4 * time.Second, RetryPeriod: 500 * time.Millisecond}
 	flags := []string{"--leader-elect-lease-duration=8s", "--leader-elect-renew-deadline=4s", "--leader-elect-retry-period=500ms", "--write-timeout=3s", "--batch-window=500ms"}
