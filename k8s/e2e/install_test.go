@@ -219,6 +219,7 @@ func TestGatingDeployment(t *testing.T) {
 	// The policy acts once the API server has loaded it: probe with
 	// dry-run creates.
 	probe := pod(ns, "probe", false, fromTemplate("gpu", "mig"))
+	delete(probe.Labels, "drasat.dev/enabled")
 	c.eventually("mutating policy active", 30*time.Second, func() (bool, error) {
 		got, err := c.admin.CoreV1().Pods(ns).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		return err == nil && hasGate(got), err
@@ -230,7 +231,9 @@ func TestGatingDeployment(t *testing.T) {
 	if hasGate(got) {
 		t.Error("a pod labelled drasat.dev/enabled=false was gated")
 	}
-	got, err = c.admin.CoreV1().Pods("default").Create(ctx, pod("default", "plain", false, fromTemplate("gpu", "mig")), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	plain := pod("default", "plain", false, fromTemplate("gpu", "mig"))
+	delete(plain.Labels, "drasat.dev/enabled")
+	got, err = c.admin.CoreV1().Pods("default").Create(ctx, plain, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 	must(t, err)
 	if hasGate(got) {
 		t.Error("a pod in a namespace without drasat.dev/enabled=true was gated")
@@ -238,6 +241,7 @@ func TestGatingDeployment(t *testing.T) {
 
 	c.startDrasat("drasat-a")
 	tmpl := pod(ns, "web", false, fromTemplate("gpu", "mig"))
+	delete(tmpl.Labels, "drasat.dev/enabled")
 	const replicas = 4
 	d := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
