@@ -119,6 +119,11 @@ func (r *Reconciler) Pass(ctx context.Context) (PassResult, error) {
 	if err != nil {
 		return res, err
 	}
+	// Weights from the pods' priorities (weight.go), for the claims and
+	// for the stand-ins below.
+	prio := podPriorities(snap)
+	snap.Claims = slices.Clone(snap.Claims)
+	weighClaims(snap.Claims, prio)
 	pending := ours(snap, r.Opts.Namespace)
 	res.Pending = len(pending)
 	r.Metrics.PendingClaims.Set(float64(len(pending)))
@@ -133,6 +138,7 @@ func (r *Reconciler) Pass(ctx context.Context) (PassResult, error) {
 	// The claims gated pods will get but do not have yet (projection.go),
 	// within what the batch bound leaves.
 	dem := projectDemand(snap, r.Opts.Namespace)
+	weighClaims(dem.projected, prio)
 	projected := dem.projected
 	if m := r.maxBatch(); m > 0 {
 		projected = projected[:min(len(projected), max(m-len(batch), 0))]

@@ -78,3 +78,42 @@ func TestClaimWriteScope(t *testing.T) {
 		t.Error("the scheduler's allocation was withdrawn")
 	}
 }
+
+// TestWeightAnnotationRefused: deploy/'s drasat-weight policy refuses
+// drasat.dev/weight on claims and claim templates (a tenant raising its
+// own priority) except where an administrator labelled the namespace
+// drasat.dev/weight-allowed=true.
+func TestWeightAnnotationRefused(t *testing.T) {
+	c := newCluster(t)
+	ctx := context.Background()
+	c.namespace("tenant")
+	c.namespaceLabelled("trusted", map[string]string{"drasat.dev/enabled": "true", "drasat.dev/weight-allowed": "true"})
+	weighted := func(ns, name string) *resourceapi.ResourceClaim {
+		return &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
+			Annotations: map[string]string{"drasat.dev/weight": "1000"}}, Spec: migSpec("1g.5gb")}
+	}
+	tmpl := func(ns string) *resourceapi.ResourceClaimTemplate {
+		return &resourceapi.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "heavy"},
+			Spec: resourceapi.ResourceClaimTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{"drasat.dev/weight": "1000"}}, Spec: migSpec("1g.5gb")}}
+	}
+	const msg = "drasat.dev/weight is only allowed in namespaces labelled drasat.dev/weight-allowed=true"
+	c.eventually("weight policy active", 30*time.Second, func() (bool, error) {
+		_, err := c.admin.ResourceV1().ResourceClaims("tenant").Create(ctx, weighted("tenant", "probe"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err != nil && strings.Contains(err.Error(), msg), nil
+	})
+	_, err := c.admin.ResourceV1().ResourceClaims("tenant").Create(ctx, weighted("tenant", "w"), metav1.CreateOptions{})
+	denied(t, "weighted claim in a tenant namespace", err, msg)
+	_, err = c.admin.ResourceV1().ResourceClaimTemplates("tenant").Create(ctx, tmpl("tenant"), metav1.CreateOptions{})
+	denied(t, "weighted template in a tenant namespace", err, msg)
+	c.createClaim("tenant", "plain", migSpec("1g.5gb"), true)
+	u := c.claim("tenant", "plain")
+	u.Annotations = map[string]string{"drasat.dev/weight": "1000"}
+	_, err = c.admin.ResourceV1().ResourceClaims("tenant").Update(ctx, u, metav1.UpdateOptions{})
+	denied(t, "weight added to a claim", err, msg)
+	if _, err := c.admin.ResourceV1().ResourceClaims("trusted").Create(ctx, weighted("trusted", "w"), metav1.CreateOptions{}); err != nil {
+		t.Errorf("weighted claim where an admin allows it: %v", err)
+	}
+	if _, err := c.admin.ResourceV1().ResourceClaimTemplates("trusted").Create(ctx, tmpl("trusted"), metav1.CreateOptions{}); err != nil {
+		t.Errorf("weighted template where an admin allows it: %v", err)
+	}
+}
