@@ -181,6 +181,21 @@ func TestNamespacedRBAC(t *testing.T) {
 	if _, err := c.admin.RbacV1().ClusterRoleBindings().Get(ctx, "drasat-write", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("deploy/namespaced keeps cluster-wide write rights: %v", err)
 	}
+	// The overlay gates pods of ml only: this drasat would never ungate a
+	// pod elsewhere, though that namespace is labelled for drasat too.
+	gp := pod("ml", "probe", false, fromTemplate("gpu", "mig"))
+	delete(gp.Labels, "drasat.dev/enabled")
+	c.eventually("gating policy active in ml", 30*time.Second, func() (bool, error) {
+		got, err := c.admin.CoreV1().Pods("ml").Create(ctx, gp, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err == nil && hasGate(got), err
+	})
+	// The API server reloads the changed binding within seconds; a pod
+	// elsewhere must then stay ungated.
+	gp.Namespace = "elsewhere"
+	c.eventually("pods outside ml not gated", 30*time.Second, func() (bool, error) {
+		got, err := c.admin.CoreV1().Pods("elsewhere").Create(ctx, gp, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err == nil && !hasGate(got), err
+	})
 	c.createPod(pod("elsewhere", "p", true))
 	as := c.drasatClient()
 	u, err := c.admin.CoreV1().Pods("elsewhere").Get(ctx, "p", metav1.GetOptions{})
