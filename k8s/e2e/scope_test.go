@@ -117,3 +117,30 @@ func TestWeightAnnotationRefused(t *testing.T) {
 		t.Errorf("weighted template where an admin allows it: %v", err)
 	}
 }
+
+// TestGatingNodeName: in a namespace labelled for drasat, a pod created
+// with spec.nodeName (it bypasses the scheduler) is created, ungated; the
+// API server refuses a pod with both nodeName and a scheduling gate, so
+// gating it would break its creation.
+func TestGatingNodeName(t *testing.T) {
+	c := newCluster(t)
+	ctx := context.Background()
+	c.namespace("apps")
+	c.createTemplate("apps", "mig", migSpec("1g.5gb"))
+	probe := pod("apps", "probe", false, fromTemplate("gpu", "mig"))
+	delete(probe.Labels, "drasat.dev/enabled")
+	c.eventually("mutating policy active", 30*time.Second, func() (bool, error) {
+		got, err := c.admin.CoreV1().Pods("apps").Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err == nil && hasGate(got), err
+	})
+	bound := pod("apps", "bound", false, fromTemplate("gpu", "mig"))
+	delete(bound.Labels, "drasat.dev/enabled")
+	bound.Spec.NodeName = "node-1"
+	got, err := c.admin.CoreV1().Pods("apps").Create(ctx, bound, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("a pod with spec.nodeName in an enabled namespace: %v", err)
+	}
+	if hasGate(got) {
+		t.Error("a pod with spec.nodeName was gated")
+	}
+}
