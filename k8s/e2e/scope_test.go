@@ -2,12 +2,17 @@ package e2e
 
 import (
 	"context"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
 	"github.com/drasat/drasat/k8s"
@@ -142,5 +147,48 @@ func TestGatingNodeName(t *testing.T) {
 	}
 	if hasGate(got) {
 		t.Error("a pod with spec.nodeName was gated")
+	}
+}
+
+// TestInstallElsewhere: deploy/ installed into another namespace with
+// kustomize's namespace: (as an overlay of the user's would) still holds
+// drasat's ServiceAccount to its policies; a policy naming drasat-system
+// would let the moved account change any pod its RBAC reaches.
+func TestInstallElsewhere(t *testing.T) {
+	if _, err := exec.LookPath("kubectl"); err != nil {
+		t.Skip("rendering an overlay needs kubectl (kustomize)")
+	}
+	const ns = "drasat-other"
+	dir := t.TempDir()
+	rel, err := filepath.Rel(dir, filepath.Join(repoRoot, "deploy"))
+	must(t, err)
+	writeFile(t, filepath.Join(dir, "kustomization.yaml"), []byte("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: "+ns+"\nresources:\n- "+rel+"\n"))
+	c := newClusterWith(t, clusterOptions{kustomization: dir})
+	ctx := context.Background()
+	// A token of the moved ServiceAccount.
+	tr, err := c.admin.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "drasat", &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
+	must(t, err)
+	cfg := rest.CopyConfig(c.adminCfg)
+	cfg.BearerToken = tr.Status.Token
+	as := kubernetes.NewForConfigOrDie(cfg)
+	c.namespace("apps")
+	c.createPod(pod("apps", "victim", true))
+	u, err := c.admin.CoreV1().Pods("apps").Get(ctx, "victim", metav1.GetOptions{})
+	must(t, err)
+	u.Spec.SchedulingGates = nil
+	u.Labels["app"] = "hijacked"
+	const msg = "drasat may not change a pod's labels"
+	c.eventually("pod policy holds the moved account", 30*time.Second, func() (bool, error) {
+		_, err := as.CoreV1().Pods("apps").Update(ctx, u, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err != nil && strings.Contains(err.Error(), msg), nil
+	})
+	_, err = as.CoreV1().Pods("apps").Update(ctx, u, metav1.UpdateOptions{})
+	denied(t, "the moved account relabels a pod", err, msg)
+	g, err := c.admin.CoreV1().Pods("apps").Get(ctx, "victim", metav1.GetOptions{})
+	must(t, err)
+	g.Spec.SchedulingGates = nil
+	if _, err := as.CoreV1().Pods("apps").Update(ctx, g, metav1.UpdateOptions{}); err != nil {
+		t.Errorf("the moved account removing drasat's gate: %v", err)
 	}
 }
