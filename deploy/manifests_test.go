@@ -4,9 +4,12 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 )
 
@@ -74,6 +77,106 @@ func TestControllerImagePinned(t *testing.T) {
 		}
 		if n == 0 {
 			t.Errorf("kubectl kustomize %s: no image rendered", dir)
+		}
+	}
+}
+
+// docs splits a manifest file into its YAML documents.
+func docs(t *testing.T, path string) [][]byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out [][]byte
+	for _, d := range strings.Split(string(b), "\n---") {
+		out = append(out, []byte(d))
+	}
+	return out
+}
+
+// goMemBytes parses a GOMEMLIMIT value (a byte count with an optional
+// B, KiB, MiB, GiB or TiB suffix).
+func goMemBytes(s string) (int64, bool) {
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"B", 1}, {"", 1}} {
+		if n, ok := strings.CutSuffix(s, u.suffix); ok {
+			v, err := strconv.ParseInt(n, 10, 64)
+			return v * u.mult, err == nil
+		}
+	}
+	return 0, false
+}
+
+// TestManifestsHardened: the Deployment's standby never shares the
+// leader's node, GOMEMLIMIT is a soft limit below the container's memory
+// limit, the namespace enforces the restricted Pod Security profile, and
+// every policy rbac.yaml names exists.
+func TestManifestsHardened(t *testing.T) {
+	var d appsv1.Deployment
+	if err := yaml.Unmarshal(docs(t, "base/deployment.yaml")[0], &d); err != nil {
+		t.Fatal(err)
+	}
+	spec := d.Spec.Template.Spec
+	hard := false
+	if a := spec.Affinity; a != nil && a.PodAntiAffinity != nil {
+		for _, term := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+			hard = hard || term.TopologyKey == "kubernetes.io/hostname"
+		}
+	}
+	if !hard {
+		t.Error("deployment.yaml: no required pod anti-affinity on kubernetes.io/hostname")
+	}
+	ctr := spec.Containers[0]
+	limit := ctr.Resources.Limits.Memory()
+	found := false
+	for _, e := range ctr.Env {
+		if e.Name != "GOMEMLIMIT" {
+			continue
+		}
+		found = true
+		n, ok := goMemBytes(e.Value)
+		if !ok || e.ValueFrom != nil {
+			t.Errorf("deployment.yaml: GOMEMLIMIT %q is not a fixed byte count", e.Value)
+		} else if limit.IsZero() || n >= limit.Value() || n < limit.Value()*8/10 {
+			t.Errorf("deployment.yaml: GOMEMLIMIT %s (%d bytes) should be 80-99%% of the memory limit %s", e.Value, n, limit)
+		}
+	}
+	if !found {
+		t.Error("deployment.yaml: no GOMEMLIMIT")
+	}
+	var ns corev1.Namespace
+	if err := yaml.Unmarshal(docs(t, "base/namespace.yaml")[0], &ns); err != nil {
+		t.Fatal(err)
+	}
+	if ns.Labels["pod-security.kubernetes.io/enforce"] != "restricted" {
+		t.Errorf("namespace.yaml: Pod Security enforce %q, want restricted", ns.Labels["pod-security.kubernetes.io/enforce"])
+	}
+	policies := map[string]bool{}
+	for _, f := range []string{"base/admission.yaml", "base/gating.yaml", "base/weight.yaml"} {
+		for _, doc := range docs(t, f) {
+			var o struct {
+				Kind     string
+				Metadata struct{ Name string }
+			}
+			if err := yaml.Unmarshal(doc, &o); err == nil && strings.HasSuffix(o.Kind, "AdmissionPolicy") {
+				policies[o.Metadata.Name] = true
+			}
+		}
+	}
+	rbac, err := os.ReadFile("base/rbac.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := regexp.MustCompile(`AdmissionPolicy\s+(?:#\s+)?(drasat-[a-z-]+)`).FindAllStringSubmatch(string(rbac), -1)
+	if len(named) == 0 {
+		t.Error("rbac.yaml names no policy; the test's pattern is stale")
+	}
+	for _, m := range named {
+		if !policies[m[1]] {
+			t.Errorf("rbac.yaml names the policy %s, which deploy/base does not define", m[1])
 		}
 	}
 }

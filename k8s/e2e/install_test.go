@@ -162,6 +162,18 @@ func TestPolicies(t *testing.T) {
 	if _, err := claims.UpdateStatus(ctx, mine, metav1.UpdateOptions{}); err != nil {
 		t.Errorf("withdrawing drasat's own allocation: %v", err)
 	}
+
+	// Events: drasat's own only, not another component's.
+	event := func(name, component, reason string) error {
+		_, err := as.CoreV1().Events(ns).Create(ctx, &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: "gated"}, Reason: reason, Message: "e2e",
+			Source: corev1.EventSource{Component: component}, Type: corev1.EventTypeNormal}, metav1.CreateOptions{})
+		return err
+	}
+	denied(t, "an Event in the scheduler's name", event("forged", "default-scheduler", "Scheduled"), "drasat may only record its own Events")
+	if err := event("own", k8s.Component, k8s.ReasonUngated); err != nil {
+		t.Errorf("drasat's own Event: %v", err)
+	}
 }
 
 // TestNamespacedRBAC: deploy/namespaced/ binds drasat's write rights in one
