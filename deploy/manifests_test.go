@@ -10,6 +10,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"sigs.k8s.io/yaml"
 )
 
@@ -177,6 +178,37 @@ func TestManifestsHardened(t *testing.T) {
 	for _, m := range named {
 		if !policies[m[1]] {
 			t.Errorf("rbac.yaml names the policy %s, which deploy/base does not define", m[1])
+		}
+	}
+}
+
+// TestNetworkPolicyEgress: drasat may reach listed hosts (the API
+// server's addresses) on the API server's ports only; no DNS, no
+// rule open to every address.
+func TestNetworkPolicyEgress(t *testing.T) {
+	var np networkingv1.NetworkPolicy
+	if err := yaml.Unmarshal(docs(t, "base/networkpolicy.yaml")[0], &np); err != nil {
+		t.Fatal(err)
+	}
+	if len(np.Spec.Egress) == 0 {
+		t.Fatal("networkpolicy.yaml: no egress rule (Egress in policyTypes with no rule denies all; say so explicitly)")
+	}
+	for i, r := range np.Spec.Egress {
+		if len(r.To) == 0 {
+			t.Errorf("egress[%d]: open to every address", i)
+		}
+		for _, to := range r.To {
+			if to.IPBlock == nil || !(strings.HasSuffix(to.IPBlock.CIDR, "/32") || strings.HasSuffix(to.IPBlock.CIDR, "/128")) {
+				t.Errorf("egress[%d]: %+v is not one host's address", i, to)
+			}
+		}
+		for _, p := range r.Ports {
+			if p.Port == nil || (p.Port.IntValue() != 443 && p.Port.IntValue() != 6443) {
+				t.Errorf("egress[%d]: port %v is not the API server's (443, 6443)", i, p.Port)
+			}
+		}
+		if len(r.Ports) == 0 {
+			t.Errorf("egress[%d]: every port", i)
 		}
 	}
 }
