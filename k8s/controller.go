@@ -271,7 +271,38 @@ func (c *Controller) RunLeading(ctx context.Context, client kubernetes.Interface
 		}
 	})
 	defer stopWaiting()
+	// A pass stuck past --stuck-after gives the Lease up at once (after
+	// the writes in flight, which the fence bounds) instead of holding
+	// it until the liveness probe restarts the process and the Lease
+	// then expires: the standby takes over, and the stuck pass can write
+	// nothing more.
+	var stuck atomic.Bool
+	if c.Health != nil && c.Health.StuckAfter > 0 {
+		go func() {
+			t := time.NewTicker(time.Second)
+			defer t.Stop()
+			for {
+				select {
+				case <-electCtx.Done():
+					return
+				case <-t.C:
+				}
+				if d, ok := c.Health.Stuck(); ok {
+					stuck.Store(true)
+					r.Log.Error("pass stuck; giving up the Lease", zap.Duration("running", d), zap.String("lease", le.Namespace+"/"+le.Name))
+					f.close()
+					stopElecting()
+					return
+				}
+			}
+		}()
+	}
 	elector.Run(electCtx)
+	if stuck.Load() {
+		// The stuck pass may never return; the fence keeps it from
+		// writing, and the process exits.
+		return fmt.Errorf("a pass ran longer than %s: gave up the Lease %s/%s", c.Health.StuckAfter, le.Namespace, le.Name)
+	}
 	mu.Lock()
 	leading := started
 	mu.Unlock()
