@@ -73,6 +73,12 @@ type Options struct {
 	// deadline (LeaderElection.Validate): a write is only started when it
 	// ends before the Lease, as last renewed, could expire (fence.go).
 	WriteTimeout time.Duration
+	// StaleAfter: a gated pod whose claims are still missing (not created,
+	// template absent) this long after its creation stops holding the
+	// batch window open and gets no stand-ins, with a Warning Event; 0
+	// means 5 minutes (the resourceclaim controller creates claims at
+	// about 10 per second, so a burst of 1,000 pods takes under 2).
+	StaleAfter time.Duration
 
 	LiveOptions // write workers, adaptive window (writer.go, window.go)
 }
@@ -113,6 +119,9 @@ func (o *Options) Defaults() {
 	if o.SettleTimeout == 0 {
 		o.SettleTimeout = 5 * time.Second
 	}
+	if o.StaleAfter == 0 {
+		o.StaleAfter = 5 * time.Minute
+	}
 	if o.WriteTimeout == 0 {
 		o.WriteTimeout = DefaultWriteTimeout
 	}
@@ -130,7 +139,7 @@ func (o *Options) Validate() error {
 	if err := model.CheckCompat(o.Compat); err != nil {
 		return err
 	}
-	if o.BatchWindow < 0 || o.MaxBatch < 0 || o.Timeout < 0 || o.StuckAfter < 0 || o.Hold < 0 || o.WriteTimeout < 0 {
+	if o.BatchWindow < 0 || o.MaxBatch < 0 || o.Timeout < 0 || o.StuckAfter < 0 || o.Hold < 0 || o.WriteTimeout < 0 || o.StaleAfter < 0 {
 		return fmt.Errorf("batch window, max batch, timeout, stuck-after, hold and write timeout must not be negative")
 	}
 	return nil

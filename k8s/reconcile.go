@@ -36,6 +36,7 @@ const (
 	ReasonWithdrawn     = "AllocationWithdrawn"
 	ReasonUngated       = "SchedulingGateRemoved"
 	ReasonSkipped       = "SkippedByDrasat"
+	ReasonStale         = "ClaimsMissing"
 )
 
 // Reconciler runs allocation passes: solve the pending claims drasat is
@@ -137,8 +138,9 @@ func (r *Reconciler) Pass(ctx context.Context) (PassResult, error) {
 	r.Metrics.ParkedClaims.Set(float64(res.Parked))
 	// The claims gated pods will get but do not have yet (projection.go),
 	// within what the batch bound leaves.
-	dem := projectDemand(snap, r.Opts.Namespace)
+	dem := projectDemandAt(snap, r.Opts.Namespace, time.Now().Add(-r.Opts.StaleAfter))
 	weighClaims(dem.projected, prio)
+	r.reportStale(ctx, dem.stale)
 	projected := dem.projected
 	if m := r.maxBatch(); m > 0 {
 		projected = projected[:min(len(projected), max(m-len(batch), 0))]
@@ -458,6 +460,34 @@ func (r *Reconciler) withoutBadPools(ctx context.Context, objs *model.Objects) (
 		good.Slices = append(good.Slices, byPool[k]...)
 	}
 	return &good, skipped
+}
+
+// reportStale tells each gated pod given up on (projection.go) why, once
+// per reason: a Warning Event and a log line. Its claims are allocated
+// once they exist; until then it no longer slows other pods' batches.
+func (r *Reconciler) reportStale(ctx context.Context, stale []stalePod) {
+	for _, sp := range stale {
+		why := fmt.Sprintf("still missing %s after %s; drasat allocates them once they exist, but no longer waits for them in its batches", sp.why, r.Opts.StaleAfter)
+		key := "stale/" + string(sp.pod.UID)
+		if r.reported[key] == why {
+			continue
+		}
+		if r.Opts.DryRun {
+			r.reported[key] = why
+			continue
+		}
+		_, done, err := r.startWrite(ctx) // an Event is a write too: only the leader's
+		if err != nil {
+			continue
+		}
+		done()
+		r.reported[key] = why
+		r.Metrics.Skipped.WithLabelValues("Pod").Inc()
+		r.Log.Warn("gated pod's claims missing", zap.String("pod", sp.pod.Namespace+"/"+sp.pod.Name), zap.String("reason", why))
+		if r.Recorder != nil {
+			r.Recorder.Event(sp.pod, corev1.EventTypeWarning, ReasonStale, why)
+		}
+	}
 }
 
 // skip reports an object drasat leaves out (a broken slice, a claim or pod

@@ -38,6 +38,7 @@ func clusterFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "leader-elect-lease-duration", Value: 15 * time.Second},
 		&cli.DurationFlag{Name: "leader-elect-renew-deadline", Value: 10 * time.Second},
 		&cli.DurationFlag{Name: "leader-elect-retry-period", Value: 2 * time.Second},
+		&cli.DurationFlag{Name: "stale-after", Value: 5 * time.Minute, Usage: "a gated pod whose claims or templates are still missing this long after its creation no longer holds batches open nor gets stand-ins (a Warning Event ClaimsMissing says so); its claims are allocated once they exist"},
 		&cli.DurationFlag{Name: "write-timeout", Value: k8s.DefaultWriteTimeout, Usage: "bound on each API write; must be less than --leader-elect-lease-duration minus --leader-elect-renew-deadline (a write is only started when it ends before the Lease could pass to another replica)"},
 	}, liveFlags()...)
 }
@@ -96,6 +97,7 @@ func setup(c *cli.Context) (*zap.Logger, kubernetes.Interface, k8s.Options, erro
 		Compat:       c.String("compat"),
 		Timeout:      c.Duration("timeout"),
 		WriteTimeout: c.Duration("write-timeout"),
+		StaleAfter:   c.Duration("stale-after"),
 	}
 	if c.IsSet("stuck-after") {
 		opts.StuckAfter = c.Duration("stuck-after")
