@@ -79,6 +79,10 @@ type Options struct {
 	// means 5 minutes (the resourceclaim controller creates claims at
 	// about 10 per second, so a burst of 1,000 pods takes under 2).
 	StaleAfter time.Duration
+	// UnusedAfter: a standalone claim (drasat.dev/managed) whose
+	// allocation no pod has used or named this long is withdrawn
+	// (unused.go); 0 means an hour.
+	UnusedAfter time.Duration
 
 	LiveOptions // write workers, adaptive window (writer.go, window.go)
 }
@@ -119,6 +123,9 @@ func (o *Options) Defaults() {
 	if o.SettleTimeout == 0 {
 		o.SettleTimeout = 5 * time.Second
 	}
+	if o.UnusedAfter == 0 {
+		o.UnusedAfter = time.Hour
+	}
 	if o.StaleAfter == 0 {
 		o.StaleAfter = 5 * time.Minute
 	}
@@ -139,7 +146,7 @@ func (o *Options) Validate() error {
 	if err := model.CheckCompat(o.Compat); err != nil {
 		return err
 	}
-	if o.BatchWindow < 0 || o.MaxBatch < 0 || o.Timeout < 0 || o.StuckAfter < 0 || o.Hold < 0 || o.WriteTimeout < 0 || o.StaleAfter < 0 {
+	if o.BatchWindow < 0 || o.MaxBatch < 0 || o.Timeout < 0 || o.StuckAfter < 0 || o.Hold < 0 || o.WriteTimeout < 0 || o.StaleAfter < 0 || o.UnusedAfter < 0 {
 		return fmt.Errorf("batch window, max batch, timeout, stuck-after, hold and write timeout must not be negative")
 	}
 	return nil

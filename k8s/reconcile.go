@@ -172,6 +172,7 @@ func (r *Reconciler) Pass(ctx context.Context) (PassResult, error) {
 	if err := r.ungate(ctx, written, &res); err != nil {
 		return res, err
 	}
+	r.releaseUnused(ctx, snap, &res)
 	return res, nil
 }
 
