@@ -83,6 +83,9 @@ type Options struct {
 	// allocation no pod has used or named this long is withdrawn
 	// (unused.go); 0 means an hour.
 	UnusedAfter time.Duration
+	// UngateAfter: a pod still gated this long after its creation has its
+	// gate removed and goes to the scheduler (fallback.go); 0: never.
+	UngateAfter time.Duration
 
 	LiveOptions // write workers, adaptive window (writer.go, window.go)
 }
@@ -146,7 +149,7 @@ func (o *Options) Validate() error {
 	if err := model.CheckCompat(o.Compat); err != nil {
 		return err
 	}
-	if o.BatchWindow < 0 || o.MaxBatch < 0 || o.Timeout < 0 || o.StuckAfter < 0 || o.Hold < 0 || o.WriteTimeout < 0 || o.StaleAfter < 0 || o.UnusedAfter < 0 {
+	if o.BatchWindow < 0 || o.MaxBatch < 0 || o.Timeout < 0 || o.StuckAfter < 0 || o.Hold < 0 || o.WriteTimeout < 0 || o.StaleAfter < 0 || o.UnusedAfter < 0 || o.UngateAfter < 0 {
 		return fmt.Errorf("batch window, max batch, timeout, stuck-after, hold and write timeout must not be negative")
 	}
 	return nil

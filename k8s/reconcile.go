@@ -173,6 +173,7 @@ func (r *Reconciler) Pass(ctx context.Context) (PassResult, error) {
 		return res, err
 	}
 	r.releaseUnused(ctx, snap, &res)
+	r.handOver(ctx, snap, &res)
 	return res, nil
 }
 
