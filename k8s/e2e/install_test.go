@@ -126,7 +126,9 @@ func TestPolicies(t *testing.T) {
 	}
 	const claimMeta = "drasat may only add the delete-protection finalizer"
 	denied(t, "claim label", updateClaim(func(u *resourceapi.ResourceClaim) { u.Labels = map[string]string{k8s.ManagedLabel: "true"} }), claimMeta)
-	denied(t, "claim weight annotation", updateClaim(func(u *resourceapi.ResourceClaim) { u.Annotations = map[string]string{"drasat.dev/weight": "1000"} }), claimMeta)
+	// Refused by drasat-claim-writes (not drasat's annotation) and by
+	// drasat-weight (not a weight-allowed namespace); either may answer.
+	denied(t, "claim weight annotation", updateClaim(func(u *resourceapi.ResourceClaim) { u.Annotations = map[string]string{"drasat.dev/weight": "1000"} }), "denied request")
 	denied(t, "other finalizer", updateClaim(func(u *resourceapi.ResourceClaim) { u.Finalizers = append(u.Finalizers, "example.com/keep") }), claimMeta)
 	if err := updateClaim(func(u *resourceapi.ResourceClaim) {
 		u.Finalizers = append(u.Finalizers, k8s.Finalizer)
