@@ -185,14 +185,22 @@ func (c *Controller) RunWithLeaderElection(ctx context.Context, client kubernete
 // Lease, when this identity may not take the Lease.
 func (c *Controller) RunLeading(ctx context.Context, client kubernetes.Interface, le LeaderElection, fn func(context.Context) error) error {
 	r := c.Reconciler
+	if err := le.Validate(r.Opts.WriteTimeout); err != nil {
+		return err
+	}
 	if err := CanTakeLease(ctx, client, le.Namespace, le.Name); err != nil {
 		return err
 	}
-	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, le.Namespace, le.Name, client.CoreV1(), client.CoordinationV1(),
+	inner, err := resourcelock.New(resourcelock.LeasesResourceLock, le.Namespace, le.Name, client.CoreV1(), client.CoordinationV1(),
 		resourcelock.ResourceLockConfig{Identity: r.Opts.Identity})
 	if err != nil {
 		return err
 	}
+	// Every write is admitted by the fence, which follows the Lease's
+	// renewals (fence.go).
+	f := newFence(le.LeaseDuration, r.Opts.WriteTimeout)
+	r.fence = f
+	lock := &fencedLock{Interface: inner, fence: f}
 	// The elector runs on its own context: cancelling it releases the
 	// Lease, which must wait until fn has returned.
 	electCtx, stopElecting := context.WithCancel(context.WithoutCancel(ctx))
@@ -233,6 +241,7 @@ func (c *Controller) RunLeading(ctx context.Context, client kubernetes.Interface
 				stopElecting()
 			},
 			OnStoppedLeading: func() {
+				f.close()
 				r.Metrics.Leader.Set(0)
 				mu.Lock()
 				wasLeader := started
@@ -262,12 +271,44 @@ func (c *Controller) RunLeading(ctx context.Context, client kubernetes.Interface
 		}
 	})
 	defer stopWaiting()
+	// A pass stuck past --stuck-after gives the Lease up at once (after
+	// the writes in flight, which the fence bounds) instead of holding
+	// it until the liveness probe restarts the process and the Lease
+	// then expires: the standby takes over, and the stuck pass can write
+	// nothing more.
+	var stuck atomic.Bool
+	if c.Health != nil && c.Health.StuckAfter > 0 {
+		go func() {
+			t := time.NewTicker(time.Second)
+			defer t.Stop()
+			for {
+				select {
+				case <-electCtx.Done():
+					return
+				case <-t.C:
+				}
+				if d, ok := c.Health.Stuck(); ok {
+					stuck.Store(true)
+					r.Log.Error("pass stuck; giving up the Lease", zap.Duration("running", d), zap.String("lease", le.Namespace+"/"+le.Name))
+					f.close()
+					stopElecting()
+					return
+				}
+			}
+		}()
+	}
 	elector.Run(electCtx)
+	if stuck.Load() {
+		// The stuck pass may never return; the fence keeps it from
+		// writing, and the process exits.
+		return fmt.Errorf("a pass ran longer than %s: gave up the Lease %s/%s", c.Health.StuckAfter, le.Namespace, le.Name)
+	}
 	mu.Lock()
 	leading := started
 	mu.Unlock()
 	if leading {
 		<-fnDone // the write in flight, after a lost Lease
+		r.Log.Info("leadership released", zap.String("identity", r.Opts.Identity), zap.String("lease", le.Namespace+"/"+le.Name))
 	}
 	mu.Lock()
 	defer mu.Unlock()
@@ -275,6 +316,25 @@ func (c *Controller) RunLeading(ctx context.Context, client kubernetes.Interface
 		return fmt.Errorf("leader election lost (Lease %s/%s)", le.Namespace, le.Name)
 	}
 	return fnErr
+}
+
+// Validate checks the Lease timings against each other and the write
+// timeout: a leader stops renewing at the latest RenewDeadline after its
+// last renewal, and others may take the Lease LeaseDuration after it, so a
+// write started near the renew deadline must end within the difference.
+func (le LeaderElection) Validate(writeTimeout time.Duration) error {
+	switch {
+	case le.LeaseDuration <= 0 || le.RenewDeadline <= 0 || le.RetryPeriod <= 0:
+		return fmt.Errorf("--leader-elect-lease-duration, --leader-elect-renew-deadline and --leader-elect-retry-period must be positive")
+	case le.RenewDeadline >= le.LeaseDuration:
+		return fmt.Errorf("--leader-elect-renew-deadline (%s) must be less than --leader-elect-lease-duration (%s)", le.RenewDeadline, le.LeaseDuration)
+	case le.RetryPeriod >= le.RenewDeadline:
+		return fmt.Errorf("--leader-elect-retry-period (%s) must be less than --leader-elect-renew-deadline (%s)", le.RetryPeriod, le.RenewDeadline)
+	case writeTimeout >= le.LeaseDuration-le.RenewDeadline:
+		return fmt.Errorf("--write-timeout (%s) must be less than --leader-elect-lease-duration minus --leader-elect-renew-deadline (%s - %s = %s): a write started just before the leader gives up must end before another replica may take the Lease",
+			writeTimeout, le.LeaseDuration, le.RenewDeadline, le.LeaseDuration-le.RenewDeadline)
+	}
+	return nil
 }
 
 // CanTakeLease asks the API server whether this identity may get, create

@@ -46,7 +46,7 @@ func TestRunLeadingReleasesLeaseAfterWork(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	opts := Options{Identity: "a"}
+	opts := Options{Identity: "a", WriteTimeout: 500 * time.Millisecond}
 	opts.Defaults()
 	ctl := &Controller{Reconciler: &Reconciler{Opts: opts, Log: zap.NewNop(), Metrics: NewMetrics()}}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -80,7 +80,7 @@ func TestRunLeadingReleasesLeaseAfterWork(t *testing.T) {
 func TestRunLeadingFailsWithoutLeaseAccess(t *testing.T) {
 	client := fake.NewClientset()
 	allowAccessReviews(client, false)
-	opts := Options{}
+	opts := Options{WriteTimeout: 100 * time.Millisecond}
 	opts.Defaults()
 	ctl := &Controller{Reconciler: &Reconciler{Opts: opts, Log: zap.NewNop(), Metrics: NewMetrics()}}
 	err := ctl.RunLeading(context.Background(), client, LeaderElection{Namespace: "kube-system", Name: "drasat",
@@ -120,5 +120,60 @@ func TestHealthzStuckPass(t *testing.T) {
 	h.PassEnded()
 	if s := status(); s != http.StatusOK {
 		t.Fatalf("after the pass: %d", s)
+	}
+}
+
+// A pass stuck past StuckAfter gives the Lease up (released, so the
+// standby need not wait for it to expire) and the stuck pass can write
+// nothing more.
+func TestRunLeadingGivesUpWhenStuck(t *testing.T) {
+	client := fake.NewClientset()
+	allowAccessReviews(client, true)
+	released := make(chan struct{}, 1)
+	client.PrependReactor("update", "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		l := a.(k8stesting.UpdateAction).GetObject().(*coordinationv1.Lease)
+		if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" {
+			select {
+			case released <- struct{}{}:
+			default:
+			}
+		}
+		return false, nil, nil
+	})
+	opts := Options{Identity: "a", WriteTimeout: 500 * time.Millisecond}
+	opts.Defaults()
+	r := &Reconciler{Opts: opts, Log: zap.NewNop(), Metrics: NewMetrics()}
+	ctl := &Controller{Reconciler: r, Health: &Health{StuckAfter: time.Second}}
+	unblock := make(chan struct{})
+	defer close(unblock)
+	fenced := make(chan error, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- ctl.RunLeading(context.Background(), client, LeaderElection{Namespace: "drasat-system", Name: "drasat",
+			LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 100 * time.Millisecond},
+			func(ctx context.Context) error {
+				ctl.Health.PassStarted() // and never ends
+				<-unblock
+				_, _, err := r.startWrite(ctx)
+				fenced <- err
+				return nil
+			})
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "gave up the Lease") {
+			t.Errorf("RunLeading: %v, want it to give up the Lease", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("a stuck pass kept the Lease")
+	}
+	select {
+	case <-released:
+	default:
+		t.Error("the Lease was not released")
+	}
+	unblock <- struct{}{}
+	if err := <-fenced; err == nil {
+		t.Error("the stuck pass could still write after giving up the Lease")
 	}
 }

@@ -68,6 +68,24 @@ type Options struct {
 	// five times the pass's budget (Timeout plus SettleTimeout), at least a
 	// minute.
 	StuckAfter time.Duration
+	// WriteTimeout bounds each API write; 0 means 4 s. With leader
+	// election it must be below the lease duration minus the renew
+	// deadline (LeaderElection.Validate): a write is only started when it
+	// ends before the Lease, as last renewed, could expire (fence.go).
+	WriteTimeout time.Duration
+	// StaleAfter: a gated pod whose claims are still missing (not created,
+	// template absent) this long after its creation stops holding the
+	// batch window open and gets no stand-ins, with a Warning Event; 0
+	// means 5 minutes (the resourceclaim controller creates claims at
+	// about 10 per second, so a burst of 1,000 pods takes under 2).
+	StaleAfter time.Duration
+	// UnusedAfter: a standalone claim (drasat.dev/managed) whose
+	// allocation no pod has used or named this long is withdrawn
+	// (unused.go); 0 means an hour.
+	UnusedAfter time.Duration
+	// UngateAfter: a pod still gated this long after its creation has its
+	// gate removed and goes to the scheduler (fallback.go); 0: never.
+	UngateAfter time.Duration
 
 	LiveOptions // write workers, adaptive window (writer.go, window.go)
 }
@@ -108,6 +126,15 @@ func (o *Options) Defaults() {
 	if o.SettleTimeout == 0 {
 		o.SettleTimeout = 5 * time.Second
 	}
+	if o.UnusedAfter == 0 {
+		o.UnusedAfter = time.Hour
+	}
+	if o.StaleAfter == 0 {
+		o.StaleAfter = 5 * time.Minute
+	}
+	if o.WriteTimeout == 0 {
+		o.WriteTimeout = DefaultWriteTimeout
+	}
 	if o.StuckAfter == 0 {
 		o.StuckAfter = max(5*(o.Timeout+o.SettleTimeout), time.Minute)
 	}
@@ -122,8 +149,8 @@ func (o *Options) Validate() error {
 	if err := model.CheckCompat(o.Compat); err != nil {
 		return err
 	}
-	if o.BatchWindow < 0 || o.MaxBatch < 0 || o.Timeout < 0 || o.StuckAfter < 0 || o.Hold < 0 {
-		return fmt.Errorf("batch window, max batch, timeout, stuck-after and hold must not be negative")
+	if o.BatchWindow < 0 || o.MaxBatch < 0 || o.Timeout < 0 || o.StuckAfter < 0 || o.Hold < 0 || o.WriteTimeout < 0 || o.StaleAfter < 0 || o.UnusedAfter < 0 || o.UngateAfter < 0 {
+		return fmt.Errorf("batch window, max batch, timeout, stuck-after, hold and write timeout must not be negative")
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package k8s
 
 import (
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -70,7 +71,7 @@ func ours(s *Snapshot, namespace string) []*resourceapi.ResourceClaim {
 		}
 	}
 	for _, c := range s.Claims {
-		if isManaged(c) {
+		if isManaged(c) && !strings.HasPrefix(c.Annotations[UnallocatableAnnotation], unusedReason) {
 			add(c)
 		}
 	}

@@ -2,6 +2,7 @@ package k8s
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -203,5 +204,39 @@ func TestForeignAllocationSince(t *testing.T) {
 	e.waitCache(t, "other allocated", func(s *Snapshot) bool { return len(allocations(s)) == 2 })
 	if !e.r.foreignSince(base, written) {
 		t.Error("an allocation by someone else since the re-check not seen")
+	}
+}
+
+// A gated pod whose claims are still missing past the cut-off is stale:
+// it no longer holds the window open (unknown) nor gets stand-ins; a
+// young one does, and a pod whose claims exist is never stale.
+func TestProjectDemandStale(t *testing.T) {
+	now := time.Now()
+	aged := func(p *corev1.Pod, age time.Duration) *corev1.Pod {
+		p.CreationTimestamp = metav1.NewTime(now.Add(-age))
+		return p
+	}
+	withClaim := aged(templatePod("a", "one"), time.Hour)
+	withClaim.Status.ResourceClaimStatuses = []corev1.PodResourceClaimStatus{{Name: "gpu", ResourceClaimName: ptr.To("a-gpu-x")}}
+	s := &Snapshot{
+		Pods: []*corev1.Pod{withClaim, aged(templatePod("b", "missing"), time.Hour), aged(templatePod("c", "one"), time.Hour),
+			aged(gatedPod("d", "not-created"), time.Hour), aged(templatePod("e", "missing"), time.Second), aged(templatePod("f", "one"), time.Second)},
+		Claims:    []*resourceapi.ResourceClaim{claim("a-gpu-x", 1, nil)},
+		Templates: []*resourceapi.ResourceClaimTemplate{template("one", 1)},
+	}
+	d := projectDemandAt(s, "", now.Add(-5*time.Minute))
+	if len(d.projected) != 1 || d.projected[0].Name != "f:gpu" {
+		t.Errorf("projected %v: want the young pod f's stand-in only", d.projected)
+	}
+	if d.unknown != 1 {
+		t.Errorf("unknown = %d: want 1 (the young pod e without its template)", d.unknown)
+	}
+	var stale []string
+	for _, sp := range d.stale {
+		stale = append(stale, sp.pod.Name+": "+sp.why)
+	}
+	want := []string{"b: template missing", "c: the claim of entry gpu (not created from its template yet)", "d: claim not-created"}
+	if strings.Join(stale, "; ") != strings.Join(want, "; ") {
+		t.Errorf("stale %q, want %q", stale, want)
 	}
 }

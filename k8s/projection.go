@@ -2,6 +2,8 @@ package k8s
 
 import (
 	"slices"
+	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -50,6 +52,17 @@ type demand struct {
 	// be projected (its template is not in the cache, or a claim named
 	// with resourceClaimName is not created yet).
 	unknown int
+	// stale are gated pods created before the staleness cut-off whose
+	// claims are still missing: they neither hold the batch window open
+	// nor get stand-ins (one tenant's pod whose claim never comes must
+	// not slow every allocation, nor keep devices planned forever).
+	stale []stalePod
+}
+
+// stalePod is a gated pod given up on, and why.
+type stalePod struct {
+	pod *corev1.Pod
+	why string
 }
 
 // key is the demand key of a real or projected claim.
@@ -64,6 +77,13 @@ func (d *demand) key(c *resourceapi.ResourceClaim) string {
 // get: existing template claims are keyed by pod, missing ones projected
 // from their templates.
 func projectDemand(s *Snapshot, namespace string) *demand {
+	return projectDemandAt(s, namespace, time.Time{})
+}
+
+// projectDemandAt is projectDemand where gated pods created before
+// staleBefore whose claims are still missing are stale (demand.stale);
+// a zero staleBefore: none is.
+func projectDemandAt(s *Snapshot, namespace string, staleBefore time.Time) *demand {
 	d := &demand{keys: map[string]string{}}
 	templates := map[string]*resourceapi.ResourceClaimTemplate{}
 	for _, t := range s.Templates {
@@ -77,11 +97,17 @@ func projectDemand(s *Snapshot, namespace string) *demand {
 		if !hasGate(p) || p.DeletionTimestamp != nil || (namespace != "" && p.Namespace != namespace) {
 			continue
 		}
+		// (A pod without a creation time, which the API server always sets, is
+		// never stale.)
+		old := !staleBefore.IsZero() && !p.CreationTimestamp.IsZero() && p.CreationTimestamp.Time.Before(staleBefore)
 		unknown := false
+		var missing []string
+		var stand, entries = []*resourceapi.ResourceClaim(nil), []string(nil)
 		for _, rc := range p.Spec.ResourceClaims {
 			if rc.ResourceClaimName != nil {
 				if claims[p.Namespace+"/"+*rc.ResourceClaimName] == nil {
 					unknown = true
+					missing = append(missing, "claim "+*rc.ResourceClaimName)
 				}
 				continue
 			}
@@ -100,10 +126,18 @@ func projectDemand(s *Snapshot, namespace string) *demand {
 			t := templates[p.Namespace+"/"+*rc.ResourceClaimTemplateName]
 			if t == nil {
 				unknown = true
+				missing = append(missing, "template "+*rc.ResourceClaimTemplateName)
 				continue
 			}
-			c := standIn(p, rc.Name, t)
-			d.keys[string(c.UID)] = podDemandKey(p, rc.Name)
+			stand, entries = append(stand, standIn(p, rc.Name, t)), append(entries, rc.Name)
+			missing = append(missing, "the claim of entry "+rc.Name+" (not created from its template yet)")
+		}
+		if old && len(missing) > 0 {
+			d.stale = append(d.stale, stalePod{p, strings.Join(missing, ", ")})
+			continue
+		}
+		for i, c := range stand {
+			d.keys[string(c.UID)] = podDemandKey(p, entries[i])
 			d.projected = append(d.projected, c)
 		}
 		if unknown {

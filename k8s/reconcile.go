@@ -2,6 +2,7 @@ package k8s
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -35,6 +36,7 @@ const (
 	ReasonWithdrawn     = "AllocationWithdrawn"
 	ReasonUngated       = "SchedulingGateRemoved"
 	ReasonSkipped       = "SkippedByDrasat"
+	ReasonStale         = "ClaimsMissing"
 )
 
 // Reconciler runs allocation passes: solve the pending claims drasat is
@@ -78,6 +80,10 @@ type Reconciler struct {
 	// holding.go); holdRecheck is when the held ones are due again.
 	holder      *hold.Holder
 	holdRecheck time.Time
+
+	// fence admits writes while this replica leads (fence.go); nil
+	// without leader election.
+	fence *fence
 }
 
 // PassResult summarises one pass.
@@ -114,6 +120,11 @@ func (r *Reconciler) Pass(ctx context.Context) (PassResult, error) {
 	if err != nil {
 		return res, err
 	}
+	// Weights from the pods' priorities (weight.go), for the claims and
+	// for the stand-ins below.
+	prio := podPriorities(snap)
+	snap.Claims = slices.Clone(snap.Claims)
+	weighClaims(snap.Claims, prio)
 	pending := ours(snap, r.Opts.Namespace)
 	res.Pending = len(pending)
 	r.Metrics.PendingClaims.Set(float64(len(pending)))
@@ -127,7 +138,9 @@ func (r *Reconciler) Pass(ctx context.Context) (PassResult, error) {
 	r.Metrics.ParkedClaims.Set(float64(res.Parked))
 	// The claims gated pods will get but do not have yet (projection.go),
 	// within what the batch bound leaves.
-	dem := projectDemand(snap, r.Opts.Namespace)
+	dem := projectDemandAt(snap, r.Opts.Namespace, time.Now().Add(-r.Opts.StaleAfter))
+	weighClaims(dem.projected, prio)
+	r.reportStale(ctx, dem.stale)
 	projected := dem.projected
 	if m := r.maxBatch(); m > 0 {
 		projected = projected[:min(len(projected), max(m-len(batch), 0))]
@@ -159,6 +172,8 @@ func (r *Reconciler) Pass(ctx context.Context) (PassResult, error) {
 	if err := r.ungate(ctx, written, &res); err != nil {
 		return res, err
 	}
+	r.releaseUnused(ctx, snap, &res)
+	r.handOver(ctx, snap, &res)
 	return res, nil
 }
 
@@ -449,6 +464,34 @@ func (r *Reconciler) withoutBadPools(ctx context.Context, objs *model.Objects) (
 	return &good, skipped
 }
 
+// reportStale tells each gated pod given up on (projection.go) why, once
+// per reason: a Warning Event and a log line. Its claims are allocated
+// once they exist; until then it no longer slows other pods' batches.
+func (r *Reconciler) reportStale(ctx context.Context, stale []stalePod) {
+	for _, sp := range stale {
+		why := fmt.Sprintf("still missing %s after %s; drasat allocates them once they exist, but no longer waits for them in its batches", sp.why, r.Opts.StaleAfter)
+		key := "stale/" + string(sp.pod.UID)
+		if r.reported[key] == why {
+			continue
+		}
+		if r.Opts.DryRun {
+			r.reported[key] = why
+			continue
+		}
+		_, done, err := r.startWrite(ctx) // an Event is a write too: only the leader's
+		if err != nil {
+			continue
+		}
+		done()
+		r.reported[key] = why
+		r.Metrics.Skipped.WithLabelValues("Pod").Inc()
+		r.Log.Warn("gated pod's claims missing", zap.String("pod", sp.pod.Namespace+"/"+sp.pod.Name), zap.String("reason", why))
+		if r.Recorder != nil {
+			r.Recorder.Event(sp.pod, corev1.EventTypeWarning, ReasonStale, why)
+		}
+	}
+}
+
 // skip reports an object drasat leaves out (a broken slice, a claim or pod
 // whose write the API server refuses): a log line, the metric and a
 // Warning Event, once per distinct reason.
@@ -537,9 +580,10 @@ func newer(a, b *resourceapi.ResourceClaim) bool {
 // then sets status.allocation; both updates carry the resourceVersion read,
 // so a claim changed meanwhile is never overwritten.
 func (r *Reconciler) write(ctx context.Context, cur *resourceapi.ResourceClaim, a *resourceapi.AllocationResult) (*resourceapi.ResourceClaim, error) {
-	// Finish the two requests even when shutdown starts in between.
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
-	defer cancel()
+	// Each request is admitted by the fence on its own (fence.go): the
+	// second is not started once leadership is no longer assured; the
+	// claim then keeps its finalizer and annotation without an
+	// allocation, as after a conflict, and is solved again.
 	claims := r.Client.ResourceV1().ResourceClaims(cur.Namespace)
 	c := cur.DeepCopy()
 	if !slices.Contains(c.Finalizers, Finalizer) || c.Annotations[UnallocatableAnnotation] != "" || c.Annotations[AllocatedByAnnotation] != r.Opts.Identity {
@@ -551,9 +595,14 @@ func (r *Reconciler) write(ctx context.Context, cur *resourceapi.ResourceClaim, 
 		}
 		delete(c.Annotations, UnallocatableAnnotation)
 		c.Annotations[AllocatedByAnnotation] = r.Opts.Identity
-		var err error
+		wctx, done, err := r.startWrite(ctx)
+		if err != nil {
+			return nil, err
+		}
 		r.Metrics.Writes.WithLabelValues("claim").Inc()
-		if c, err = claims.Update(wctx, c, metav1.UpdateOptions{FieldManager: Component}); err != nil {
+		c, err = claims.Update(wctx, c, metav1.UpdateOptions{FieldManager: Component})
+		done()
+		if err != nil {
 			return nil, err
 		}
 		c = c.DeepCopy()
@@ -568,6 +617,11 @@ func (r *Reconciler) write(ctx context.Context, cur *resourceapi.ResourceClaim, 
 		now := metav1.NewTime(time.Now().Truncate(time.Second))
 		c.Status.Allocation.AllocationTimestamp = &now
 	}
+	wctx, done, err := r.startWrite(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	r.Metrics.Writes.WithLabelValues("claim-status").Inc()
 	return claims.UpdateStatus(wctx, c, metav1.UpdateOptions{FieldManager: Component})
 }
@@ -579,12 +633,22 @@ func (r *Reconciler) unallocatable(ctx context.Context, c *resourceapi.ResourceC
 	if r.reported[string(c.UID)] == why {
 		return
 	}
+	if r.Opts.DryRun {
+		r.reported[string(c.UID)] = why
+		r.Metrics.ClaimsFailed.Inc()
+		r.Log.Info("unallocatable", zap.String("claim", claimKey(c)), zap.String("reason", why))
+		return
+	}
+	// Fenced like every write (fence.go): a replica that may have lost
+	// the Lease reports nothing; the successor does.
+	wctx, done, err := r.startWrite(ctx)
+	if err != nil {
+		return
+	}
+	defer done()
 	r.reported[string(c.UID)] = why
 	r.Metrics.ClaimsFailed.Inc()
 	r.Log.Info("unallocatable", zap.String("claim", claimKey(c)), zap.String("reason", why))
-	if r.Opts.DryRun {
-		return
-	}
 	if r.Recorder != nil {
 		r.Recorder.Event(c, corev1.EventTypeWarning, ReasonUnallocatable, why)
 	}
@@ -596,8 +660,6 @@ func (r *Reconciler) unallocatable(ctx context.Context, c *resourceapi.ResourceC
 		u.Annotations = map[string]string{}
 	}
 	u.Annotations[UnallocatableAnnotation] = why
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
-	defer cancel()
 	if _, err := r.Client.ResourceV1().ResourceClaims(c.Namespace).Update(wctx, u, metav1.UpdateOptions{FieldManager: Component}); err != nil {
 		// Not fatal: the next pass tries again.
 		delete(r.reported, string(c.UID))
@@ -690,11 +752,13 @@ func (r *Reconciler) ungate(ctx context.Context, written map[string]*resourceapi
 		if !ready {
 			continue
 		}
-		u := p.DeepCopy()
-		u.Spec.SchedulingGates = slices.DeleteFunc(u.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool { return g.Name == SchedulingGate })
-		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
-		_, err := r.Client.CoreV1().Pods(p.Namespace).Update(wctx, u, metav1.UpdateOptions{FieldManager: Component})
-		cancel()
+		err := r.removeGate(ctx, p)
+		if err != nil && ctx.Err() != nil {
+			return nil
+		}
+		if errors.Is(err, ErrFenced) {
+			return err
+		}
 		if err != nil {
 			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 				res.Requeue = true
@@ -724,8 +788,11 @@ func (r *Reconciler) verify(written map[string]*resourceapi.ResourceClaim, c *re
 
 // withdraw clears an allocation drasat wrote (resourceVersion-guarded).
 func (r *Reconciler) withdraw(ctx context.Context, c *resourceapi.ResourceClaim, why error) error {
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
-	defer cancel()
+	wctx, done, err := r.startWrite(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
 	u := c.DeepCopy()
 	u.Status.Allocation = nil
 	if _, err := r.Client.ResourceV1().ResourceClaims(c.Namespace).UpdateStatus(wctx, u, metav1.UpdateOptions{FieldManager: Component}); err != nil {
@@ -756,9 +823,8 @@ func devices(c *resourceapi.ResourceClaim) string {
 	return strings.Join(parts, ", ")
 }
 
-// writeTimeout bounds each write. Writes are not cancelled by shutdown or
-// lost leadership (a claim is never left half-written by drasat's own
-// cancellation); this bound is below the gap between the leader's renew
-// deadline and the lease duration, so a successor cannot start writing
-// while an old leader's write is still in flight.
-const writeTimeout = 4 * time.Second
+// DefaultWriteTimeout bounds each write (Options.WriteTimeout). Writes
+// are not cancelled by shutdown or lost leadership (a claim is never left
+// half-written by drasat's own cancellation); the fence (fence.go) starts
+// one only when it ends before the Lease could expire.
+const DefaultWriteTimeout = 4 * time.Second

@@ -51,7 +51,7 @@ func (c *Controller) windowState() windowState {
 			pending = append(pending, cl)
 		}
 	}
-	dem := projectDemand(s, r.Opts.Namespace)
+	dem := projectDemandAt(s, r.Opts.Namespace, time.Now().Add(-r.Opts.StaleAfter))
 	st.keys = demandKeys(dem, pending, dem.projected)
 	st.unknown = dem.unknown
 	st.fits = clearlyFits(s, append(pending, dem.projected...))

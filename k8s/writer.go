@@ -286,7 +286,6 @@ func (r *Reconciler) ungateEarly(ctx context.Context, p *corev1.Pod, names []str
 		}
 	}
 	err := r.removeGate(ctx, p)
-	r.Metrics.Writes.WithLabelValues("pod").Inc()
 	mu.Lock()
 	defer mu.Unlock()
 	if err != nil {
@@ -310,9 +309,13 @@ func (r *Reconciler) ungateEarly(ctx context.Context, p *corev1.Pod, names []str
 func (r *Reconciler) removeGate(ctx context.Context, p *corev1.Pod) error {
 	u := p.DeepCopy()
 	u.Spec.SchedulingGates = slices.DeleteFunc(u.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool { return g.Name == SchedulingGate })
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
-	defer cancel()
-	_, err := r.Client.CoreV1().Pods(p.Namespace).Update(wctx, u, metav1.UpdateOptions{FieldManager: Component})
+	wctx, done, err := r.startWrite(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	r.Metrics.Writes.WithLabelValues("pod").Inc()
+	_, err = r.Client.CoreV1().Pods(p.Namespace).Update(wctx, u, metav1.UpdateOptions{FieldManager: Component})
 	return err
 }
 

@@ -38,6 +38,10 @@ func clusterFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "leader-elect-lease-duration", Value: 15 * time.Second},
 		&cli.DurationFlag{Name: "leader-elect-renew-deadline", Value: 10 * time.Second},
 		&cli.DurationFlag{Name: "leader-elect-retry-period", Value: 2 * time.Second},
+		&cli.DurationFlag{Name: "stale-after", Value: 5 * time.Minute, Usage: "a gated pod whose claims or templates are still missing this long after its creation no longer holds batches open nor gets stand-ins (a Warning Event ClaimsMissing says so); its claims are allocated once they exist"},
+		&cli.DurationFlag{Name: "unused-after", Value: time.Hour, Usage: "withdraw the allocation of a standalone drasat.dev/managed claim that no pod has named or used this long after it was allocated (marked drasat.dev/unallocatable so it is not allocated again until a gated pod uses it or the mark is removed)"},
+		&cli.DurationFlag{Name: "ungate-after", Usage: "fallback: remove the gate of a pod still gated this long after its creation, with a Warning Event HandedToScheduler, so the scheduler allocates what drasat has not (0, the default: never)"},
+		&cli.DurationFlag{Name: "write-timeout", Value: k8s.DefaultWriteTimeout, Usage: "bound on each API write; must be less than --leader-elect-lease-duration minus --leader-elect-renew-deadline (a write is only started when it ends before the Lease could pass to another replica)"},
 	}, liveFlags()...)
 }
 
@@ -84,16 +88,20 @@ func setup(c *cli.Context) (*zap.Logger, kubernetes.Interface, k8s.Options, erro
 		return nil, nil, k8s.Options{}, err
 	}
 	opts := k8s.Options{
-		Namespace:   c.String("namespace"),
-		BatchWindow: c.Duration("batch-window"),
-		MaxBatch:    c.Int("max-batch"),
-		DryRun:      c.Bool("dry-run"),
-		Objective:   c.String("objective"),
-		Reserve:     c.Bool("reserve"),
-		Hold:        c.Duration("hold"),
-		Policy:      c.String("policy"),
-		Compat:      c.String("compat"),
-		Timeout:     c.Duration("timeout"),
+		Namespace:    c.String("namespace"),
+		BatchWindow:  c.Duration("batch-window"),
+		MaxBatch:     c.Int("max-batch"),
+		DryRun:       c.Bool("dry-run"),
+		Objective:    c.String("objective"),
+		Reserve:      c.Bool("reserve"),
+		Hold:         c.Duration("hold"),
+		Policy:       c.String("policy"),
+		Compat:       c.String("compat"),
+		Timeout:      c.Duration("timeout"),
+		WriteTimeout: c.Duration("write-timeout"),
+		StaleAfter:   c.Duration("stale-after"),
+		UnusedAfter:  c.Duration("unused-after"),
+		UngateAfter:  c.Duration("ungate-after"),
 	}
 	if c.IsSet("stuck-after") {
 		opts.StuckAfter = c.Duration("stuck-after")
@@ -143,13 +151,21 @@ func runController(c *cli.Context) error {
 		cancel() // the informers stop, then Stop waits for them
 		ctl.Stop()
 	}()
+	leading := c.Bool("leader-elect") && !opts.DryRun
+	if leading {
+		// Before anything starts: the Lease timings and the write timeout
+		// must fit (fence.go).
+		if err := leaderElection(c).Validate(opts.WriteTimeout); err != nil {
+			return err
+		}
+	}
 	if err := ctl.Start(ctx); err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
 		return err
 	}
-	if !c.Bool("leader-elect") || opts.DryRun {
+	if !leading {
 		ctl.Reconciler.Cache.Trigger()
 		err = ctl.Run(ctx)
 	} else {

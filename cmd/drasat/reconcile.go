@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"os/signal"
@@ -19,7 +21,7 @@ func reconcileCommand() *cli.Command {
 		Usage: "allocate the cluster's drasat-managed pending ResourceClaims once, then exit (see docs/adapter.md)",
 		Flags: append(clusterFlags(), holdFlag(0),
 			&cli.BoolFlag{Name: "once", Value: true, Usage: "run one pass and exit (the only mode; for a loop use `drasat controller`)"},
-			&cli.StringFlag{Name: "identity", Value: "drasat-reconcile", Usage: "name recorded in drasat.dev/allocated-by"},
+			&cli.StringFlag{Name: "identity", Usage: "this run's name in the Lease and in drasat.dev/allocated-by (default: drasat-reconcile-<host>-<pid>-<random>, unique, so that two concurrent runs never both believe they hold the Lease)"},
 		),
 		Action: runReconcile,
 	}
@@ -31,11 +33,25 @@ func runReconcile(c *cli.Context) error {
 	}
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if !c.IsSet("identity") {
+		id, err := uniqueIdentity("drasat-reconcile")
+		if err != nil {
+			return err
+		}
+		if err := c.Set("identity", id); err != nil {
+			return err
+		}
+	}
 	log, client, opts, err := setup(c)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = log.Sync() }()
+	if !opts.DryRun {
+		if err := leaderElection(c).Validate(opts.WriteTimeout); err != nil {
+			return err
+		}
+	}
 	ctl := k8s.NewController(client, opts, log, k8s.NewMetrics(), os.Stdout)
 	ctx, cancel := context.WithCancel(ctx)
 	defer func() {
@@ -62,7 +78,7 @@ func runReconcile(c *cli.Context) error {
 			return herr
 		}
 		if holder != "" {
-			return fmt.Errorf("Lease %s/%s is held by %s: a controller is running; stop it, or use --dry-run", le.Namespace, le.Name, holder)
+			return fmt.Errorf("Lease %s/%s is held by %s: a controller or another reconcile run is writing; stop it, or use --dry-run", le.Namespace, le.Name, holder)
 		}
 		err = ctl.RunLeading(ctx, client, le, once)
 	}
@@ -77,4 +93,22 @@ func runReconcile(c *cli.Context) error {
 		verb, res.Allocated, res.Solved, res.Pending, res.Ungated, res.Unallocated)
 	log.Debug("reconcile done", zap.Any("result", res))
 	return nil
+}
+
+// uniqueIdentity names one run: prefix, host, process id and a random
+// suffix, so that no two runs share a Lease holder identity (client-go
+// treats a Lease held under its own identity as its own).
+func uniqueIdentity(prefix string) (string, error) {
+	host, _ := os.Hostname()
+	b := make([]byte, 4)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("identity: %w", err)
+	}
+	id := fmt.Sprintf("%s-%s-%d-%s", prefix, host, os.Getpid(), hex.EncodeToString(b))
+	// A Lease's holderIdentity and an annotation value have no length
+	// limit that matters here, but keep it readable.
+	if len(id) > 128 {
+		id = id[:128]
+	}
+	return id, nil
 }

@@ -428,7 +428,11 @@ func (c *cluster) renderKustomization(dir string) [][]byte {
 	t := c.t
 	var out []byte
 	if kubectl, err := exec.LookPath("kubectl"); err == nil {
-		cmd := exec.Command(kubectl, "kustomize", filepath.Join(repoRoot, dir))
+		path := dir
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(repoRoot, dir)
+		}
+		cmd := exec.Command(kubectl, "kustomize", path)
 		var errb bytes.Buffer
 		cmd.Stderr = &errb
 		if out, err = cmd.Output(); err != nil {

@@ -276,7 +276,7 @@ func (c *cluster) leaseHolder() string {
 // and after it stops (SIGTERM, releasing the Lease) the other takes over.
 func testTwoReplicas(t *testing.T) {
 	c := migCluster(t)
-	le := []string{"--leader-elect-lease-duration=6s", "--leader-elect-renew-deadline=4s", "--leader-elect-retry-period=500ms", "--batch-window=500ms"}
+	le := []string{"--leader-elect-lease-duration=8s", "--leader-elect-renew-deadline=4s", "--leader-elect-retry-period=500ms", "--write-timeout=3s", "--batch-window=500ms"}
 	a := c.startDrasat("replica-a", le...)
 	c.eventually("replica-a leads", 30*time.Second, func() (bool, error) { return c.leaseHolder() == "replica-a", nil })
 	// Never a second writer: reconcile --once refuses while a controller

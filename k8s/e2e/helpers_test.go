@@ -59,16 +59,24 @@ func (c *cluster) createPool(objs *model.Objects) {
 	}
 }
 
+// namespace creates a namespace drasat serves (labelled
+// drasat.dev/enabled=true: its pods with claims are gated, and drasat's
+// admission policy lets it write the claims there).
 func (c *cluster) namespace(name string) {
 	c.t.Helper()
+	c.namespaceLabelled(name, map[string]string{"drasat.dev/enabled": "true"})
+}
+
+func (c *cluster) namespaceLabelled(name string, labels map[string]string) {
+	c.t.Helper()
 	if _, err := c.admin.CoreV1().Namespaces().Create(context.Background(),
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}, metav1.CreateOptions{}); err != nil {
 		c.t.Fatal(err)
 	}
 }
 
 // pod returns a pod using the given claims (by template or by name), gated
-// for drasat when gated is set.
+// for drasat when gated is set, else labelled to opt out of gating.
 func pod(ns, name string, gated bool, claims ...corev1.PodResourceClaim) *corev1.Pod {
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"app": name}},
@@ -87,6 +95,9 @@ func pod(ns, name string, gated bool, claims ...corev1.PodResourceClaim) *corev1
 	}
 	if gated {
 		p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: k8s.SchedulingGate}}
+	} else {
+		// The scheduler's pod: opted out of deploy/'s gating policy.
+		p.Labels["drasat.dev/enabled"] = "false"
 	}
 	return p
 }

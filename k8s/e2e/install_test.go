@@ -126,7 +126,9 @@ func TestPolicies(t *testing.T) {
 	}
 	const claimMeta = "drasat may only add the delete-protection finalizer"
 	denied(t, "claim label", updateClaim(func(u *resourceapi.ResourceClaim) { u.Labels = map[string]string{k8s.ManagedLabel: "true"} }), claimMeta)
-	denied(t, "claim weight annotation", updateClaim(func(u *resourceapi.ResourceClaim) { u.Annotations = map[string]string{"drasat.dev/weight": "1000"} }), claimMeta)
+	// Refused by drasat-claim-writes (not drasat's annotation) and by
+	// drasat-weight (not a weight-allowed namespace); either may answer.
+	denied(t, "claim weight annotation", updateClaim(func(u *resourceapi.ResourceClaim) { u.Annotations = map[string]string{"drasat.dev/weight": "1000"} }), "denied request")
 	denied(t, "other finalizer", updateClaim(func(u *resourceapi.ResourceClaim) { u.Finalizers = append(u.Finalizers, "example.com/keep") }), claimMeta)
 	if err := updateClaim(func(u *resourceapi.ResourceClaim) {
 		u.Finalizers = append(u.Finalizers, k8s.Finalizer)
@@ -162,6 +164,18 @@ func TestPolicies(t *testing.T) {
 	if _, err := claims.UpdateStatus(ctx, mine, metav1.UpdateOptions{}); err != nil {
 		t.Errorf("withdrawing drasat's own allocation: %v", err)
 	}
+
+	// Events: drasat's own only, not another component's.
+	event := func(name, component, reason string) error {
+		_, err := as.CoreV1().Events(ns).Create(ctx, &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: "gated"}, Reason: reason, Message: "e2e",
+			Source: corev1.EventSource{Component: component}, Type: corev1.EventTypeNormal}, metav1.CreateOptions{})
+		return err
+	}
+	denied(t, "an Event in the scheduler's name", event("forged", "default-scheduler", "Scheduled"), "drasat may only record its own Events")
+	if err := event("own", k8s.Component, k8s.ReasonUngated); err != nil {
+		t.Errorf("drasat's own Event: %v", err)
+	}
 }
 
 // TestNamespacedRBAC: deploy/namespaced/ binds drasat's write rights in one
@@ -181,6 +195,21 @@ func TestNamespacedRBAC(t *testing.T) {
 	if _, err := c.admin.RbacV1().ClusterRoleBindings().Get(ctx, "drasat-write", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("deploy/namespaced keeps cluster-wide write rights: %v", err)
 	}
+	// The overlay gates pods of ml only: this drasat would never ungate a
+	// pod elsewhere, though that namespace is labelled for drasat too.
+	gp := pod("ml", "probe", false, fromTemplate("gpu", "mig"))
+	delete(gp.Labels, "drasat.dev/enabled")
+	c.eventually("gating policy active in ml", 30*time.Second, func() (bool, error) {
+		got, err := c.admin.CoreV1().Pods("ml").Create(ctx, gp, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err == nil && hasGate(got), err
+	})
+	// The API server reloads the changed binding within seconds; a pod
+	// elsewhere must then stay ungated.
+	gp.Namespace = "elsewhere"
+	c.eventually("pods outside ml not gated", 30*time.Second, func() (bool, error) {
+		got, err := c.admin.CoreV1().Pods("elsewhere").Create(ctx, gp, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err == nil && !hasGate(got), err
+	})
 	c.createPod(pod("elsewhere", "p", true))
 	as := c.drasatClient()
 	u, err := c.admin.CoreV1().Pods("elsewhere").Get(ctx, "p", metav1.GetOptions{})
@@ -219,6 +248,7 @@ func TestGatingDeployment(t *testing.T) {
 	// The policy acts once the API server has loaded it: probe with
 	// dry-run creates.
 	probe := pod(ns, "probe", false, fromTemplate("gpu", "mig"))
+	delete(probe.Labels, "drasat.dev/enabled")
 	c.eventually("mutating policy active", 30*time.Second, func() (bool, error) {
 		got, err := c.admin.CoreV1().Pods(ns).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		return err == nil && hasGate(got), err
@@ -230,7 +260,9 @@ func TestGatingDeployment(t *testing.T) {
 	if hasGate(got) {
 		t.Error("a pod labelled drasat.dev/enabled=false was gated")
 	}
-	got, err = c.admin.CoreV1().Pods("default").Create(ctx, pod("default", "plain", false, fromTemplate("gpu", "mig")), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	plain := pod("default", "plain", false, fromTemplate("gpu", "mig"))
+	delete(plain.Labels, "drasat.dev/enabled")
+	got, err = c.admin.CoreV1().Pods("default").Create(ctx, plain, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 	must(t, err)
 	if hasGate(got) {
 		t.Error("a pod in a namespace without drasat.dev/enabled=true was gated")
@@ -238,6 +270,7 @@ func TestGatingDeployment(t *testing.T) {
 
 	c.startDrasat("drasat-a")
 	tmpl := pod(ns, "web", false, fromTemplate("gpu", "mig"))
+	delete(tmpl.Labels, "drasat.dev/enabled")
 	const replicas = 4
 	d := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
