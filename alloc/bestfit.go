@@ -115,7 +115,7 @@ func bestFit(ctx context.Context, p *model.Problem, claims []*model.Claim, r *bo
 		nodes := claimNodes(p, c)
 		// Every node is looked at, each with a share of the search budget:
 		// single-device claims are enumerated fully, large ones in part.
-		perNode := max(lim.BestFitMinSteps, lim.BestFitSteps/len(nodes))
+		perNode := max(lim.BestFitMinSteps, lim.BestFitSteps/max(len(nodes), 1)) // no nodes: its pods' nodes are all excluded
 		looked := map[string]bool{}
 		for _, n := range nodes {
 			if _, ok := nodeBins[n]; ok {

@@ -247,7 +247,9 @@ func Run(ctx context.Context, p *model.Problem, opts Options) (*Result, error) {
 	}
 	res := gather(p, opts, results)
 	if lookahead && opts.Lookahead != nil {
-		res = opts.Lookahead.Refine(p, res, end)
+		if refined := opts.Lookahead.Refine(p, res, end); len(podViolations(p, refined.Assignments)) == 0 {
+			res = refined
+		}
 	}
 	return res, nil
 }
@@ -291,6 +293,7 @@ func gather(p *model.Problem, opts Options, results []*componentResult) *Result 
 		// Beyond the model the bound was proven for: they add to both.
 		before := weight(res.Assignments)
 		kept, late := placeLast(p, res.Assignments)
+		kept, late = podSafeLate(p, res.Assignments, kept, late)
 		res.Assignments = append(kept, late...)
 		gain := weight(res.Assignments) - before
 		st.Objective += gain

@@ -153,6 +153,10 @@ func (cs *componentState) solve(ctx context.Context) *componentResult {
 // It is the one place that writes the incumbent and the bound.
 func (cs *componentState) accept(out outcome) bool {
 	if out.found {
+		if as, broke := podRepair(cs.p, out.alloc); broke {
+			// An answer of a stage that does not know the pod rules.
+			out.alloc, out.proven, out.stop = as, false, false
+		}
 		c := cs.compare(out.alloc)
 		if c > 0 || c == 0 && out.tie {
 			cs.best, cs.value = out.alloc, cs.valueOf(out.alloc)

@@ -201,6 +201,7 @@ func (m *Model) guarded(g *Group, f func()) {
 func Encode(p *model.Problem, claims []*model.Claim, opts Options) (*Model, error) {
 	m := &Model{P: p, C: logic.NewC(), Used: map[int]z.Lit{}, impliedCache: map[string][]bool{}, groupsOn: opts.Groups, allowed: opts.Allowed}
 	m.buildUnits(claims, opts)
+	m.pods()
 	uses := map[int][]z.Lit{}
 	shares := map[int][]share{}
 	var admin []consumer
@@ -382,7 +383,7 @@ func IsSimple(c *model.Claim) bool { return simpleKey(c) != "" }
 func simpleKey(c *model.Claim) string {
 	// A claim with an error may have only its first requests built:
 	// claimUnit keeps it out.
-	if c.Err != nil || c.FixedNode >= 0 || len(c.ExcludedNodes) > 0 || len(c.Requests) != 1 || len(c.Constraints) != 0 || len(c.Requests[0].Alternatives) != 1 {
+	if c.Err != nil || c.FixedNode >= 0 || len(c.ExcludedNodes) > 0 || c.Group != nil || len(c.Requests) != 1 || len(c.Constraints) != 0 || len(c.Requests[0].Alternatives) != 1 {
 		return ""
 	}
 	a := c.Requests[0].Alternatives[0]
@@ -471,8 +472,9 @@ func (m *Model) claimUnit(c *model.Claim) *Unit {
 		nodeSet = map[int]bool{c.FixedNode: true}
 		needNode = true
 	}
-	if len(c.ExcludedNodes) > 0 {
-		// The node is chosen explicitly, and not among these.
+	if len(c.ExcludedNodes) > 0 || m.P.Pinning(c) {
+		// The node is chosen explicitly, and not among these (a claim
+		// tied to its pods' node always chooses one).
 		needNode, single = true, false
 		if len(nodeSet) == 0 {
 			for n := range m.P.Nodes {
@@ -481,6 +483,10 @@ func (m *Model) claimUnit(c *model.Claim) *Unit {
 		}
 		for n := range c.ExcludedNodes {
 			delete(nodeSet, n)
+		}
+		if len(nodeSet) == 0 && len(m.P.Nodes) > 0 {
+			m.clause(u.Admit.Not()) // every node is excluded
+			return u
 		}
 	}
 	if needNode && !(single && c.FixedNode < 0) {

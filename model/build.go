@@ -76,6 +76,7 @@ func build(ctx context.Context, objs *Objects, opts Options) (*Problem, error) {
 	if err := b.buildClaims(); err != nil {
 		return nil, err
 	}
+	b.buildPods()
 	b.scaleCapacities()
 	b.separateDuplicateNames()
 	outcomes := map[*Claim]*searchOutcome{}
