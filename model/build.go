@@ -100,6 +100,7 @@ func build(ctx context.Context, objs *Objects, opts Options) (*Problem, error) {
 			c.Err = b.holdOrdered(c, out)
 		}
 	}
+	b.podNodeConflicts()
 	b.p.searchLate = b.lateDevices()
 	b.p.CELCost = b.cel.spent
 	return b.p, nil

@@ -56,3 +56,37 @@ func (l *PodLoad) Release(g *PodGroup, n int) {
 		l.used[n][j] -= v
 	}
 }
+
+// Regroup rebuilds PodGroups from the claims' groups after p.Claims was
+// re-indexed or cut down (a sub-problem over copies of the claims): the
+// claims of one group, as far as p has them, form one group again. A
+// claim that appears twice (a copy standing for a claim to come) is no
+// pod's claim the second time.
+func (p *Problem) Regroup() {
+	if len(p.PodGroups) == 0 {
+		return
+	}
+	byOld := map[*PodGroup]*PodGroup{}
+	seen := map[string]bool{}
+	var out []*PodGroup
+	for _, c := range p.Claims {
+		old := c.Group
+		if old == nil {
+			continue
+		}
+		if seen[c.Key] {
+			c.Group = nil
+			continue
+		}
+		seen[c.Key] = true
+		g := byOld[old]
+		if g == nil {
+			g = &PodGroup{Index: len(out), Pods: old.Pods, Requests: old.Requests}
+			byOld[old] = g
+			out = append(out, g)
+		}
+		g.Claims = append(g.Claims, c.Index)
+		c.Group = g
+	}
+	p.PodGroups = out
+}

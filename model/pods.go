@@ -500,3 +500,75 @@ func refusedSummary(p *Problem, refused map[int]string) string {
 	}
 	return strings.Join(parts, "; ")
 }
+
+// podNodeConflicts fails the claims of a group whose claims have no node
+// in common where each could be served (a GPU on one node, the pod's NIC
+// on another only): naming the claims and the pod explains why none is
+// allocated.
+func (b *builder) podNodeConflicts() {
+	p := b.p
+	for _, g := range p.PodGroups {
+		if len(g.Claims) < 2 {
+			continue
+		}
+		var common map[int]bool
+		var names []string
+		failed := false
+		for _, ci := range g.Claims {
+			c := p.Claims[ci]
+			if c.Err != nil {
+				failed = true
+				break
+			}
+			names = append(names, c.Obj.Name)
+			nodes := servingNodes(p, c)
+			if common == nil {
+				common = nodes
+				continue
+			}
+			for n := range common {
+				if !nodes[n] {
+					delete(common, n)
+				}
+			}
+		}
+		if failed || len(common) > 0 {
+			continue
+		}
+		var pods []string
+		for _, pi := range g.Pods {
+			pods = append(pods, p.Pods[pi].Key)
+		}
+		err := fmt.Errorf("claims %s of pod %s cannot share a node", strings.Join(names, " and "), strings.Join(pods, ", "))
+		for _, ci := range g.Claims {
+			p.Claims[ci].Err = err
+		}
+	}
+}
+
+// servingNodes are the nodes, not excluded, from which every request of c
+// has candidates.
+func servingNodes(p *Problem, c *Claim) map[int]bool {
+	out := map[int]bool{}
+	for n := range p.Nodes {
+		if !c.ExcludedNodes[n] && (c.FixedNode < 0 || c.FixedNode == n) {
+			out[n] = true
+		}
+	}
+	for _, r := range c.Requests {
+		ok := map[int]bool{}
+		for _, a := range r.Alternatives {
+			for n := range out {
+				if len(a.onNode[n]) > 0 {
+					ok[n] = true
+				}
+			}
+		}
+		for n := range out {
+			if !ok[n] {
+				delete(out, n)
+			}
+		}
+	}
+	return out
+}
