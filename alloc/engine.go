@@ -340,6 +340,7 @@ func gather(p *model.Problem, opts Options, results []*componentResult) *Result 
 			res.Rejected[c.Index] = fitsAloneReason(opts.Objective)
 		}
 	}
+	podReasons(p, res)
 	return res
 }
 

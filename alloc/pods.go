@@ -1,7 +1,9 @@
 package alloc
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/drasat/drasat/model"
 )
@@ -127,4 +129,80 @@ func podSafeLate(p *model.Problem, before, kept, late []*Assignment) ([]*Assignm
 		}
 	}
 	return kept, late
+}
+
+// podReasons says, for the claims of pod groups left out that fit alone,
+// what their pods meet on the nodes they could use: a node some pod
+// refuses ("node-2 cordoned"), or one where the pods admitted there leave
+// too little ("needs 40 cpu, node-1 has 24 free"). Where every such node
+// has a pod reason, it replaces the generic one.
+func podReasons(p *model.Problem, res *Result) {
+	if len(p.PodGroups) == 0 || len(res.Rejected) == 0 {
+		return
+	}
+	load := model.NewPodLoad(p)
+	placed := map[*model.PodGroup]bool{}
+	for _, a := range res.Assignments {
+		if g := a.Claim.Group; g != nil && !placed[g] && a.Node >= 0 {
+			placed[g] = true
+			load.Take(g, a.Node)
+		}
+	}
+	for i, why := range res.Rejected {
+		c := p.Claims[i]
+		g := c.Group
+		if g == nil || c.Err != nil {
+			continue
+		}
+		var pods []string
+		for _, pi := range g.Pods {
+			pods = append(pods, p.Pods[pi].Key)
+		}
+		var parts []string
+		covered := true
+		for n := range p.Nodes {
+			if r, ok := c.PodRefused[n]; ok {
+				parts = append(parts, r)
+				continue
+			}
+			if !slices.Contains(c.CandidateNodes(p), n) {
+				continue
+			}
+			if j := load.Short(g, n); j >= 0 {
+				r := p.Resources[j]
+				parts = append(parts, fmt.Sprintf("pod %s: needs %s %s, %s has %s free besides the pods admitted there",
+					strings.Join(pods, ", "), model.FormatResource(r, g.Requests[j]), r, p.Nodes[n].Name, model.FormatResource(r, max(load.Free(n, j), 0))))
+				continue
+			}
+			covered = false
+		}
+		switch {
+		case len(parts) == 0:
+		case covered:
+			res.Rejected[i] = joinPodReasons(parts)
+		default:
+			res.Rejected[i] = why + "; " + joinPodReasons(parts)
+		}
+	}
+}
+
+// joinPodReasons joins "pod P: why" parts, naming a pod once for the
+// parts in a row that are about it.
+func joinPodReasons(parts []string) string {
+	var b strings.Builder
+	prev := ""
+	for i, s := range parts {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		if k := strings.Index(s, ": "); strings.HasPrefix(s, "pod ") && k > 0 {
+			if s[:k] == prev {
+				s = s[k+2:]
+			} else {
+				prev = s[:k]
+			}
+		}
+		b.WriteString(s)
+	}
+	return b.String()
 }
