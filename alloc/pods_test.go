@@ -71,6 +71,19 @@ func randomPodInstance(seed uint64) *model.Objects {
 			objs.Pods = append(objs.Pods, podWith("bound-"+name, int64(1+r.IntN(4)), 2, nil, name))
 		}
 	}
+	if r.IntN(3) == 0 {
+		// A pod whose claim is allocated already (its gate removed), not
+		// bound yet: its requests count on the claim's node.
+		node := objs.Nodes[r.IntN(nodes)].Name
+		objs.Claims = append(objs.Claims, &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: "running", Namespace: "default"},
+			Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{Name: "r",
+				Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: "gpu", AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 1}}}}},
+			Status: resourceapi.ResourceClaimStatus{Allocation: &resourceapi.AllocationResult{
+				Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{{Request: "r", Driver: "gpu.example.com", Pool: node, Device: "gpu-0"}}},
+				NodeSelector: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{
+					{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{node}}}}}}}}})
+		objs.Pods = append(objs.Pods, podWith("ungated", int64(1+r.IntN(8)), 4, []string{"running"}, ""))
+	}
 	pods := 1 + r.IntN(4)
 	claimNo := 0
 	var last []string // the previous pod's claims, to share one
@@ -155,9 +168,20 @@ func schedulerAccepts(objs *model.Objects, placed map[string]string) error {
 		used[node].pods++
 	}
 	logger := klog.Background()
+	newHere := map[string]bool{}    // nodes with pods drasat placed
+	existing := map[string]string{} // claims allocated before: their node
+	for _, c := range objs.Claims {
+		if a := c.Status.Allocation; a != nil {
+			existing[c.Name] = a.NodeSelector.NodeSelectorTerms[0].MatchFields[0].Values[0]
+		}
+	}
 	for _, p := range objs.Pods {
 		if p.Spec.NodeName != "" {
 			add(p.Spec.NodeName, p)
+			continue
+		}
+		if n, ok := existing[*p.Spec.ResourceClaims[0].ResourceClaimName]; ok {
+			add(n, p) // its node is decided: it counts there
 			continue
 		}
 		node, some, all := "", false, true
@@ -192,8 +216,12 @@ func schedulerAccepts(objs *model.Objects, placed map[string]string) error {
 			return fmt.Errorf("pod %s: node %s does not match its affinity", p.Name, node)
 		}
 		add(node, p)
+		newHere[node] = true
 	}
 	for name, u := range used {
+		if !newHere[name] {
+			continue // as it was before
+		}
 		a := nodes[name].Status.Allocatable
 		if u.cpu > a.Cpu().MilliValue() || u.mem > a.Memory().Value() || u.pods > a.Pods().Value() {
 			return fmt.Errorf("node %s: pods request %dm CPU, %d memory, %d pods; allocatable %v", name, u.cpu, u.mem, u.pods, a)

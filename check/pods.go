@@ -82,6 +82,10 @@ func (c *checker) checkPods(allocated []*resourceapi.ResourceClaim) {
 			}
 		}
 		if !touched {
+			// Pinned by its allocated claims to one node: it will run there.
+			if n := onlyNode(objs.Nodes, claims, alloc); n != "" {
+				count(n, p)
+			}
 			continue
 		}
 		var ok []*corev1.Node
@@ -173,4 +177,32 @@ func podClaims(p *corev1.Pod) []string {
 		}
 	}
 	return out
+}
+
+// onlyNode is the one node that every claim's node selector admits, or
+// "" (none, or several).
+func onlyNode(nodes []*corev1.Node, claims []string, alloc map[string]*resourceapi.AllocationResult) string {
+	if len(claims) == 0 {
+		return ""
+	}
+	found := ""
+	for _, n := range nodes {
+		ok := true
+		for _, key := range claims {
+			if sel := alloc[key].NodeSelector; sel != nil {
+				ns, err := nodeaffinity.NewNodeSelector(sel)
+				if err != nil || !ns.Match(n) {
+					ok = false
+					break
+				}
+			}
+		}
+		if ok {
+			if found != "" {
+				return ""
+			}
+			found = n.Name
+		}
+	}
+	return found
 }

@@ -133,8 +133,9 @@ type builder struct {
 	altCaps     []*altCapacity
 	uses        int64 // counterUses, once computed
 	sliceNodes  map[*resourceapi.ResourceSlice][]int
-	late        []bool   // lateDevices, once computed
-	ordered     []*Claim // claims whose outcome depends on the search order, once computed
+	late        []bool                                // lateDevices, once computed
+	ordered     []*Claim                              // claims whose outcome depends on the search order, once computed
+	claimObjs   map[string]*resourceapi.ResourceClaim // input claims by namespace/name, once needed (pods.go)
 }
 
 // attribute is attributeValue, cached: constraints of many claims look up

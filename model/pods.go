@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	resourcehelper "k8s.io/component-helpers/resource"
@@ -183,10 +184,19 @@ func (b *builder) podResources() {
 		}
 	}
 	used := map[string]map[corev1.ResourceName]int64{}
+	inProblem := map[*corev1.Pod]bool{}
+	for _, pod := range p.Pods {
+		inProblem[pod.Obj] = true
+	}
 	for _, o := range b.objs.Pods {
 		node := o.Spec.NodeName
 		if node == "" {
 			node = o.Status.NominatedNodeName
+		}
+		if node == "" && !inProblem[o] && o.DeletionTimestamp == nil {
+			// Not bound yet, but its allocated claims pin it to a node
+			// (its gate removed, the scheduler has not bound it yet).
+			node = b.pinnedTo(o)
 		}
 		if node == "" || terminal(o) {
 			continue
@@ -234,11 +244,9 @@ func (b *builder) refused(pod *Pod) map[int]string {
 	// Claims of the pod already allocated pin it to their nodes.
 	var pinned []*nodeaffinity.NodeSelector
 	for _, name := range PodClaimNames(pod.Obj) {
-		for _, c := range b.objs.Claims {
-			if c.Namespace == pod.Obj.Namespace && c.Name == name && c.Status.Allocation != nil && c.Status.Allocation.NodeSelector != nil {
-				if ns, err := nodeaffinity.NewNodeSelector(c.Status.Allocation.NodeSelector); err == nil {
-					pinned = append(pinned, ns)
-				}
+		if c := b.claimObj(pod.Obj.Namespace, name); c != nil && c.Status.Allocation != nil && c.Status.Allocation.NodeSelector != nil {
+			if ns, err := nodeaffinity.NewNodeSelector(c.Status.Allocation.NodeSelector); err == nil {
+				pinned = append(pinned, ns)
 			}
 		}
 	}
@@ -571,4 +579,49 @@ func servingNodes(p *Problem, c *Claim) map[int]bool {
 		}
 	}
 	return out
+}
+
+// pinnedTo is the one node the allocated claims of pod admit together,
+// or "" (no allocated claim, or several nodes).
+func (b *builder) pinnedTo(pod *corev1.Pod) string {
+	var sels []*nodeaffinity.NodeSelector
+	some := false
+	for _, name := range PodClaimNames(pod) {
+		if c := b.claimObj(pod.Namespace, name); c != nil && c.Status.Allocation != nil {
+			some = true
+			if c.Status.Allocation.NodeSelector != nil {
+				ns, err := nodeaffinity.NewNodeSelector(c.Status.Allocation.NodeSelector)
+				if err != nil {
+					return ""
+				}
+				sels = append(sels, ns)
+			}
+		}
+	}
+	if !some || len(sels) == 0 {
+		return ""
+	}
+	node := ""
+	for _, n := range b.p.Nodes {
+		if !slices.ContainsFunc(sels, func(s *nodeaffinity.NodeSelector) bool { return !s.Match(n.Obj) }) {
+			if node != "" {
+				return ""
+			}
+			node = n.Name
+		}
+	}
+	return node
+}
+
+// claimObj is the input claim namespace/name (nil if none).
+func (b *builder) claimObj(ns, name string) *resourceapi.ResourceClaim {
+	if b.claimObjs == nil {
+		b.claimObjs = map[string]*resourceapi.ResourceClaim{}
+		for _, c := range b.objs.Claims {
+			if _, ok := b.claimObjs[c.Namespace+"/"+c.Name]; !ok {
+				b.claimObjs[c.Namespace+"/"+c.Name] = c
+			}
+		}
+	}
+	return b.claimObjs[ns+"/"+name]
 }
