@@ -452,6 +452,7 @@ func subProblem(p *model.Problem, claims []*model.Claim) *model.Problem {
 		}
 		if c.Obj != nil && IsPrototype(c.Obj) {
 			cc.Key = fmt.Sprintf("%s#%d", c.Key, i)
+			cc.Group = nil // a claim to come: no pod of the input uses it
 		}
 		q.Claims[i] = &cc
 	}
