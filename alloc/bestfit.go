@@ -118,6 +118,9 @@ func bestFit(ctx context.Context, p *model.Problem, claims []*model.Claim, r *bo
 		perNode := max(lim.BestFitMinSteps, lim.BestFitSteps/max(len(nodes), 1)) // no nodes: its pods' nodes are all excluded
 		looked := map[string]bool{}
 		for _, n := range nodes {
+			if !s.PodAllows(c, n) {
+				continue
+			}
 			if _, ok := nodeBins[n]; ok {
 				k := nodeKey(n)
 				if looked[k] {
