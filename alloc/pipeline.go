@@ -165,6 +165,10 @@ func (cs *componentState) accept(out outcome) bool {
 			cs.greedy = cs.value
 		}
 	}
+	if out.hasBnd {
+		// The nodes' resources bound the pods' claims too (pods.go).
+		out.bound = min(out.bound, podBound(cs.p, cs.claims, cs.weight))
+	}
 	if out.hasBnd && out.bound < cs.bound {
 		cs.bound = max(out.bound, cs.value) // a sound bound is never below a feasible value
 	}

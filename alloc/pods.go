@@ -2,7 +2,9 @@ package alloc
 
 import (
 	"fmt"
+	"math"
 	"slices"
+	"sort"
 	"strings"
 
 	"github.com/drasat/drasat/model"
@@ -205,4 +207,93 @@ func joinPodReasons(parts []string) string {
 		b.WriteString(s)
 	}
 	return b.String()
+}
+
+// podBound bounds the weight the claims can admit by the nodes'
+// resources: whatever the devices allow, the pod groups admitted request
+// at most what all nodes have free of each resource, so for each resource
+// the fractional knapsack of the groups (by weight per amount requested)
+// over that total bounds them; claims of no group that pins add their
+// weight. A valid upper bound, often far below the device bound when CPU
+// or memory binds.
+func podBound(p *model.Problem, claims []*model.Claim, weight func(*model.Claim) int64) int64 {
+	if len(p.PodGroups) == 0 {
+		return math.MaxInt64
+	}
+	var free int64 // weight of the claims no resource limits
+	groupW := map[*model.PodGroup]int64{}
+	for _, c := range claims {
+		if c.Group != nil && p.Pinning(c) {
+			groupW[c.Group] += weight(c)
+		} else {
+			free += weight(c)
+		}
+	}
+	best := math.Inf(1)
+	for j := range p.Resources {
+		var total float64
+		limited := true
+		for n := range p.Nodes {
+			if !p.Limited(n, j) {
+				limited = false
+				break
+			}
+			total += float64(max(p.NodeFree[n][j], 0))
+		}
+		if !limited {
+			continue
+		}
+		type item struct{ w, size float64 }
+		var items []item
+		var v float64
+		for g, w := range groupW {
+			if s := g.Requests[j]; s > 0 {
+				items = append(items, item{float64(w), float64(s)})
+			} else {
+				v += float64(w)
+			}
+		}
+		sort.Slice(items, func(a, b int) bool { return items[a].w*items[b].size > items[b].w*items[a].size })
+		left := total
+		for _, it := range items {
+			if it.size <= left {
+				v += it.w
+				left -= it.size
+				continue
+			}
+			v += it.w * left / it.size
+			break
+		}
+		best = min(best, v)
+	}
+	if math.IsInf(best, 1) {
+		return math.MaxInt64
+	}
+	return free + int64(math.Floor(best+1e-6))
+}
+
+// podShare is what a claim's pods take of the nodes' resources, for the
+// smallest-first order: per resource the group's requests over what one
+// node has free on average, the largest such share, split among the
+// group's claims.
+func podShare(p *model.Problem, c *model.Claim) float64 {
+	g := c.Group
+	if g == nil || !p.Pinning(c) || len(p.Nodes) == 0 {
+		return 0
+	}
+	share := 0.0
+	for j, v := range g.Requests {
+		var total float64
+		for n := range p.Nodes {
+			if !p.Limited(n, j) {
+				total = 0
+				break
+			}
+			total += float64(max(p.NodeFree[n][j], 0))
+		}
+		if total > 0 && v > 0 {
+			share = max(share, float64(v)*float64(len(p.Nodes))/total)
+		}
+	}
+	return share / float64(len(g.Claims))
 }
