@@ -274,8 +274,10 @@ func podBound(p *model.Problem, claims []*model.Claim, weight func(*model.Claim)
 
 // podShare is what a claim's pods take of the nodes' resources, for the
 // smallest-first order: per resource the group's requests over what one
-// node has free on average, the largest such share, split among the
-// group's claims.
+// node has free on average, times how oversubscribed the resource is
+// (all groups' requests over all that is free, when above 1: a scarce
+// resource orders the claims more than the devices do), the largest
+// such share, split among the group's claims.
 func podShare(p *model.Problem, c *model.Claim) float64 {
 	g := c.Group
 	if g == nil || !p.Pinning(c) || len(p.Nodes) == 0 {
@@ -292,7 +294,11 @@ func podShare(p *model.Problem, c *model.Claim) float64 {
 			total += float64(max(p.NodeFree[n][j], 0))
 		}
 		if total > 0 && v > 0 {
-			share = max(share, float64(v)*float64(len(p.Nodes))/total)
+			var demand float64
+			for _, o := range p.PodGroups {
+				demand += float64(o.Requests[j])
+			}
+			share = max(share, float64(v)*float64(len(p.Nodes))/total*max(1, demand/total))
 		}
 	}
 	return share / float64(len(g.Claims))
