@@ -516,6 +516,8 @@ func refusedSummary(p *Problem, refused map[int]string) string {
 func (b *builder) podNodeConflicts() {
 	p := b.p
 	for _, g := range p.PodGroups {
+		b.podRefusesDevices(g)
+		b.podFailsTogether(g)
 		if len(g.Claims) < 2 {
 			continue
 		}
@@ -529,7 +531,7 @@ func (b *builder) podNodeConflicts() {
 				break
 			}
 			names = append(names, c.Obj.Name)
-			nodes := servingNodes(p, c)
+			nodes := servingNodes(p, c, false)
 			if common == nil {
 				common = nodes
 				continue
@@ -554,12 +556,35 @@ func (b *builder) podNodeConflicts() {
 	}
 }
 
-// servingNodes are the nodes, not excluded, from which every request of c
-// has candidates.
-func servingNodes(p *Problem, c *Claim) map[int]bool {
+// podRefusesDevices fails the claims of g that could be served only on
+// nodes their pods refuse, naming those nodes' reasons.
+func (b *builder) podRefusesDevices(g *PodGroup) {
+	p := b.p
+	for _, ci := range g.Claims {
+		c := p.Claims[ci]
+		if c.Err != nil || len(c.PodRefused) == 0 || len(servingNodes(p, c, false)) > 0 {
+			continue
+		}
+		serving := servingNodes(p, c, true)
+		if len(serving) == 0 {
+			continue // no node serves it anyway: the devices say why
+		}
+		refused := map[int]string{}
+		for n := range serving {
+			refused[n] = c.PodRefused[n]
+		}
+		c.Err = fmt.Errorf("its pods cannot run where its devices are: %s", refusedSummary(p, refused))
+	}
+}
+
+// servingNodes are the nodes, not excluded (but for the nodes its pods
+// refuse, with podRefusedToo), from which every request of c has
+// candidates.
+func servingNodes(p *Problem, c *Claim, podRefusedToo bool) map[int]bool {
 	out := map[int]bool{}
 	for n := range p.Nodes {
-		if !c.ExcludedNodes[n] && (c.FixedNode < 0 || c.FixedNode == n) {
+		_, refused := c.PodRefused[n]
+		if (!c.ExcludedNodes[n] || podRefusedToo && refused) && (c.FixedNode < 0 || c.FixedNode == n) {
 			out[n] = true
 		}
 	}
@@ -624,4 +649,25 @@ func (b *builder) claimObj(ns, name string) *resourceapi.ResourceClaim {
 		}
 	}
 	return b.claimObjs[ns+"/"+name]
+}
+
+// podFailsTogether: when a claim of g cannot be allocated, neither can
+// the others (a pod's claims are one decision); they say which and why.
+func (b *builder) podFailsTogether(g *PodGroup) {
+	p := b.p
+	var failed *Claim
+	for _, ci := range g.Claims {
+		if c := p.Claims[ci]; c.Err != nil && c.unheld == nil {
+			failed = c
+			break
+		}
+	}
+	if failed == nil {
+		return
+	}
+	for _, ci := range g.Claims {
+		if c := p.Claims[ci]; c.Err == nil {
+			c.Err = fmt.Errorf("claim %s of the same pods cannot be allocated: %v", failed.Obj.Name, failed.Err)
+		}
+	}
 }
