@@ -165,8 +165,10 @@ func (cs *componentState) accept(out outcome) bool {
 			cs.greedy = cs.value
 		}
 	}
-	if out.hasBnd {
-		// The nodes' resources bound the pods' claims too (pods.go).
+	if out.hasBnd && !cs.ordered {
+		// The nodes' resources bound the pods' claims' weight too
+		// (pods.go); not a bound of the ordered objective, where reaching
+		// a count says nothing of which claims.
 		out.bound = min(out.bound, podBound(cs.p, cs.claims, cs.weight))
 	}
 	if out.hasBnd && out.bound < cs.bound {
