@@ -96,3 +96,19 @@ func TestPodRulesInBuild(t *testing.T) {
 		})
 	}
 }
+
+// A pod's claims: by name, generated (its status names them), and the
+// adapter's stand-in "pod:entry" for a template claim not created yet.
+func TestPodClaimNames(t *testing.T) {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}}
+	p.Spec.ResourceClaims = []corev1.PodResourceClaim{
+		{Name: "a", ResourceClaimName: ptr.To("shared")},
+		{Name: "b", ResourceClaimTemplateName: ptr.To("t")},
+		{Name: "c", ResourceClaimTemplateName: ptr.To("t")},
+	}
+	p.Status.ResourceClaimStatuses = []corev1.PodResourceClaimStatus{{Name: "b", ResourceClaimName: ptr.To("p-b-x7k2")}}
+	got := strings.Join(PodClaimNames(p), ",")
+	if want := "shared,p-b-x7k2,p:c"; got != want {
+		t.Fatalf("PodClaimNames = %s, want %s", got, want)
+	}
+}
