@@ -303,3 +303,17 @@ func podShare(p *model.Problem, c *model.Claim) float64 {
 	}
 	return share / float64(len(g.Claims))
 }
+
+// podsPlaced maps the pod groups of as to their node (claims with a node).
+func podsPlaced(as []*Assignment) map[*model.PodGroup]int {
+	var out map[*model.PodGroup]int
+	for _, a := range as {
+		if a.Claim.Group != nil && a.Node >= 0 {
+			if out == nil {
+				out = map[*model.PodGroup]int{}
+			}
+			out[a.Claim.Group] = a.Node
+		}
+	}
+	return out
+}

@@ -132,6 +132,10 @@ type Options struct {
 	// caller that assumes a given allocation (a hint) may find it
 	// excluded, so it is off unless asked for.
 	DeviceSymmetry bool
+	// PodsPlaced are the pod groups with claims placed outside the model
+	// (held in place), by node: their pods take the node's resources, and
+	// their claims in the model go to that node and are admitted.
+	PodsPlaced map[*model.PodGroup]int
 }
 
 // Fixed is an allocation held in place: the devices it occupies.
@@ -201,7 +205,7 @@ func (m *Model) guarded(g *Group, f func()) {
 func Encode(p *model.Problem, claims []*model.Claim, opts Options) (*Model, error) {
 	m := &Model{P: p, C: logic.NewC(), Used: map[int]z.Lit{}, impliedCache: map[string][]bool{}, groupsOn: opts.Groups, allowed: opts.Allowed}
 	m.buildUnits(claims, opts)
-	m.pods()
+	m.pods(opts.PodsPlaced)
 	uses := map[int][]z.Lit{}
 	shares := map[int][]share{}
 	var admin []consumer

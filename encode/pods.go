@@ -20,10 +20,15 @@ const (
 // groups the rules tie to a node are never simple and always choose their
 // node explicitly (claimUnit), so their node literals say where their
 // pods run.
-func (m *Model) pods() {
+func (m *Model) pods(placed map[*model.PodGroup]int) {
 	p := m.P
 	if len(p.PodGroups) == 0 {
 		return
+	}
+	// What the groups placed outside the model take, per node.
+	load := model.NewPodLoad(p)
+	for g, n := range placed {
+		load.Take(g, n)
 	}
 	unitOf := map[int]*Unit{}
 	for _, u := range m.Units {
@@ -33,11 +38,11 @@ func (m *Model) pods() {
 	}
 	// onNode[g][n]: the group's pods run on node n (its first claim's
 	// node literal, which the others follow).
-	type placed struct {
+	type onNode struct {
 		g   *model.PodGroup
 		lit map[int]z.Lit
 	}
-	var groups []placed
+	var groups []onNode
 	for _, g := range p.PodGroups {
 		var us []*Unit
 		for _, ci := range g.Claims {
@@ -46,6 +51,27 @@ func (m *Model) pods() {
 			}
 		}
 		if len(us) == 0 || !p.Pinning(us[0].Claims[0]) {
+			continue
+		}
+		if n, ok := placed[g]; ok {
+			// Some claims of the group are placed, on n: the others go
+			// there too, and must be admitted (a pod's claims are one
+			// decision); its pods' load is counted already.
+			grp := newGroup(GroupPod)
+			grp.Claim = g.Index
+			m.guarded(&grp, func() {
+				for _, u := range us {
+					m.clause(u.Admit)
+					for k, o := range u.NodeIdx {
+						if o != n {
+							m.clause(u.NodeLit[k].Not())
+						}
+					}
+					if u.NodeLit == nil {
+						m.clause(u.Admit.Not()) // no node: cannot follow
+					}
+				}
+			})
 			continue
 		}
 		grp := newGroup(GroupPod)
@@ -75,7 +101,7 @@ func (m *Model) pods() {
 				}
 			}
 		})
-		groups = append(groups, placed{g, lits[0]})
+		groups = append(groups, onNode{g, lits[0]})
 	}
 	for n := range p.Nodes {
 		for j := range p.Resources {
@@ -96,7 +122,7 @@ func (m *Model) pods() {
 			grp := newGroup(GroupPodResources)
 			grp.Device, grp.Counter = n, j
 			m.guarded(&grp, func() {
-				free := p.NodeFree[n][j]
+				free := load.Free(n, j)
 				if free < 0 {
 					for _, l := range ls {
 						m.clause(l.Not())
