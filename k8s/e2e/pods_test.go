@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
+
+	"github.com/drasat/drasat/k8s"
 )
 
 // Pods and their nodes: drasat places a pod's claims only on a node the
@@ -286,4 +288,40 @@ func (pc *podCase) settleOnePerNode() {
 	if len(nodes) != 2 {
 		pc.t.Errorf("pods on %v, want one per node", want)
 	}
+}
+
+// A gated pod with required inter-pod anti-affinity is left to the
+// scheduler: drasat removes its gate without allocating (Event
+// LeftToScheduler), and the scheduler allocates its claim and binds it.
+func TestPodsLeftToScheduler(t *testing.T) {
+	pc := newPodCase(t, []*corev1.Node{nodeNamed("node-1"), nodeNamed("node-2")}, map[string]int{"node-1": 1, "node-2": 1}, nil)
+	p := pc.gatedPodWith("spread", "1", "1Gi", "gpu")
+	p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "other"}}, TopologyKey: "kubernetes.io/hostname"}}}}
+	pc.c.createPod(p)
+	pc.c.eventually("the pod bound", 2*time.Minute, func() (bool, error) {
+		for _, p := range pc.c.pods(pc.ns) {
+			if p.Spec.NodeName == "" {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	got := pc.c.pods(pc.ns)[0]
+	cl := pc.c.podClaim(&got, "gpu")
+	if cl == nil || cl.Status.Allocation == nil {
+		t.Fatal("claim not allocated")
+	}
+	if by := cl.Annotations[k8s.AllocatedByAnnotation]; by != "" {
+		t.Errorf("claim allocated by %q, want the scheduler", by)
+	}
+	pc.c.eventually("a LeftToScheduler Event", 30*time.Second, func() (bool, error) {
+		for _, e := range pc.c.events(pc.ns, k8s.ReasonLeftToScheduler) {
+			if e.InvolvedObject.Name == "spread" && strings.Contains(e.Message, "required inter-pod anti-affinity") {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	pc.c.assertFeasible()
 }
