@@ -325,3 +325,28 @@ func TestPodsLeftToScheduler(t *testing.T) {
 	})
 	pc.c.assertFeasible()
 }
+
+// The watch itself: a claim drasat allocated (a managed standalone claim,
+// on node-1) that an ungated pod selecting node-2 then uses. The
+// scheduler cannot place the pod with the claim where it is, so its
+// PostFilter removes the allocation: drasat_allocations_undone_total
+// counts it and the claim gets an AllocationUndone Event.
+func TestPodsUndoneAllocationSeen(t *testing.T) {
+	pc := newPodCase(t, []*corev1.Node{nodeNamed("node-1"), nodeNamed("node-2")}, map[string]int{"node-1": 1}, nil)
+	c := pc.c
+	c.createClaim(pc.ns, "managed", deviceSpec("gpu"), true)
+	c.eventually("the managed claim allocated by drasat", time.Minute, func() (bool, error) {
+		cl := c.claim(pc.ns, "managed")
+		return cl.Status.Allocation != nil && cl.Annotations[k8s.AllocatedByAnnotation] != "", nil
+	})
+	p := pod(pc.ns, "elsewhere", false, byName("gpu", "managed"))
+	p.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": "node-2"}
+	c.createPod(p)
+	c.eventually("drasat_allocations_undone_total 1 and an AllocationUndone Event", 2*time.Minute, func() (bool, error) {
+		m := httpGet(t, "http://"+metricsAddr(t, pc.drasat)+"/metrics")
+		if !regexp.MustCompile(`(?m)^drasat_allocations_undone_total [1-9]`).MatchString(m) {
+			return false, nil
+		}
+		return len(c.events(pc.ns, k8s.ReasonAllocationUndone)) > 0, nil
+	})
+}
