@@ -2,8 +2,10 @@ package k8s
 
 import (
 	"context"
+	"hash/fnv"
 	"reflect"
 	"slices"
+	"strconv"
 	"sync"
 
 	"go.uber.org/zap"
@@ -113,4 +115,44 @@ func (r *Reconciler) claimUpdated(old, cur *resourceapi.ResourceClaim) {
 func nodeChanged(o, n *corev1.Node) bool {
 	return !reflect.DeepEqual(o.Labels, n.Labels) || o.Spec.Unschedulable != n.Spec.Unschedulable ||
 		!reflect.DeepEqual(o.Spec.Taints, n.Spec.Taints) || !reflect.DeepEqual(o.Status.Allocatable, n.Status.Allocatable)
+}
+
+// podRulesParts feeds the inventory fingerprint (fairness.go) what the pod
+// rules read of nodes besides labels: cordon, taints and allocatable. A
+// claim parked because its pods fit nowhere is tried again when one of
+// these changes, or when a pod leaves a node (podsHeld).
+func podRulesParts(s *Snapshot, w func(parts ...string)) {
+	for _, n := range s.Nodes {
+		w("u", n.Name, strconv.FormatBool(n.Spec.Unschedulable))
+		for _, t := range n.Spec.Taints {
+			w(t.Key, t.Value, string(t.Effect))
+		}
+		names := make([]string, 0, len(n.Status.Allocatable))
+		for r := range n.Status.Allocatable {
+			names = append(names, string(r))
+		}
+		slices.Sort(names)
+		for _, r := range names {
+			q := n.Status.Allocatable[corev1.ResourceName(r)]
+			w(r, q.String())
+		}
+	}
+}
+
+// podsHeld adds to the allocations fairness tracks the pods that hold
+// node resources (bound or nominated, not finished), by node: one that
+// goes away is a release, as a released allocation is.
+func podsHeld(s *Snapshot, now map[string]uint64) {
+	for _, p := range s.Pods {
+		node := p.Spec.NodeName
+		if node == "" {
+			node = p.Status.NominatedNodeName
+		}
+		if node == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		h := fnv.New64a()
+		h.Write([]byte(node))
+		now["pod:"+string(p.UID)] = h.Sum64()
+	}
 }

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 )
@@ -81,5 +82,38 @@ func TestAllocationsUndone(t *testing.T) {
 	}
 	if len(rec.Events) != 1 {
 		t.Fatalf("%d Events, want 1", len(rec.Events))
+	}
+}
+
+// A claim whose pod fits nowhere for CPU is parked; when the pod holding
+// the CPU goes away, the next pass tries it again and allocates it.
+func TestParkedForCPUUntilAPodLeaves(t *testing.T) {
+	n1 := node("n1")
+	n1.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourcePods: resource.MustParse("10")}
+	busy := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "busy", Namespace: "default", UID: "pod-busy"},
+		Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "c", Image: "x",
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("6")}}}}}}
+	p := gatedPod("p", "a")
+	p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}
+	e := newEnv(t, Options{}, n1, slice("n1", 1), class(), claim("a", 1, nil), busy, p)
+	if res := e.pass(t); res.Allocated != 0 || res.Unallocated != 1 {
+		t.Fatalf("first pass %+v: want a unallocated (4 CPUs needed, 2 free)", res)
+	}
+	if res := e.pass(t); res.Parked != 1 {
+		t.Fatalf("second pass %+v: want a parked", res)
+	}
+	if err := e.client.CoreV1().Pods("default").Delete(context.Background(), "busy", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitCache(t, "busy gone", func(s *Snapshot) bool {
+		for _, q := range s.Pods {
+			if q.Name == "busy" {
+				return false
+			}
+		}
+		return true
+	})
+	if res := e.pass(t); res.Allocated != 1 {
+		t.Fatalf("pass after busy left %+v: want a allocated", res)
 	}
 }
