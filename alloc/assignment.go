@@ -18,6 +18,7 @@ func (a *Assignment) take(s *model.State) {
 	for _, pk := range a.Picks {
 		TakePick(s, a.Claim, pk)
 	}
+	s.PlacePod(a.Claim, a.Node)
 }
 
 // release undoes take.
@@ -25,6 +26,7 @@ func (a *Assignment) release(s *model.State) {
 	for i := len(a.Picks) - 1; i >= 0; i-- {
 		ReleasePick(s, a.Claim, a.Picks[i])
 	}
+	s.UnplacePod(a.Claim, a.Node)
 }
 
 // FitsPick, TakePick and ReleasePick go through the state with the pick's

@@ -115,9 +115,12 @@ func bestFit(ctx context.Context, p *model.Problem, claims []*model.Claim, r *bo
 		nodes := claimNodes(p, c)
 		// Every node is looked at, each with a share of the search budget:
 		// single-device claims are enumerated fully, large ones in part.
-		perNode := max(lim.BestFitMinSteps, lim.BestFitSteps/len(nodes))
+		perNode := max(lim.BestFitMinSteps, lim.BestFitSteps/max(len(nodes), 1)) // no nodes: its pods' nodes are all excluded
 		looked := map[string]bool{}
 		for _, n := range nodes {
+			if !s.PodAllows(c, n) {
+				continue
+			}
 			if _, ok := nodeBins[n]; ok {
 				k := nodeKey(n)
 				if looked[k] {

@@ -29,6 +29,7 @@ func components(p *model.Problem) [][]*model.Claim {
 			union(dev(d.Index), dev(o))
 		}
 	}
+	podUnions(p, union)
 	index := map[int]int{}
 	var out [][]*model.Claim
 	for _, c := range p.Claims {

@@ -259,10 +259,14 @@ func Run(ctx context.Context, p *model.Problem, opts Options) (*Result, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		if err := sameOutcome(res, refined); err != nil {
-			return nil, fmt.Errorf("the look-ahead broke the engine's result: %w", err)
+		// The look-ahead does not know the pod rules: a re-placement
+		// that breaks them is not taken.
+		if len(podViolations(p, refined.Assignments)) == 0 {
+			if err := sameOutcome(res, refined); err != nil {
+				return nil, fmt.Errorf("the look-ahead broke the engine's result: %w", err)
+			}
+			res = refined
 		}
-		res = refined
 	}
 	return res, nil
 }
@@ -327,6 +331,7 @@ func gather(ctx context.Context, p *model.Problem, opts Options, results []*comp
 		// bound already counts: they add to the objective only.
 		before := claimWeight(res.Assignments)
 		kept, late := placeLast(ctx, p, res.Assignments)
+		kept, late = podSafeLate(p, res.Assignments, kept, late)
 		res.Assignments = append(kept, late...)
 		st.Objective += claimWeight(res.Assignments) - before
 	}
@@ -374,5 +379,6 @@ func gather(ctx context.Context, p *model.Problem, opts Options, results []*comp
 			res.Rejected[c.Index] = fitsAloneReason(opts.Objective)
 		}
 	}
+	podReasons(p, res)
 	return res
 }

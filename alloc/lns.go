@@ -116,7 +116,7 @@ func neighbourhoodSearch(ctx context.Context, p *model.Problem, claims []*model.
 			stuck = 0
 		}
 		switch {
-		case res == solver.Sat && value(next) > value(cur):
+		case res == solver.Sat && value(next) > value(cur) && len(podViolations(p, next)) == 0:
 			for i := len(cur) - 1; i >= 0; i-- {
 				cur[i].release(state)
 			}
@@ -206,7 +206,8 @@ func lnsStep(ctx context.Context, p *model.Problem, claims []*model.Claim, cur [
 		return nil, solver.Unsat, time.Since(start)
 	}
 	sort.Slice(free, func(i, j int) bool { return free[i].Index < free[j].Index })
-	m, err := encode.Encode(ctx, p, free, encode.Options{Symmetry: true, DeviceSymmetry: true, Fixed: fixed, Allowed: func(d int) bool { return inB[d] }})
+	m, err := encode.Encode(ctx, p, free, encode.Options{Symmetry: true, DeviceSymmetry: true, Fixed: fixed, Allowed: func(d int) bool { return inB[d] },
+		PodsPlaced: podsPlaced(keep)})
 	if err != nil {
 		return nil, solver.Unknown, time.Since(start)
 	}

@@ -70,7 +70,7 @@ func sortBySize(p *model.Problem, claims []*model.Claim, largestFirst bool) []*m
 	for _, c := range out {
 		v, ok := byClass[c.ClassKey()]
 		if !ok {
-			v = claimSize(p, c)
+			v = claimSize(p, c) + podShare(p, c)
 			byClass[c.ClassKey()] = v
 		}
 		size[c.Index] = v

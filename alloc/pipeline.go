@@ -169,6 +169,10 @@ func (cs *componentState) solve(ctx context.Context) *componentResult {
 // It is the one place that writes the incumbent and the bound.
 func (cs *componentState) accept(out outcome) bool {
 	if out.found {
+		if as, broke := podRepair(cs.p, out.alloc); broke {
+			// An answer of a stage that does not know the pod rules.
+			out.alloc, out.proven, out.stop = as, false, false
+		}
 		c := cs.compare(out.alloc)
 		if c > 0 || c == 0 && out.tie {
 			cs.best, cs.value = out.alloc, cs.valueOf(out.alloc)
@@ -176,6 +180,12 @@ func (cs *componentState) accept(out outcome) bool {
 		if out.fromGreedy {
 			cs.greedyValue = cs.value
 		}
+	}
+	if out.hasBnd && !cs.ordered {
+		// The nodes' resources bound the pods' claims' weight too
+		// (pods.go); not a bound of the ordered objective, where reaching
+		// a count says nothing of which claims.
+		out.bound = min(out.bound, podBound(cs.p, cs.claims, cs.claimValue))
 	}
 	// The bound is only ever what a stage proved: never raised to the
 	// incumbent. A bound below the incumbent is a bug in that stage, and

@@ -59,11 +59,12 @@ func search(s *model.State, c *model.Claim, skip map[int]bool, steps int) (a *As
 	}
 	decided = true
 	for _, n := range claimNodes(s.P, c) {
-		if skip[n] {
-			continue
+		if skip[n] || !s.PodAllows(c, n) {
+			continue // (not added to skip: the pods' rule may change)
 		}
 		g := newPlacer(s, c, n, steps)
 		if g.request(0) {
+			s.PlacePod(c, n)
 			return &Assignment{Claim: c, Node: n, Picks: append([]Pick(nil), g.picks...)}, true, true
 		}
 		if g.budget <= 0 {

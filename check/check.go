@@ -72,6 +72,7 @@ func Check(objs *model.Objects, allocated []*resourceapi.ResourceClaim, opts Opt
 	}
 	c.fixed = boundNodes(objs)
 	c.run(allocated)
+	c.checkPods(allocated)
 	return errors.Join(c.errs...)
 }
 

@@ -133,6 +133,10 @@ type Options struct {
 	// caller that assumes a given allocation (a hint) may find it
 	// excluded, so it is off unless asked for.
 	DeviceSymmetry bool
+	// PodsPlaced are the pod groups with claims placed outside the model
+	// (held in place), by node: their pods take the node's resources, and
+	// their claims in the model go to that node and are admitted.
+	PodsPlaced map[*model.PodGroup]int
 }
 
 // Fixed is an allocation held in place: the devices it occupies.
@@ -206,6 +210,7 @@ func Encode(ctx context.Context, p *model.Problem, claims []*model.Claim, opts O
 	if err := m.buildUnits(ctx, claims, opts); err != nil {
 		return nil, err
 	}
+	m.pods(opts.PodsPlaced)
 	uses := map[int][]z.Lit{}
 	shares := map[int][]share{}
 	var admin []consumer
@@ -393,7 +398,7 @@ func IsSimple(c *model.Claim) bool { return simpleKey(c) != "" }
 func simpleKey(c *model.Claim) string {
 	// A claim with an error may have only its first requests built:
 	// claimUnit keeps it out.
-	if c.Err != nil || c.FixedNode >= 0 || len(c.ExcludedNodes) > 0 || len(c.Requests) != 1 || len(c.Constraints) != 0 || len(c.Requests[0].Alternatives) != 1 {
+	if c.Err != nil || c.FixedNode >= 0 || len(c.ExcludedNodes) > 0 || c.Group != nil || len(c.Requests) != 1 || len(c.Constraints) != 0 || len(c.Requests[0].Alternatives) != 1 {
 		return ""
 	}
 	a := c.Requests[0].Alternatives[0]
@@ -486,8 +491,9 @@ func (m *Model) claimUnit(c *model.Claim) *Unit {
 		nodeSet = map[int]bool{c.FixedNode: true}
 		needNode = true
 	}
-	if len(c.ExcludedNodes) > 0 {
-		// The node is chosen explicitly, and not among these.
+	if len(c.ExcludedNodes) > 0 || m.P.Pinning(c) {
+		// The node is chosen explicitly, and not among these (a claim
+		// tied to its pods' node always chooses one).
 		needNode, single = true, false
 		if len(nodeSet) == 0 {
 			for n := range m.P.Nodes {
@@ -496,6 +502,10 @@ func (m *Model) claimUnit(c *model.Claim) *Unit {
 		}
 		for n := range c.ExcludedNodes {
 			delete(nodeSet, n)
+		}
+		if len(nodeSet) == 0 && len(m.P.Nodes) > 0 {
+			m.clause(u.Admit.Not()) // every node is excluded
+			return u
 		}
 	}
 	if needNode && !(single && c.FixedNode < 0) {

@@ -381,5 +381,11 @@ func (e *explainer) nodeReason(c *model.Claim) Reason {
 		r.Node = e.p.Nodes[bestN].Name
 		r.Message += fmt.Sprintf("; at most %d candidates are on one node (%s)", best, r.Node)
 	}
+	// The nodes the claim's pods cannot run on are not among its nodes.
+	for n := range e.p.Nodes {
+		if why, ok := c.PodRefused[n]; ok {
+			r.Message += "; " + why
+		}
+	}
 	return r
 }

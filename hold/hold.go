@@ -460,7 +460,19 @@ func (d *Decision) Drop(out *alloc.Result) {
 			d.unplaceable[i] = true
 		}
 	}
-	out.Assignments = slices.DeleteFunc(out.Assignments, func(a *alloc.Assignment) bool { return d.IsHeld(a.Claim.Index) })
+	// A pod's claims are one decision: a held claim holds back the
+	// other claims of its pods.
+	heldGroups := map[*model.PodGroup]bool{}
+	if d.Problem != nil {
+		for i, c := range d.Problem.Claims {
+			if d.IsHeld(i) && c.Group != nil {
+				heldGroups[c.Group] = true
+			}
+		}
+	}
+	out.Assignments = slices.DeleteFunc(out.Assignments, func(a *alloc.Assignment) bool {
+		return d.IsHeld(a.Claim.Index) || a.Claim.Group != nil && heldGroups[a.Claim.Group]
+	})
 	for i := range out.Rejected {
 		if d.IsHeld(i) {
 			delete(out.Rejected, i)
@@ -489,9 +501,11 @@ func subProblem(p *model.Problem, claims []*model.Claim) *model.Problem {
 		}
 		if c.Obj != nil && IsPrototype(c.Obj) {
 			cc.Key = fmt.Sprintf("%s#%d", c.Key, i)
+			cc.Group = nil // a claim to come: no pod of the input uses it
 		}
 		q.Claims[i] = &cc
 	}
+	q.Regroup() // the pod groups by the new indices
 	return &q
 }
 

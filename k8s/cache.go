@@ -2,7 +2,6 @@ package k8s
 
 import (
 	"context"
-	"reflect"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -33,6 +32,8 @@ type Cache struct {
 	// the claims gated pods will get can be counted before the
 	// resourceclaim controller has created them (projection.go).
 	Templates resourcelisters.ResourceClaimTemplateLister
+	// ClaimUpdated, when set before Start, sees every claim update.
+	ClaimUpdated func(old, cur *resourceapi.ResourceClaim)
 
 	synced  []cache.InformerSynced
 	changed chan struct{}
@@ -61,18 +62,25 @@ func NewCache(client kubernetes.Interface, opts Options) *Cache {
 		DeleteFunc: func(any) { c.signal() },
 	}
 	claimH := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { c.signal() },
-		UpdateFunc: func(any, any) { c.signal() },
+		AddFunc: func(any) { c.signal() },
+		UpdateFunc: func(o, n any) {
+			oc, ok1 := o.(*resourceapi.ResourceClaim)
+			nc, ok2 := n.(*resourceapi.ResourceClaim)
+			if ok1 && ok2 && c.ClaimUpdated != nil {
+				c.ClaimUpdated(oc, nc)
+			}
+			c.signal()
+		},
 		DeleteFunc: func(any) { c.signal() },
 	}
-	// Nodes: only additions, deletions and label changes matter (status
-	// heartbeats do not).
+	// Nodes: only additions, deletions and changes of labels, cordon,
+	// taints and allocatable matter (status heartbeats do not).
 	nodeH := cache.ResourceEventHandlerFuncs{
 		AddFunc: func(any) { c.signal() },
 		UpdateFunc: func(o, n any) {
 			on, ok1 := o.(*corev1.Node)
 			nn, ok2 := n.(*corev1.Node)
-			if !ok1 || !ok2 || !reflect.DeepEqual(on.Labels, nn.Labels) {
+			if !ok1 || !ok2 || nodeChanged(on, nn) {
 				c.signal()
 			}
 		},

@@ -56,9 +56,11 @@ func NewController(client kubernetes.Interface, opts Options, log *zap.Logger, m
 	b := record.NewBroadcaster()
 	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 	rec := b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: Component})
+	r := &Reconciler{Client: client, Cache: NewCache(client, opts), Opts: opts, Log: log, Metrics: metrics,
+		Recorder: rec, DryRunOut: dryRunOut}
+	r.Cache.ClaimUpdated = r.claimUpdated
 	return &Controller{
-		Reconciler: &Reconciler{Client: client, Cache: NewCache(client, opts), Opts: opts, Log: log, Metrics: metrics,
-			Recorder: rec, DryRunOut: dryRunOut},
+		Reconciler:  r,
 		Health:      &Health{StuckAfter: opts.StuckAfter},
 		broadcaster: b,
 	}

@@ -68,7 +68,8 @@ func (f *fairness) observe(s *Snapshot) {
 	f.allocs = now
 }
 
-// allocations maps each allocated claim's UID to its allocation's hash.
+// allocations maps each allocated claim's UID to its allocation's hash
+// (and each pod holding node resources to its node, podsHeld).
 func allocations(s *Snapshot) map[string]uint64 {
 	now := make(map[string]uint64, len(s.Claims))
 	for _, c := range s.Claims {
@@ -76,6 +77,7 @@ func allocations(s *Snapshot) map[string]uint64 {
 			now[string(c.UID)] = allocationHash(c.Status.Allocation)
 		}
 	}
+	podsHeld(s, now)
 	return now
 }
 
@@ -253,7 +255,8 @@ func (f *fairness) parkedCount(pending []*resourceapi.ResourceClaim) int {
 
 // inventoryFingerprint hashes what decides where claims can go, apart from
 // allocations: slices, classes, taint rules (by resourceVersion and
-// generation) and node labels (not node status, which changes all the time).
+// generation) and node labels (not node status, which changes all the
+// time), and what decides where their pods can run (podRulesParts).
 func inventoryFingerprint(s *Snapshot) uint64 {
 	h := fnv.New64a()
 	w := func(parts ...string) {
@@ -282,6 +285,7 @@ func inventoryFingerprint(s *Snapshot) uint64 {
 			w(k, n.Labels[k])
 		}
 	}
+	podRulesParts(s, w)
 	return h.Sum64()
 }
 

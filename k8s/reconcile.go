@@ -63,6 +63,8 @@ type Reconciler struct {
 
 	// ungated: pods whose gate this pass already removed (writer.go).
 	ungated map[string]bool
+	// withdrawn: claims this process deallocated itself (podrules.go).
+	withdrawn withdrawals
 
 	// reported remembers the last unallocatable reason per claim UID, so an
 	// Event is emitted once per reason rather than once per pass.
@@ -229,6 +231,7 @@ func (r *Reconciler) solveAndWrite(ctx context.Context, snap *Snapshot, batch, p
 		}
 		objs = good
 	}
+	r.leaveToScheduler(ctx, p, res)
 	for _, is := range p.Issues {
 		log.Warn("pool not used", zap.String("pool", is.Driver+"/"+is.Pool), zap.String("reason", is.Reason))
 	}
@@ -795,6 +798,7 @@ func (r *Reconciler) withdraw(ctx context.Context, c *resourceapi.ResourceClaim,
 	defer done()
 	u := c.DeepCopy()
 	u.Status.Allocation = nil
+	r.withdrawn.note(c.UID)
 	if _, err := r.Client.ResourceV1().ResourceClaims(c.Namespace).UpdateStatus(wctx, u, metav1.UpdateOptions{FieldManager: Component}); err != nil {
 		return err
 	}

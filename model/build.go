@@ -76,6 +76,7 @@ func build(ctx context.Context, objs *Objects, opts Options) (*Problem, error) {
 	if err := b.buildClaims(); err != nil {
 		return nil, err
 	}
+	b.buildPods()
 	b.scaleCapacities()
 	b.separateDuplicateNames()
 	outcomes := map[*Claim]*searchOutcome{}
@@ -99,6 +100,7 @@ func build(ctx context.Context, objs *Objects, opts Options) (*Problem, error) {
 			c.Err = b.holdOrdered(c, out)
 		}
 	}
+	b.podNodeConflicts()
 	b.p.searchLate = b.lateDevices()
 	b.p.CELCost = b.cel.spent
 	return b.p, nil
@@ -131,8 +133,9 @@ type builder struct {
 	altCaps     []*altCapacity
 	uses        int64 // counterUses, once computed
 	sliceNodes  map[*resourceapi.ResourceSlice][]int
-	late        []bool   // lateDevices, once computed
-	ordered     []*Claim // claims whose outcome depends on the search order, once computed
+	late        []bool                                // lateDevices, once computed
+	ordered     []*Claim                              // claims whose outcome depends on the search order, once computed
+	claimObjs   map[string]*resourceapi.ResourceClaim // input claims by namespace/name, once needed (pods.go)
 }
 
 // attribute is attributeValue, cached: constraints of many claims look up

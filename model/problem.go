@@ -28,6 +28,14 @@ type Problem struct {
 	// Allocated are the claims that already have an allocation; their devices
 	// and counters are subtracted from what is free.
 	Allocated []*resourceapi.ResourceClaim
+	// Pods are the pending pods using pending claims, PodGroups the sets
+	// of claims their pods tie to one node (pods.go). Resources names what
+	// pods request of nodes; NodeFree is, per node and resource, what is
+	// left once bound and nominated pods are counted.
+	Pods      []*Pod
+	PodGroups []*PodGroup
+	Resources []corev1.ResourceName
+	NodeFree  [][]int64
 	// Issues lists pools left out and why.
 	Issues []PoolIssue
 	// Warnings are non-fatal remarks (existing allocations naming unknown
@@ -225,6 +233,13 @@ type Claim struct {
 	// ExcludedNodes are nodes the claim cannot use: a selector fails at run
 	// time on a device they reach (nil: none).
 	ExcludedNodes map[int]bool
+	// Pods are the pending pods using the claim (Problem.Pods), Group the
+	// claims their pods tie to one node with it (nil: no pod). PodRefused
+	// maps the nodes some pod of the group cannot run on to why (they are
+	// also in ExcludedNodes).
+	Pods       []int
+	Group      *PodGroup
+	PodRefused map[int]string
 
 	classKey string
 	nodes    []int
@@ -263,9 +278,15 @@ func (c *Claim) CandidateNodes(p *Problem) []int {
 			}
 		}
 	}
-	if !needNode && len(c.ExcludedNodes) == 0 {
+	if !needNode && len(c.ExcludedNodes) == 0 && !p.Pinning(c) {
 		c.nodes = []int{-1}
 		return c.nodes
+	}
+	if !needNode && len(set) == 0 {
+		// Only devices on all nodes: its pods still choose one.
+		for n := range p.Nodes {
+			set[n] = true
+		}
 	}
 	c.nodes = make([]int, 0, len(set))
 	for n := range set {
@@ -470,12 +491,19 @@ func (c *Constraint) Applies(req *Request, alt *Alternative) bool {
 // by it removes claim symmetry (docs/encoding.md, facts 2).
 func (c *Claim) ClassKey() string {
 	if c.classKey == "" {
+		// Claims of pods are tied to their pods' nodes and to the other
+		// claims of their group: each group is a class of its own.
+		group := -1
+		if c.Group != nil {
+			group = c.Group.Index
+		}
 		js, _ := json.Marshal(struct {
 			Spec   any
 			Weight int64
 			Node   int
 			Err    bool
-		}{c.Obj.Spec.Devices, c.Weight, c.FixedNode, c.Err != nil})
+			Group  int `json:",omitempty"`
+		}{c.Obj.Spec.Devices, c.Weight, c.FixedNode, c.Err != nil, group + 1})
 		c.classKey = string(js)
 	}
 	return c.classKey

@@ -22,6 +22,8 @@ type State struct {
 	// oneClaim: the state follows the scheduler's search for one claim,
 	// which does not know Device.OrderExclusive.
 	oneClaim bool
+	// pods: the pod groups placed so far (podstate.go); nil until used.
+	pods *podState
 }
 
 // NewState is the state before any pending claim is placed.
