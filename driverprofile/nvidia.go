@@ -228,18 +228,29 @@ func NVIDIADynamicMIG(v NVIDIAVersion, gm GPUModel, node string, gpus int) Inven
 		slices.SortFunc(devs, func(a, b resourceapi.Device) int { return strings.Compare(a.Name, b.Name) })
 		gpuSlices = append(gpuSlices, devs)
 	}
-	total := int64(1 + len(gpuSlices))
+	// The driver puts every counter set in its one counters slice. The API
+	// takes at most 8 counter sets per slice, so a node with more than 8
+	// GPUs could not publish; we split the sets over as many counters
+	// slices as that needs (8 GPUs or fewer: the driver's layout).
+	counterSlices := (len(counterSets) + maxCounterSets - 1) / maxCounterSets
+	total := int64(max(counterSlices, 1) + len(gpuSlices))
 	inv := Inventory{Classes: NVIDIAClasses()}
-	s := newSlice(NVIDIADriver, node, 0, total)
-	s.Spec.SharedCounters = counterSets
-	inv.Slices = append(inv.Slices, s)
-	for i, devs := range gpuSlices {
-		s := newSlice(NVIDIADriver, node, i+1, total)
+	for i := 0; i < max(counterSlices, 1); i++ {
+		s := newSlice(NVIDIADriver, node, i, total)
+		s.Spec.SharedCounters = counterSets[i*maxCounterSets : min(len(counterSets), (i+1)*maxCounterSets)]
+		inv.Slices = append(inv.Slices, s)
+	}
+	for _, devs := range gpuSlices {
+		s := newSlice(NVIDIADriver, node, len(inv.Slices), total)
 		s.Spec.Devices = devs
 		inv.Slices = append(inv.Slices, s)
 	}
 	return inv
 }
+
+// maxCounterSets is the API's limit of counter sets in one slice
+// (resource.k8s.io/v1 ResourceSliceMaxCounterSets).
+const maxCounterSets = resourceapi.ResourceSliceMaxCounterSets
 
 // NVIDIAWholeGPUs is a node of gpus GPUs without MIG (MIG disabled, or the
 // DynamicMIG gate off): one slice with a device gpu-<minor> per GPU, whose
