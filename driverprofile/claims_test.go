@@ -109,3 +109,54 @@ func TestUserClaims(t *testing.T) {
 		}
 	}
 }
+
+// TestUserClaimsMixedVersions: on a cluster mid-upgrade (node-1 on NVIDIA's
+// driver v0.4.0, node-2 on v25.12.0, A100-40GB, our NICs beside), every
+// user claim runs unchanged and allocates exactly when it allocates on
+// one of the two versions alone.
+func TestUserClaimsMixedVersions(t *testing.T) {
+	ctx := context.Background()
+	objs := &model.Objects{CompatibleOnlyWith: map[model.DeviceID]string{}, Origin: map[string]string{}}
+	objs.Classes = allClasses()
+	for _, n := range []struct {
+		node string
+		v    NVIDIAVersion
+	}{{"node-1", NVIDIAv040}, {"node-2", NVIDIAv25120}} {
+		objs.Nodes = append(objs.Nodes, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.node}})
+		objs.Slices = append(objs.Slices, NVIDIADynamicMIG(n.v, A100SXM440GB, n.node, 2).Slices...)
+		objs.Slices = append(objs.Slices, NICs(n.node, 4).Slices...)
+	}
+	for _, uc := range UserClaims() {
+		on040 := slices.Contains(allocatesOn[uc.Claim.Name], "nvidia-v0.4.0-mig-a100-40gb")
+		on2512 := slices.Contains(allocatesOn[uc.Claim.Name], "nvidia-v25.12.0-mig-a100-40gb")
+		want := on040 || on2512
+		one := *objs
+		one.Claims = []*resourceapi.ResourceClaim{uc.Claim.DeepCopy()}
+		p, err := model.Build(ctx, &one, model.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := alloc.Run(ctx, p, alloc.Options{Timeout: 20 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := len(res.Assignments) == 1; got != want {
+			t.Errorf("%s: allocated %v, want %v (%v)", uc.Claim.Name, got, want, res.Rejected)
+			continue
+		}
+		if want {
+			claims, err := alloc.Allocated(p, res)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := check.Check(&one, claims, check.Options{}); err != nil {
+				t.Errorf("%s: %v", uc.Claim.Name, err)
+			}
+			// A claim that only one version can serve lands on its node.
+			pool := claims[0].Status.Allocation.Devices.Results[0].Pool
+			if on040 != on2512 && (pool == "node-1") != on040 {
+				t.Errorf("%s: allocated on %s", uc.Claim.Name, pool)
+			}
+		}
+	}
+}
