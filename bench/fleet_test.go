@@ -221,6 +221,11 @@ func TestMIGFleetObjects(t *testing.T) {
 			products := map[string]string{} // node -> label
 			for _, n := range objs.Nodes {
 				products[n.Name] = n.Labels["nvidia.com/gpu.product"]
+				if products[n.Name] == productLabel(A100.Name) {
+					products[n.Name] = A100.Name
+				} else if products[n.Name] == productLabel(H100.Name) {
+					products[n.Name] = H100.Name
+				}
 			}
 			seen := map[string]int{}
 			for _, n := range objs.Nodes {
@@ -248,7 +253,11 @@ func TestMIGFleetObjects(t *testing.T) {
 					t.Fatalf("%s: %v on a %s node: productName %q architecture %q", in.Name(), id, gm.Name, p, a)
 				}
 				prof := x.str(id, "profile")
-				if prof == "full" {
+				if x.str(id, "type") == "gpu" {
+					// A whole GPU has no profile and consumes its whole counter set.
+					if prof != "" || x.cons[id]["multiprocessors"] != gm.SMs || x.cons[id]["memory"] != gm.MemoryMi<<20 {
+						t.Fatalf("%s: whole GPU %v: profile %q, consumes %v", in.Name(), id, prof, x.cons[id])
+					}
 					continue
 				}
 				pr := profileOf(gm, prof)

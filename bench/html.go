@@ -389,9 +389,12 @@ func pictureModels(pic []GPUPicture) []string {
 	return out
 }
 
-// shortModel: "H100-SXM5-80GB" -> "H100".
+// shortModel: "NVIDIA H100 80GB HBM3" -> "H100", "NVIDIA
+// A100-SXM4-40GB" -> "A100".
 func shortModel(product string) string {
-	m, _, _ := strings.Cut(product, "-")
+	m := strings.TrimPrefix(product, "NVIDIA ")
+	m, _, _ = strings.Cut(m, "-")
+	m, _, _ = strings.Cut(m, " ")
 	return m
 }
 

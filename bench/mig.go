@@ -9,10 +9,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/drasat/drasat/driverprofile"
 	"github.com/drasat/drasat/model"
 )
 
@@ -20,9 +20,11 @@ import (
 const NVIDIADriver = "gpu.nvidia.com"
 
 // MIGProfile is one MIG profile of a GPU model and the counters one
-// instance consumes.
+// instance consumes (driverprofile's numbers), with how often generated
+// claims ask for it.
 type MIGProfile struct {
 	Name       string
+	ID         int // GPU instance profile ID, part of the device name
 	MemoryMi   int64
 	Slices     int   // memory slices
 	Starts     []int // first memory slice of each placement
@@ -33,8 +35,9 @@ type MIGProfile struct {
 	ClaimShare float64 // relative frequency in generated claims
 }
 
-// GPUModel is a MIG-capable GPU as the NVIDIA DRA driver publishes it: one
-// counter set, a full-GPU device and a device per MIG placement.
+// GPUModel is a MIG-capable GPU as a version of the NVIDIA DRA driver
+// publishes it (driverprofile.NVIDIADynamicMIG): the counters below are
+// those of its counter set, the largest of each over the MIG profiles.
 type GPUModel struct {
 	Name         string // productName attribute and node label
 	Architecture string // architecture attribute
@@ -45,35 +48,44 @@ type GPUModel struct {
 	JPEG         int64
 	OFA          int64
 	Profiles     []MIGProfile
+	// Driver is the GPU as NVML describes it, Version the driver release
+	// publishing it.
+	Driver  driverprofile.GPUModel
+	Version driverprofile.NVIDIAVersion
 }
 
-// A100 is the A100-40GB with the placements of KEP-4815 (26 devices).
-var A100 = GPUModel{Name: "A100-SXM4-40GB", Architecture: "Ampere", MemoryMi: 40960, SMs: 98, CopyEng: 7, Decoders: 5, JPEG: 1, OFA: 1, Profiles: []MIGProfile{
-	{Name: "1g.5gb", MemoryMi: 4864, Slices: 1, Starts: []int{0, 1, 2, 3, 4, 5, 6}, SMs: 14, CopyEng: 1, ClaimShare: 30},
-	{Name: "1g.5gb+me", MemoryMi: 4864, Slices: 1, Starts: []int{0, 1, 2, 3, 4, 5, 6}, SMs: 14, CopyEng: 1, Decoders: 1, JPEG: 1, OFA: 1, ClaimShare: 5},
-	{Name: "1g.10gb", MemoryMi: 9856, Slices: 2, Starts: []int{0, 2, 4, 6}, SMs: 14, CopyEng: 1, Decoders: 1, ClaimShare: 15},
-	{Name: "2g.10gb", MemoryMi: 9856, Slices: 2, Starts: []int{0, 2, 4}, SMs: 28, CopyEng: 2, Decoders: 1, ClaimShare: 20},
-	{Name: "3g.20gb", MemoryMi: 19968, Slices: 4, Starts: []int{0, 4}, SMs: 42, CopyEng: 3, Decoders: 2, ClaimShare: 15},
-	{Name: "4g.20gb", MemoryMi: 19968, Slices: 4, Starts: []int{0}, SMs: 56, CopyEng: 4, Decoders: 2, ClaimShare: 8},
-	{Name: "7g.40gb", MemoryMi: 40192, Slices: 8, Starts: []int{0}, SMs: 98, CopyEng: 7, Decoders: 5, JPEG: 1, OFA: 1, ClaimShare: 7},
-}}
+// fromDriver is the bench's view of a driver profile's GPU model; shares
+// are the claim frequencies by profile name.
+func fromDriver(gm driverprofile.GPUModel, v driverprofile.NVIDIAVersion, shares map[string]float64) GPUModel {
+	out := GPUModel{Name: gm.ProductName, Architecture: gm.Architecture, Driver: gm, Version: v}
+	for _, p := range gm.Profiles {
+		out.Profiles = append(out.Profiles, MIGProfile{Name: p.Name, ID: p.ID, MemoryMi: p.MemoryMi, Slices: p.Size, Starts: p.Starts,
+			SMs: p.SMs, CopyEng: p.CopyEngines, Decoders: p.Decoders, JPEG: p.JPEG, OFA: p.OFA, ClaimShare: shares[p.Name]})
+		out.MemoryMi, out.SMs, out.CopyEng = max(out.MemoryMi, p.MemoryMi), max(out.SMs, p.SMs), max(out.CopyEng, p.CopyEngines)
+		out.Decoders, out.JPEG, out.OFA = max(out.Decoders, p.Decoders), max(out.JPEG, p.JPEG), max(out.OFA, p.OFA)
+	}
+	return out
+}
 
-// H100 is the H100-80GB (SMs 16/26/32/60/64/132). The numbers are those
-// `nvidia-smi mig -lgip` lists for the H100 80GB: every profile has as many
-// JPEG engines as decoders, memory is 9.75, 19.62, 39.50 and 79.25 GiB.
-var H100 = GPUModel{Name: "H100-SXM5-80GB", Architecture: "Hopper", MemoryMi: 81920, SMs: 132, CopyEng: 8, Decoders: 7, JPEG: 7, OFA: 1, Profiles: []MIGProfile{
-	{Name: "1g.10gb", MemoryMi: 9984, Slices: 1, Starts: []int{0, 1, 2, 3, 4, 5, 6}, SMs: 16, CopyEng: 1, Decoders: 1, JPEG: 1, ClaimShare: 30},
-	{Name: "1g.10gb+me", MemoryMi: 9984, Slices: 1, Starts: []int{0, 1, 2, 3, 4, 5, 6}, SMs: 16, CopyEng: 1, Decoders: 1, JPEG: 1, OFA: 1, ClaimShare: 5},
-	{Name: "1g.20gb", MemoryMi: 20096, Slices: 2, Starts: []int{0, 2, 4, 6}, SMs: 26, CopyEng: 1, Decoders: 1, JPEG: 1, ClaimShare: 15},
-	{Name: "2g.20gb", MemoryMi: 20096, Slices: 2, Starts: []int{0, 2, 4}, SMs: 32, CopyEng: 2, Decoders: 2, JPEG: 2, ClaimShare: 20},
-	{Name: "3g.40gb", MemoryMi: 40448, Slices: 4, Starts: []int{0, 4}, SMs: 60, CopyEng: 3, Decoders: 3, JPEG: 3, ClaimShare: 15},
-	{Name: "4g.40gb", MemoryMi: 40448, Slices: 4, Starts: []int{0}, SMs: 64, CopyEng: 4, Decoders: 4, JPEG: 4, ClaimShare: 8},
-	{Name: "7g.80gb", MemoryMi: 81152, Slices: 8, Starts: []int{0}, SMs: 132, CopyEng: 8, Decoders: 7, JPEG: 7, OFA: 1, ClaimShare: 7},
-}}
+// A100 is the A100-SXM4-40GB under the NVIDIA driver v25.12.0: per GPU the
+// whole GPU and 25 MIG placements (driverprofile.A100SXM440GB).
+var A100 = fromDriver(driverprofile.A100SXM440GB, driverprofile.NVIDIAv25120, map[string]float64{
+	"1g.5gb": 30, "1g.5gb+me": 5, "1g.10gb": 15, "2g.10gb": 20, "3g.20gb": 15, "4g.20gb": 8, "7g.40gb": 7})
+
+// A100v040 is the same GPU under driver v0.4.0: an A100 in MIG mode
+// publishes no whole GPU.
+var A100v040 = fromDriver(driverprofile.A100SXM440GB, driverprofile.NVIDIAv040, map[string]float64{
+	"1g.5gb": 30, "1g.5gb+me": 5, "1g.10gb": 15, "2g.10gb": 20, "3g.20gb": 15, "4g.20gb": 8, "7g.40gb": 7})
+
+// H100 is the H100 80GB HBM3 under driver v25.12.0
+// (driverprofile.H100SXM580GB).
+var H100 = fromDriver(driverprofile.H100SXM580GB, driverprofile.NVIDIAv25120, map[string]float64{
+	"1g.10gb": 30, "1g.10gb+me": 5, "1g.20gb": 15, "2g.20gb": 20, "3g.40gb": 15, "4g.40gb": 8, "7g.80gb": 7})
 
 // MIGFleets are the GPU fleets of the mig scenario (--mig-gpu): a100 (the
-// default), h100, and mixed (A100 and H100 nodes alternating).
-var MIGFleets = []string{"a100", "h100", "mixed"}
+// default), h100, mixed (A100 and H100 nodes alternating), and versions
+// (A100 nodes alternating between driver v0.4.0 and v25.12.0).
+var MIGFleets = []string{"a100", "h100", "mixed", "versions"}
 
 // MIGFleet returns the GPU models of a fleet ("" is a100).
 func MIGFleet(name string) ([]GPUModel, error) {
@@ -84,6 +96,8 @@ func MIGFleet(name string) ([]GPUModel, error) {
 		return []GPUModel{H100}, nil
 	case "mixed":
 		return []GPUModel{A100, H100}, nil
+	case "versions":
+		return []GPUModel{A100v040, A100}, nil
 	}
 	return nil, fmt.Errorf("mig GPU fleet %q: want one of %s", name, strings.Join(MIGFleets, ", "))
 }
@@ -149,48 +163,30 @@ func MIG(cfg MIGConfig) *model.Objects {
 		}
 		return sel
 	}
+	// A whole GPU is selected by its class, as the driver's users do; a
+	// whole GPU has no profile attribute.
+	wholeSelectors := func(gm *GPUModel) []resourceapi.DeviceSelector {
+		if mixed {
+			return []resourceapi.DeviceSelector{productSelector(gm.Name)}
+		}
+		return nil
+	}
 	objs := &model.Objects{CompatibleOnlyWith: map[model.DeviceID]string{}, Origin: map[string]string{}}
 	objs.Classes = migClasses()
 	type gpu struct {
-		node, uuid string
-		index      int
-		model      *GPUModel
+		node  string
+		index int
+		model *GPUModel
 	}
 	var gpus []*gpu
 	for n := 0; n < cfg.Nodes; n++ {
 		node := fmt.Sprintf("node-%03d", n)
 		gm := &models[n%len(models)]
 		objs.Nodes = append(objs.Nodes, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node,
-			Labels: map[string]string{"nvidia.com/gpu.product": gm.Name}}})
-		perSlice := 2
-		deviceSlices := (cfg.GPUsPerNode + perSlice - 1) / perSlice
-		counterSlices := (cfg.GPUsPerNode + 7) / 8
-		total := int64(deviceSlices + counterSlices)
-		newSlice := func(name string) *resourceapi.ResourceSlice {
-			return &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: resourceapi.ResourceSliceSpec{
-				Driver: NVIDIADriver, NodeName: ptr.To(node),
-				Pool: resourceapi.ResourcePool{Name: node, Generation: 1, ResourceSliceCount: total}}}
-		}
-		var counters, devs *resourceapi.ResourceSlice
+			Labels: map[string]string{"nvidia.com/gpu.product": productLabel(gm.Name)}}})
+		objs.Slices = append(objs.Slices, driverprofile.NVIDIADynamicMIG(gm.Version, gm.Driver, node, cfg.GPUsPerNode).Slices...)
 		for g := 0; g < cfg.GPUsPerNode; g++ {
-			if g%8 == 0 {
-				counters = newSlice(fmt.Sprintf("%s-counters-%d", node, g/8))
-				objs.Slices = append(objs.Slices, counters)
-			}
-			if g%perSlice == 0 {
-				devs = newSlice(fmt.Sprintf("%s-gpus-%d", node, g/perSlice))
-				objs.Slices = append(objs.Slices, devs)
-			}
-			gp := &gpu{node: node, uuid: fmt.Sprintf("GPU-%s-%d", node, g), index: g, model: gm}
-			set := fmt.Sprintf("gpu-%d-counter-set", g)
-			counters.Spec.SharedCounters = append(counters.Spec.SharedCounters, gm.counterSet(set))
-			devs.Spec.Devices = append(devs.Spec.Devices, gm.fullDevice(g, gp.uuid, set))
-			for _, pr := range gm.Profiles {
-				for _, start := range pr.Starts {
-					devs.Spec.Devices = append(devs.Spec.Devices, gm.migDevice(g, gp.uuid, set, pr, start))
-				}
-			}
-			gpus = append(gpus, gp)
+			gpus = append(gpus, &gpu{node: node, index: g, model: gm})
 		}
 	}
 	// Existing allocations: 1–2 MIG devices on a share of the GPUs, on
@@ -230,7 +226,7 @@ func MIG(cfg MIGConfig) *model.Objects {
 			for s := start; s < start+pr.Slices; s++ {
 				used[s] = true
 			}
-			name := migName(gp.index, pr.Name, start)
+			name := migName(gp.index, pr, start)
 			c := newClaim(fmt.Sprintf("running-%04d", existing), []string{"mig.nvidia.com"}, nil)
 			c.Spec.Devices.Requests[0].Exactly.Selectors = selectors(gp.model, pr.Name)
 			c.Status.Allocation = &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{{
@@ -251,10 +247,10 @@ func MIG(cfg MIGConfig) *model.Objects {
 			x := rng.Float64()
 			switch {
 			case x < cfg.WholeGPU:
-				objs.Claims = append(objs.Claims, wholeGPUClaim(name, selectors(gm, "full"), 1))
+				objs.Claims = append(objs.Claims, wholeGPUClaim(name, wholeSelectors(gm), 1))
 				continue
 			case x < cfg.WholeGPU+cfg.TwoGPU:
-				objs.Claims = append(objs.Claims, wholeGPUClaim(name, selectors(gm, "full"), 2))
+				objs.Claims = append(objs.Claims, wholeGPUClaim(name, wholeSelectors(gm), 2))
 				continue
 			case x < cfg.WholeGPU+cfg.TwoGPU+cfg.Count:
 				n := 2 + rng.IntN(2)
@@ -380,63 +376,18 @@ func nodeSelectorFor(node string) *corev1.NodeSelector {
 		Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{node}}}}}}
 }
 
-func migClasses() []*resourceapi.DeviceClass {
-	class := func(name, typ string) *resourceapi.DeviceClass {
-		return &resourceapi.DeviceClass{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "resource.k8s.io/v1", Kind: "DeviceClass"},
-			ObjectMeta: metav1.ObjectMeta{Name: name},
-			Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
-				Expression: fmt.Sprintf("device.driver == '%s' && device.attributes['%s'].type == '%s'", NVIDIADriver, NVIDIADriver, typ)}}}},
-		}
-	}
-	return []*resourceapi.DeviceClass{class("gpu.nvidia.com", "gpu"), class("mig.nvidia.com", "mig")}
+// migClasses are the NVIDIA driver's DeviceClasses.
+func migClasses() []*resourceapi.DeviceClass { return driverprofile.NVIDIAClasses() }
+
+// migName names the MIG device of a profile placed at a memory slice as
+// the driver does: "gpu-0-mig-1g5gb-19-3" for 1g.5gb at slice 3 of GPU 0.
+func migName(g int, pr MIGProfile, start int) string {
+	return driverprofile.MIGDeviceName(g, driverprofile.MIGProfile{Name: pr.Name, ID: pr.ID}, start)
 }
 
-func (gm *GPUModel) counterSet(name string) resourceapi.CounterSet {
-	cs := resourceapi.CounterSet{Name: name, Counters: map[string]resourceapi.Counter{
-		"memory":          {Value: *resource.NewQuantity(gm.MemoryMi<<20, resource.BinarySI)},
-		"multiprocessors": {Value: *resource.NewQuantity(gm.SMs, resource.DecimalSI)},
-		"copy-engines":    {Value: *resource.NewQuantity(gm.CopyEng, resource.DecimalSI)},
-		"decoders":        {Value: *resource.NewQuantity(gm.Decoders, resource.DecimalSI)},
-		"jpeg-engines":    {Value: *resource.NewQuantity(gm.JPEG, resource.DecimalSI)},
-		"ofa-engines":     {Value: *resource.NewQuantity(gm.OFA, resource.DecimalSI)},
-	}}
-	for s := 0; s < 8; s++ {
-		cs.Counters[fmt.Sprintf("memory-slice-%d", s)] = resourceapi.Counter{Value: *resource.NewQuantity(1, resource.DecimalSI)}
-	}
-	return cs
-}
-
-func (gm *GPUModel) gpuAttrs(uuid, typ string, index int) map[resourceapi.QualifiedName]resourceapi.DeviceAttribute {
-	return map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{
-		"type":         {StringValue: ptr.To(typ)},
-		"uuid":         {StringValue: ptr.To(uuid)},
-		"parentUUID":   {StringValue: ptr.To(uuid)},
-		"productName":  {StringValue: ptr.To(gm.Name)},
-		"index":        {IntValue: ptr.To(int64(index))},
-		"architecture": {StringValue: ptr.To(gm.Architecture)},
-	}
-}
-
-func (gm *GPUModel) fullDevice(g int, uuid, set string) resourceapi.Device {
-	cons := gm.counterSet(set)
-	d := resourceapi.Device{Name: fmt.Sprintf("gpu-%d", g), Attributes: gm.gpuAttrs(uuid, "gpu", g),
-		ConsumesCounters: []resourceapi.DeviceCounterConsumption{{CounterSet: set, Counters: cons.Counters}}}
-	d.Attributes["profile"] = resourceapi.DeviceAttribute{StringValue: ptr.To("full")}
-	return d
-}
-
-// migName names the MIG device of a profile placed at a memory slice:
-// "gpu-0-mig-1g5gb-3" for 1g.5gb at slice 3 of GPU 0. A device name is a
-// DNS label, so the profile appears as profileLabelName gives it; the
-// device's profile attribute keeps the real name.
-func migName(g int, profile string, start int) string {
-	return fmt.Sprintf("gpu-%d-mig-%s-%d", g, profileLabelName(profile), start)
-}
-
-// profileLabelName is a MIG profile as part of a DNS label: lowercase,
-// with everything but letters, digits and '-' dropped ("1g.5gb+me" ->
-// "1g5gbme"), as examples/mig-a100 names its devices.
+// profileLabelName is a profile as part of a DNS label: lowercase, with
+// everything but letters, digits and '-' dropped ("1g.5gb+me" ->
+// "1g5gbme"). The modes scenario (our own shape) names its devices so.
 func profileLabelName(profile string) string {
 	return strings.Map(func(r rune) rune {
 		switch {
@@ -449,25 +400,6 @@ func profileLabelName(profile string) string {
 	}, profile)
 }
 
-func (gm *GPUModel) migDevice(g int, uuid, set string, pr MIGProfile, start int) resourceapi.Device {
-	q := func(v int64) resourceapi.Counter {
-		return resourceapi.Counter{Value: *resource.NewQuantity(v, resource.DecimalSI)}
-	}
-	counters := map[string]resourceapi.Counter{
-		"memory":          {Value: *resource.NewQuantity(pr.MemoryMi<<20, resource.BinarySI)},
-		"multiprocessors": q(pr.SMs),
-		"copy-engines":    q(pr.CopyEng),
-		"decoders":        q(pr.Decoders),
-		"jpeg-engines":    q(pr.JPEG),
-		"ofa-engines":     q(pr.OFA),
-	}
-	for s := start; s < start+pr.Slices; s++ {
-		counters[fmt.Sprintf("memory-slice-%d", s)] = q(1)
-	}
-	attrs := gm.gpuAttrs(uuid, "mig", g)
-	attrs["uuid"] = resourceapi.DeviceAttribute{StringValue: ptr.To(fmt.Sprintf("MIG-%s-%s-%d", uuid, pr.Name, start))}
-	attrs["profile"] = resourceapi.DeviceAttribute{StringValue: ptr.To(pr.Name)}
-	attrs["memorySliceStart"] = resourceapi.DeviceAttribute{IntValue: ptr.To(int64(start))}
-	return resourceapi.Device{Name: migName(g, pr.Name, start), Attributes: attrs,
-		ConsumesCounters: []resourceapi.DeviceCounterConsumption{{CounterSet: set, Counters: counters}}}
-}
+// productLabel is a productName as GPU feature discovery labels nodes with
+// it (nvidia.com/gpu.product): spaces become '-', as a label value needs.
+func productLabel(product string) string { return strings.ReplaceAll(product, " ", "-") }

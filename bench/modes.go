@@ -13,7 +13,9 @@ import (
 	"github.com/drasat/drasat/model"
 )
 
-// ModesDriver is the driver name of the modes scenario.
+// ModesDriver is the driver name of the modes scenario. The devices are
+// our own shape: no driver publishes GPUs with KEP-5963 modes yet (the name
+// is dra-example-driver's, its devices are not; docs/drivers.md).
 const ModesDriver = "gpu.example.com"
 
 // ModesConfig sizes a modes scenario: GPUs that serve in one of several

@@ -54,6 +54,7 @@ func TestGeneratorsAPIValid(t *testing.T) {
 	gens = append(gens,
 		gen{"tpu", generate("tpu", Size{Nodes: 32, Claims: 40}, GenerateOptions{})},
 		gen{"modes", generate("modes", Size{Nodes: 2, GPUs: 9, Claims: 120}, GenerateOptions{})},
+		gen{"gpu-nic", generate("gpu-nic", Size{Nodes: 2, Claims: 30}, GenerateOptions{})},
 		gen{"openb", func(t *testing.T) []*model.Objects {
 			if _, err := OpenBDir(""); err != nil {
 				t.Skipf("no openb trace: %v", err)
@@ -220,13 +221,18 @@ func apiNameErrors(objs *model.Objects) []string {
 	return out
 }
 
-// TestMIGDeviceNames: MIG devices are named like examples/mig-a100 names
-// them (gpu-0-mig-1g5gbme-3), the profile attribute keeps the profile's
-// real name, and the per-GPU pictures label placements with it.
+// TestMIGDeviceNames: MIG devices are named as the NVIDIA driver names
+// them (gpu-0-mig-1g5gb-me-20-3), the profile attribute keeps the
+// profile's real name, and the per-GPU pictures label placements with it.
 func TestMIGDeviceNames(t *testing.T) {
-	for profile, want := range map[string]string{"1g.5gb": "gpu-0-mig-1g5gb-0", "1g.5gb+me": "gpu-0-mig-1g5gbme-0", "7g.80gb": "gpu-0-mig-7g80gb-0"} {
-		if got := migName(0, profile, 0); got != want {
-			t.Errorf("migName(0, %q, 0) = %q, want %q", profile, got, want)
+	for _, tc := range []struct {
+		gm      *GPUModel
+		profile string
+		want    string
+	}{{&A100, "1g.5gb", "gpu-0-mig-1g5gb-19-0"}, {&A100, "1g.5gb+me", "gpu-0-mig-1g5gb-me-20-0"}, {&H100, "7g.80gb", "gpu-0-mig-7g80gb-0-0"}} {
+		pr := profileOf(tc.gm, tc.profile)
+		if got := migName(0, *pr, 0); got != tc.want {
+			t.Errorf("migName(0, %q, 0) = %q, want %q", tc.profile, got, tc.want)
 		}
 	}
 	// The generator's devices of one A100 node with two GPUs are named as

@@ -14,7 +14,9 @@ import (
 	"github.com/drasat/drasat/model"
 )
 
-// NICDriver is the driver name of the nic scenario.
+// NICDriver is the driver name of the nic scenario. Its NICs are our own
+// shape (see docs/drivers.md): dra-example-driver's net profile shares
+// ingress and egress bandwidth, these one bandwidth and virtual functions.
 const NICDriver = "nic.example.com"
 
 // NICConfig sizes a nic scenario: NICs shared by bandwidth (consumable

@@ -22,6 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/drasat/drasat/alloc"
+	"github.com/drasat/drasat/driverprofile"
 	"github.com/drasat/drasat/frag"
 	"github.com/drasat/drasat/hold"
 	"github.com/drasat/drasat/model"
@@ -310,39 +311,14 @@ func openbCluster(nodes []openbNode, gm *GPUModel) *model.Objects {
 	objs.Classes = migClasses()
 	for _, n := range nodes {
 		objs.Nodes = append(objs.Nodes, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.name,
-			Labels: map[string]string{"nvidia.com/gpu.product": gm.Name, "openb/model": n.model}}})
-		const perSlice = 2
-		deviceSlices := (n.gpus + perSlice - 1) / perSlice
-		counterSlices := (n.gpus + 7) / 8
-		total := int64(deviceSlices + counterSlices)
-		newSlice := func(name string) *resourceapi.ResourceSlice {
-			return &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: resourceapi.ResourceSliceSpec{
-				Driver: NVIDIADriver, NodeName: ptr.To(n.name),
-				Pool: resourceapi.ResourcePool{Name: n.name, Generation: 1, ResourceSliceCount: total}}}
-		}
-		var counters, devs *resourceapi.ResourceSlice
-		for g := 0; g < n.gpus; g++ {
-			if g%8 == 0 {
-				counters = newSlice(fmt.Sprintf("%s-counters-%d", n.name, g/8))
-				objs.Slices = append(objs.Slices, counters)
+			Labels: map[string]string{"nvidia.com/gpu.product": productLabel(gm.Name), "openb/model": n.model}}})
+		// The driver's slices, and our own attribute openbModel on every
+		// device: the trace's GPU model, for the tasks that ask for one.
+		for _, sl := range driverprofile.NVIDIADynamicMIG(gm.Version, gm.Driver, n.name, n.gpus).Slices {
+			for i := range sl.Spec.Devices {
+				sl.Spec.Devices[i].Attributes["openbModel"] = resourceapi.DeviceAttribute{StringValue: ptr.To(n.model)}
 			}
-			if g%perSlice == 0 {
-				devs = newSlice(fmt.Sprintf("%s-gpus-%d", n.name, g/perSlice))
-				objs.Slices = append(objs.Slices, devs)
-			}
-			uuid := fmt.Sprintf("GPU-%s-%d", n.name, g)
-			set := fmt.Sprintf("gpu-%d-counter-set", g)
-			counters.Spec.SharedCounters = append(counters.Spec.SharedCounters, gm.counterSet(set))
-			add := func(d resourceapi.Device) {
-				d.Attributes["openbModel"] = resourceapi.DeviceAttribute{StringValue: ptr.To(n.model)}
-				devs.Spec.Devices = append(devs.Spec.Devices, d)
-			}
-			add(gm.fullDevice(g, uuid, set))
-			for _, pr := range gm.Profiles {
-				for _, start := range pr.Starts {
-					add(gm.migDevice(g, uuid, set, pr, start))
-				}
-			}
+			objs.Slices = append(objs.Slices, sl)
 		}
 	}
 	return objs

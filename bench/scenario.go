@@ -121,7 +121,7 @@ type GenerateOptions struct {
 }
 
 // Scenarios lists the batch scenarios and the replay.
-var Scenarios = []string{"mig", "tpu", "modes", "nic", "openb", "openb-wait", "inflation", "research", "research-openb"}
+var Scenarios = []string{"mig", "tpu", "modes", "nic", "gpu-nic", "openb", "openb-wait", "inflation", "research", "research-openb"}
 
 // DefaultSizes are the sizes run when none are given.
 var DefaultSizes = map[string]string{
@@ -129,7 +129,9 @@ var DefaultSizes = map[string]string{
 	"tpu":   "32:20,64:40,128:80",
 	"modes": "8x4:160,16x4:320",
 	"nic":   "16:150,32:300,64:600",
-	"openb": "16:1000",
+	// gpu-nic: NODES:CLAIMS, nodes of 8 GPUs and 4 NICs (gpunic.go).
+	"gpu-nic": "8:40,16:80",
+	"openb":   "16:1000",
 	// openb-wait: the replay with waiting, NODES:TASKS.
 	"openb-wait": "16:1000",
 	// inflation: NODES:BATCH, tasks until the requested GPUs reach the
@@ -205,6 +207,10 @@ func Generate(scenario string, sz Size, seed uint64, opts GenerateOptions) ([]*I
 				Unit: counterSetUnit, UnitName: "GPUs", Util: func(c string) bool { return c == "multiprocessors" }, UtilName: "SMs"})
 		}
 		return out, nil
+	case "gpu-nic":
+		objs := GPUNIC(GPUNICConfig{Nodes: sz.Nodes, Claims: sz.Claims, Seed: seed})
+		return []*Instance{{Scenario: scenario, Size: Size{Nodes: sz.Nodes, Claims: sz.Claims}, Compat: model.CompatKEP5963, Objs: objs,
+			UnitName: "NICs", UtilName: "NIC bandwidth", Capacity: "bandwidth"}}, nil
 	case "nic":
 		objs := NIC(NICConfig{Nodes: sz.Nodes, NICsPerNode: sz.GPUs, Claims: sz.Claims, Seed: seed, Running: 0.25})
 		return []*Instance{{Scenario: scenario, Size: sz, Compat: model.CompatKEP5963, Objs: objs,

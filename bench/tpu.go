@@ -13,7 +13,9 @@ import (
 	"github.com/drasat/drasat/model"
 )
 
-// TPUDriver is the driver name of the tpu scenario.
+// TPUDriver is the driver name of the tpu scenario. Its multi-host slices
+// are our own shape, after KEP-4815's TPU example: no driver we could read
+// publishes them (docs/drivers.md).
 const TPUDriver = "tpu.dra.example.com"
 
 // TPUConfig sizes a tpu scenario: multi-host pools of 16 TPU hosts (a 4×4

@@ -512,6 +512,7 @@ func (m *Model) claimUnit(c *model.Claim) *Unit {
 		for n := range nodeSet {
 			u.NodeIdx = append(u.NodeIdx, n)
 		}
+		sort.Ints(u.NodeIdx) // map order would make the encoding, and so the answer, vary between runs
 		if len(nodeSet) == 0 && c.FixedNode < 0 {
 			// Only All-mode over allNodes devices: any node will do.
 			for n := range m.P.Nodes {
@@ -586,9 +587,14 @@ func (m *Model) claimUnit(c *model.Claim) *Unit {
 			}
 		}
 	}
-	for d, ls := range perDevice {
+	perDeviceOrder := make([]int, 0, len(perDevice))
+	for d := range perDevice {
+		perDeviceOrder = append(perDeviceOrder, d)
+	}
+	sort.Ints(perDeviceOrder) // in map order the clauses, and so the answer, would vary between runs
+	for _, d := range perDeviceOrder {
 		if !m.P.Devices[d].MultiAlloc { // a shared device may serve several requests
-			m.atMostOne(ls)
+			m.atMostOne(perDevice[d])
 		}
 	}
 	// At most 32 results per claim, all requests together (each x is one

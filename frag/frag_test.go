@@ -80,7 +80,7 @@ func TestMeasureByHand(t *testing.T) {
 		t.Fatalf("empty cluster: frag %v free %v, want 0 and 4 GPUs", f, free)
 	}
 	pool := p.Devices[0].ID.Pool
-	s.Take(device(t, p, pool, "gpu-0-mig-1g5gb-0"), true)
+	s.Take(device(t, p, pool, "gpu-0-mig-1g5gb-19-0"), true)
 	// GPU 0 has 7/8 free and cannot take a whole-GPU task: for that half of
 	// the workload its 7/8 are fragments.
 	if f, free := m.Frag(s); !near(f, 0.5*7.0/8) || !near(free, 3+7.0/8) {
@@ -98,7 +98,7 @@ func TestMeasureMultiGPU(t *testing.T) {
 	}
 	s := model.NewState(p)
 	pool := p.Devices[0].ID.Pool
-	s.Take(device(t, p, pool, "gpu-0-mig-1g5gb-0"), true)
+	s.Take(device(t, p, pool, "gpu-0-mig-1g5gb-19-0"), true)
 	if f, _ := m.Frag(s); !near(f, 1+7.0/8) {
 		t.Fatalf("frag %v, want %v (all of the node's free share)", f, 1+7.0/8)
 	}
@@ -115,7 +115,7 @@ func TestPlacePacks(t *testing.T) {
 	pool := p.Devices[0].ID.Pool
 	for _, rule := range []Rule{FGD, BestFit} {
 		s := model.NewState(p)
-		first := device(t, p, pool, "gpu-1-mig-3g20gb-4") // GPU 1 of the first node in use
+		first := device(t, p, pool, "gpu-1-mig-3g20gb-9-4") // GPU 1 of the first node in use
 		s.Take(first, true)
 		a, ok := m.Place(s, p.Claims[0], rule)
 		if !ok {
@@ -196,7 +196,7 @@ func TestRefineKeepsANodeWhole(t *testing.T) {
 	// The starting placement: one claim on each node.
 	res := &alloc.Result{Rejected: map[int]string{}}
 	for i, pool := range []string{"node-1", "node-2"} {
-		d := device(t, p, pool, "gpu-0-mig-1g5gb-0")
+		d := device(t, p, pool, "gpu-0-mig-1g5gb-19-0")
 		res.Assignments = append(res.Assignments, &alloc.Assignment{Claim: p.Claims[i], Node: p.Devices[d].Reach[0], Picks: []alloc.Pick{{Req: 0, Alt: 0, Dev: d}}})
 	}
 	s := model.NewState(p)
@@ -228,7 +228,7 @@ func TestRefineUpgradeTradesForALargerClaim(t *testing.T) {
 	objs, p := loadA100(t, claim("small", "1g.5gb", 1), claim("big1", "full", 2), claim("big2", "full", 2), claim("big3", "full", 2))
 	start := func() *alloc.Result {
 		res := &alloc.Result{Rejected: map[int]string{2: "x", 3: "x"}}
-		d := device(t, p, "node-1", "gpu-0-mig-1g5gb-0")
+		d := device(t, p, "node-1", "gpu-0-mig-1g5gb-19-0")
 		res.Assignments = append(res.Assignments, &alloc.Assignment{Claim: p.Claims[0], Node: p.Devices[d].Reach[0], Picks: []alloc.Pick{{Req: 0, Alt: 0, Dev: d}}})
 		g0, g1 := device(t, p, "node-2", "gpu-0"), device(t, p, "node-2", "gpu-1")
 		res.Assignments = append(res.Assignments, &alloc.Assignment{Claim: p.Claims[1], Node: p.Devices[g0].Reach[0], Picks: []alloc.Pick{{Req: 0, Alt: 0, Dev: g0}, {Req: 0, Alt: 0, Dev: g1}}})

@@ -21,9 +21,11 @@ func benchCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "bench",
 		Usage: "compare drasat with the kube-scheduler's allocator and first-fit baselines on generated clusters and the Alibaba trace",
-		Description: `Scenarios: mig (MIG partitions of A100s, H100s or both, --mig-gpu), tpu
-(multi-host TPU slices), modes (GPUs with mutually exclusive modes, under --compat
-kep5963 and wildcard), nic (NICs shared by bandwidth: consumable capacity),
+		Description: `Scenarios: mig (MIG partitions of A100s, H100s or both, as the NVIDIA DRA
+driver publishes them, --mig-gpu), tpu (multi-host TPU slices), modes (GPUs with
+mutually exclusive modes, under --compat kep5963 and wildcard), nic (NICs shared by
+bandwidth: consumable capacity), gpu-nic (8 GPUs and 4 NICs per node on 4 PCIe
+roots; claims for GPUs each with a NIC share on its root),
 openb (replay of the Alibaba GPU trace in ../shared/data/alibaba-openb, a task
 not admitted in its window is dropped), openb-wait (the same replay, unadmitted
 tasks wait and are retried), inflation (the FGD paper's protocol: tasks drawn
@@ -31,15 +33,15 @@ from the pod list arrive without departures until they request the cluster's
 GPUs), research and research-openb (the modes workload and the trace under
 every partitioning model: groups, wildcard, compatibleOnlyWith, the KEP-4815
 draft, static modes; docs/research.md). Sizes are NODESxGPUS:CLAIMS (mig,
-modes, research), NODES:CLAIMS (tpu, NODES a multiple of 16; nic, two NICs per
-node, or NODESxNICS:CLAIMS), NODES:TASKS (openb, openb-wait, research-openb;
+modes, research), NODES:CLAIMS (tpu, NODES a multiple of 16; gpu-nic; nic, two
+NICs per node, or NODESxNICS:CLAIMS), NODES:TASKS (openb, openb-wait, research-openb;
 0 = all) or NODES:BATCH (inflation).
 Every allocation of every policy is validated by the independent feasibility checker;
 an invalid one fails the run.`,
 		ArgsUsage: " ",
 		Flags: []cli.Flag{
 			&cli.StringSliceFlag{Name: "scenario", Aliases: []string{"s"}, Value: cli.NewStringSlice("mig"), Usage: "scenarios to run: " + strings.Join(bench.Scenarios, ", ")},
-			&cli.StringSliceFlag{Name: "size", Usage: "sizes, as SCENARIO=SIZE[,SIZE] or SIZE[,SIZE] for all given scenarios (defaults: mig " + bench.DefaultSizes["mig"] + "; tpu " + bench.DefaultSizes["tpu"] + "; modes " + bench.DefaultSizes["modes"] + "; nic " + bench.DefaultSizes["nic"] + "; openb " + bench.DefaultSizes["openb"] + ")"},
+			&cli.StringSliceFlag{Name: "size", Usage: "sizes, as SCENARIO=SIZE[,SIZE] or SIZE[,SIZE] for all given scenarios (defaults: mig " + bench.DefaultSizes["mig"] + "; tpu " + bench.DefaultSizes["tpu"] + "; modes " + bench.DefaultSizes["modes"] + "; nic " + bench.DefaultSizes["nic"] + "; gpu-nic " + bench.DefaultSizes["gpu-nic"] + "; openb " + bench.DefaultSizes["openb"] + ")"},
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "generator seed; the same seed gives the same instances and results"},
 			&cli.IntFlag{Name: "repeat", Value: 1, Usage: "runs per policy; the median wall time is reported"},
 			&cli.BoolFlag{Name: "cbc", Usage: "let the aggregate stage solve per-node GPU patterns with CBC (the coinor-cbc executable on PATH); off: pure Go"},
@@ -47,7 +49,7 @@ an invalid one fails the run.`,
 			&cli.DurationFlag{Name: "timeout", Value: 10 * time.Second, Usage: "drasat's budget per batch, building its model included"},
 			&cli.StringFlag{Name: "json", Usage: "write the report as JSON to this file"},
 			&cli.StringFlag{Name: "html", Usage: "write a self-contained HTML report with SVG charts to this file"},
-			&cli.StringFlag{Name: "mig-gpu", Value: "a100", Usage: "GPU fleet of the mig scenario: a100 (A100-40GB), h100 (H100-80GB) or mixed (A100 and H100 nodes alternating)"},
+			&cli.StringFlag{Name: "mig-gpu", Value: "a100", Usage: "GPU fleet of the mig scenario: a100 (A100-40GB), h100 (H100-80GB), mixed (A100 and H100 nodes alternating) or versions (A100 nodes alternating between NVIDIA driver v0.4.0 and v25.12.0)"},
 			&cli.StringSliceFlag{Name: "mig-family", Usage: "claim mixes of the mig scenario, each run at every size: " + strings.Join(bench.MIGFamilies, ", ") + " (default: default)"},
 			&cli.StringFlag{Name: "mig-mix", Usage: "single settings of the mig claim mix, KEY=VALUE[,KEY=VALUE]: " + migMixUsage()},
 			&cli.StringFlag{Name: "openb-data", Usage: "directory of the Alibaba trace (default: ../shared/data/alibaba-openb beside the repository)"},

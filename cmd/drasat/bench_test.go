@@ -94,7 +94,7 @@ func TestBenchMIGGPURun(t *testing.T) {
 	for _, g := range rep.Rows[0].Picture {
 		models[g.Model] = true
 	}
-	if !models["A100-SXM4-40GB"] || !models["H100-SXM5-80GB"] || len(models) != 2 {
+	if !models["NVIDIA A100-SXM4-40GB"] || !models["NVIDIA H100 80GB HBM3"] || len(models) != 2 {
 		t.Errorf("pictured models %v, want A100 and H100", models)
 	}
 
