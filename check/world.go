@@ -394,16 +394,6 @@ func (w *world) entryOn(pl *pool, name string, n *corev1.Node) *device {
 	return nil
 }
 
-// seesDevice tells whether node n uses d's generation of its pool and
-// reaches d.
-func (w *world) seesDevice(n *corev1.Node, d *device) bool {
-	if w.view(n, d.key.pool()) != d.pool {
-		return false
-	}
-	ok, _ := w.reach(d, n)
-	return ok
-}
-
 // viewsOf lists the pool generations node n uses, in pool order.
 func (w *world) viewsOf(n *corev1.Node) []*pool {
 	var out []*pool

@@ -242,17 +242,6 @@ func (f *fairness) solved(batch []*resourceapi.ResourceClaim, unplaceable []*res
 	return waits
 }
 
-// parkedCount is the number of pending claims currently parked.
-func (f *fairness) parkedCount(pending []*resourceapi.ResourceClaim) int {
-	n := 0
-	for _, c := range pending {
-		if f.isParked(c) {
-			n++
-		}
-	}
-	return n
-}
-
 // inventoryFingerprint hashes what decides where claims can go, apart from
 // allocations: slices, classes, taint rules (by resourceVersion and
 // generation) and node labels (not node status, which changes all the

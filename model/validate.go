@@ -77,16 +77,6 @@ func Validate(ctx context.Context, objs *Objects) ([]Finding, error) {
 	return v.out, nil
 }
 
-// HasErrors tells whether any finding is an error.
-func HasErrors(fs []Finding) bool {
-	for _, f := range fs {
-		if f.Severity == SeverityError {
-			return true
-		}
-	}
-	return false
-}
-
 type validator struct {
 	objs *Objects
 	out  []Finding
