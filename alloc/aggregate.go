@@ -35,7 +35,7 @@ import (
 //     incumbent; it proves no bound, and reaching the relaxation's bound
 //     is what would prove its answer optimal. Off by default: on the
 //     batches measured it finds less than the stages after it would in
-//     the same time (docs/performance.md).
+//     the same time (docs/history/performance.md).
 
 // aggregateAnswer is a solver's answer to the per-node model: the
 // solution's counts (named as in the LP), its weight, and a bound on the

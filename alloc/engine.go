@@ -84,7 +84,7 @@ type Options struct {
 	// AggregateSAT lets the aggregate stage search the per-node pattern
 	// model in Go instead (neighbourhoods of a node's bins, encoded for
 	// gini). Off by default: on the batches measured it finds less than
-	// the stages after it (docs/performance.md, "An in-house solver for the
+	// the stages after it (docs/history/performance.md, "An in-house solver for the
 	// aggregated model").
 	AggregateSAT bool
 	// NoAggregateDive turns off the default aggregate stage after

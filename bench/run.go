@@ -157,7 +157,7 @@ type lifecycle struct {
 	// prefers one that allocates more (frag.Measure.Upgrade). On in
 	// inflation, where nothing leaves and the unallocated share is the
 	// measure; off in the replays, where it cost the dropping replay four
-	// admissions of 321 on default A100 (docs/performance.md).
+	// admissions of 321 on default A100 (docs/history/performance.md).
 	upgrade bool
 	now     time.Time // the batch's trace time
 	// holder holds tasks back for forecast demand (OpenBConfig.Hold); the

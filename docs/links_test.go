@@ -52,6 +52,8 @@ func anchors(text string) map[string]bool {
 
 func TestLinks(t *testing.T) {
 	pages, err := filepath.Glob("*.md")
+	history, _ := filepath.Glob("history/*.md")
+	pages = append(pages, history...)
 	if err != nil {
 		t.Fatal(err)
 	}

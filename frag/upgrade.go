@@ -22,7 +22,7 @@ import (
 // the holes; a batch that keeps the small claims and turns the large one
 // away leaves more of the cluster to fragments (first-fit-decreasing,
 // which places a batch's large claims first, leaves less unallocated than
-// FGD at the end of the inflation simulation: docs/performance.md).
+// FGD at the end of the inflation simulation: docs/history/performance.md).
 //
 // It returns the assignments (as, changed in place and extended) and the
 // claims no longer admitted.

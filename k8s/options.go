@@ -108,7 +108,7 @@ func (o *Options) Defaults() {
 	if o.Policy == "" {
 		// A controller lives through the cluster's whole workload: it
 		// learns the claims' shapes and places for the next ones
-		// (docs/performance.md, "Over the life of a cluster").
+		// (docs/history/performance.md, "Over the life of a cluster").
 		o.Policy = alloc.Frag
 	}
 	if o.Compat == "" {
