@@ -439,6 +439,29 @@ func (h *Holder) Decide(ctx context.Context, p *model.Problem, keys []string, no
 	return d, nil
 }
 
+// HeldDevices is how many devices the held claims need at least: per
+// request the fewest of its alternatives (all matching devices for
+// allocationMode All). Holding leaves that much room free on purpose.
+func (d *Decision) HeldDevices(p *model.Problem) int {
+	n := 0
+	for _, i := range d.Held {
+		for _, r := range p.Claims[i].Requests {
+			least := -1
+			for _, a := range r.Alternatives {
+				k := a.Count
+				if a.All {
+					k = len(a.AllMatch)
+				}
+				if least < 0 || k < least {
+					least = k
+				}
+			}
+			n += max(least, 0)
+		}
+	}
+	return n
+}
+
 // IsHeld tells whether claim i of Decision.Problem is held.
 func (d *Decision) IsHeld(i int) bool { return i >= len(d.Kept) && !d.unplaceable[i] }
 

@@ -423,6 +423,9 @@ func TestBurstOverDecidesHeldClaims(t *testing.T) {
 	if got := names(p, d.Held); !slices.Equal(got, []string{"big"}) {
 		t.Fatalf("held %v during the burst, want [big]", got)
 	}
+	if n := d.HeldDevices(p); n != 4 {
+		t.Fatalf("held devices %d, want the big claim's 4", n)
+	}
 	if want := now.Add(3 * time.Second); !d.Recheck.Equal(want) {
 		t.Fatalf("recheck %v, want %v (quiet)", d.Recheck, want)
 	}

@@ -41,6 +41,11 @@ func (r *Reconciler) holdBack(ctx context.Context, p *model.Problem, objs *model
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	// What the previous pass held stayed free until now.
+	if !r.heldSince.IsZero() && start.After(r.heldSince) {
+		r.Metrics.HeldDeviceSeconds.Add(float64(r.heldDevices) * start.Sub(r.heldSince).Seconds())
+	}
+	r.heldDevices, r.heldSince = d.HeldDevices(p), start
 	clean := *objs
 	clean.Claims = nil
 	for _, c := range objs.Claims {

@@ -60,6 +60,19 @@ func TestHoldKeepsLargeClaimPendingForForecastDemand(t *testing.T) {
 	if e.r.plan.covers(nil, e.r.plan.inventory, e.r.plan.releaseEpoch) {
 		t.Fatal("a plan past its recheck still covers")
 	}
+	// The big claim (4 GPUs) was held from the first pass to the second:
+	// 4 devices times the time between them.
+	if e.r.heldDevices != 4 {
+		t.Fatalf("held devices %d, want the big claim's 4", e.r.heldDevices)
+	}
+	first := e.r.heldSince
+	if _, err := e.r.Pass(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	between := e.r.heldSince.Sub(first).Seconds()
+	if got := counterValue(t, e.r.Metrics.HeldDeviceSeconds); got != 4*between || got <= 0 {
+		t.Fatalf("drasat_held_device_seconds_total %v, want 4 devices x %v s", got, between)
+	}
 	e.allFeasible(t)
 }
 

@@ -19,6 +19,9 @@ type liveMetrics struct {
 	// HeldClaims: claims and stand-ins the last solve held back for
 	// forecast demand (holding.go).
 	HeldClaims prometheus.Gauge
+	// HeldDeviceSeconds: the devices held claims need, times how long they
+	// were held (holding.go): capacity left free on purpose.
+	HeldDeviceSeconds prometheus.Counter
 	// AllocationsUndone: allocations drasat wrote that another component
 	// removed before any pod used them (podrules.go); it must stay 0.
 	AllocationsUndone prometheus.Counter
@@ -41,9 +44,11 @@ func (m *Metrics) registerLive(f func(prometheus.Collector)) {
 		Help: "The batch bound learnt from the solver's cost (0: none); --max-batch applies on top."})
 	m.HeldClaims = prometheus.NewGauge(prometheus.GaugeOpts{Name: "drasat_held_claims",
 		Help: "Claims and stand-ins the last solve held back for forecast demand (--hold; 0: none or off)."})
+	m.HeldDeviceSeconds = prometheus.NewCounter(prometheus.CounterOpts{Name: "drasat_held_device_seconds_total",
+		Help: "Devices the held claims need (the fewest per request), times the seconds from the pass that held them to the next pass: capacity left free on purpose for forecast demand (--hold)."})
 	m.AllocationsUndone = prometheus.NewCounter(prometheus.CounterOpts{Name: "drasat_allocations_undone_total",
 		Help: "Allocations drasat wrote that another component (the kube-scheduler) removed before any pod used them; should stay 0."})
-	for _, c := range []prometheus.Collector{m.ParkedClaims, m.WindowSeconds, m.Writes, m.PassesToFirstTry, m.ProjectedClaims, m.PlannedClaims, m.BatchLimit, m.HeldClaims, m.AllocationsUndone} {
+	for _, c := range []prometheus.Collector{m.ParkedClaims, m.WindowSeconds, m.Writes, m.PassesToFirstTry, m.ProjectedClaims, m.PlannedClaims, m.BatchLimit, m.HeldClaims, m.HeldDeviceSeconds, m.AllocationsUndone} {
 		f(c)
 	}
 }

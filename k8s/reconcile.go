@@ -82,6 +82,10 @@ type Reconciler struct {
 	// holding.go); holdRecheck is when the held ones are due again.
 	holder      *hold.Holder
 	holdRecheck time.Time
+	// heldDevices are the devices the last pass's held claims need, held
+	// since heldSince (drasat_held_device_seconds_total).
+	heldDevices int
+	heldSince   time.Time
 
 	// fence admits writes while this replica leads (fence.go); nil
 	// without leader election.
