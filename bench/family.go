@@ -9,7 +9,7 @@ import (
 
 // MIGFamilies are the named claim mixes of the mig scenario (--mig-family).
 // Each is a MIGConfig preset; --mig-mix changes single settings of it.
-var MIGFamilies = []string{"default", "independent", "simple", "whole", "count", "dense"}
+var MIGFamilies = []string{"default", "independent", "simple", "whole", "count", "dense", "rich"}
 
 // MIGFamilyConfig returns the mig scenario's configuration for a family
 // ("" is default):
@@ -25,7 +25,10 @@ var MIGFamilies = []string{"default", "independent", "simple", "whole", "count",
 //   - whole: 15 % whole-GPU and 10 % two-GPU claims;
 //   - count: 25 % of the claims ask for 2–3 devices of one profile in one
 //     request (count > 1);
-//   - dense: 1–3 small MIG devices already allocated on 60 % of the GPUs.
+//   - dense: 1–3 small MIG devices already allocated on 60 % of the GPUs;
+//   - rich: 40 % of the claims written as the drivers' users write them
+//     (firstAvailable, two requests or count 2 on one GPU, CEL on the
+//     MIG device's memory capacity and productName; MIGConfig.Rich).
 func MIGFamilyConfig(family string, nodes, gpus, claims int, seed uint64) (MIGConfig, error) {
 	cfg := DefaultMIG(nodes, gpus, claims, seed)
 	switch family {
@@ -42,6 +45,8 @@ func MIGFamilyConfig(family string, nodes, gpus, claims int, seed uint64) (MIGCo
 		cfg.Count = 0.25
 	case "dense":
 		cfg.Fragmented, cfg.PreallocMax, cfg.PreallocSmall = 0.6, 3, true
+	case "rich":
+		cfg.Rich = 0.4
 	default:
 		return cfg, fmt.Errorf("mig family %q: want one of %s", family, strings.Join(MIGFamilies, ", "))
 	}

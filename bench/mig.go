@@ -122,6 +122,10 @@ type MIGConfig struct {
 	// Count is the fraction of claims asking for 2–3 MIG devices of one
 	// profile in a single request (count > 1, anywhere on one node).
 	Count float64
+	// Rich is the fraction of claims written as the drivers' users write
+	// them (richClaim): firstAvailable, two requests on one GPU, count 2 on
+	// one GPU, CEL on the MIG device's memory capacity, productName.
+	Rich float64
 	// PreallocMax is the most MIG devices already allocated on a
 	// fragmented GPU (1..PreallocMax; 0 means 2), and PreallocSmall keeps
 	// them to the profiles of one or two memory slices.
@@ -261,6 +265,10 @@ func MIG(cfg MIGConfig) *model.Objects {
 				continue
 			}
 		}
+		if cfg.Rich > 0 && rng.Float64() < cfg.Rich {
+			objs.Claims = append(objs.Claims, richClaim(rng, name, gm, selectors))
+			continue
+		}
 		if rng.Float64() < cfg.MultiDevice {
 			n := 2 + rng.IntN(3)
 			c := newClaim(name, repeat("mig.nvidia.com", n), nil)
@@ -283,6 +291,58 @@ func MIG(cfg MIGConfig) *model.Objects {
 		objs.Claims = append(objs.Claims, c)
 	}
 	return objs
+}
+
+// richClaim draws one of the claims the drivers' users write, on model
+// gm (sel adds the productName in mixed fleets):
+//   - firstAvailable: the largest profile of three or four memory slices,
+//     else two devices of the smallest on one GPU, else one of two slices;
+//   - two requests, a small and a two-slice device, on one GPU;
+//   - count 2 of the smallest profile on one GPU;
+//   - any MIG device with at least 10Gi of memory (CEL on its capacity)
+//     and the model's productName, without naming a profile.
+//
+// "On one GPU" is matchAttribute parentUUID over the requests.
+func richClaim(rng *rand.Rand, name string, gm *GPUModel, sel func(*GPUModel, string) []resourceapi.DeviceSelector) *resourceapi.ResourceClaim {
+	bySlices := func(slices ...int) MIGProfile {
+		for _, want := range slices {
+			for _, p := range gm.Profiles {
+				if p.Slices == want {
+					return p
+				}
+			}
+		}
+		return gm.Profiles[0]
+	}
+	small, two, large := bySlices(1), bySlices(2), bySlices(4, 3)
+	sameGPU := func(reqs ...string) []resourceapi.DeviceConstraint {
+		return []resourceapi.DeviceConstraint{{Requests: reqs, MatchAttribute: ptr.To(resourceapi.FullyQualifiedName(NVIDIADriver + "/parentUUID"))}}
+	}
+	c := newClaim(name, []string{"mig.nvidia.com"}, nil)
+	r0 := &c.Spec.Devices.Requests[0]
+	switch rng.IntN(4) {
+	case 0:
+		sub := func(n string, pr MIGProfile, count int64) resourceapi.DeviceSubRequest {
+			return resourceapi.DeviceSubRequest{Name: n, DeviceClassName: "mig.nvidia.com", Selectors: sel(gm, pr.Name),
+				AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: count}
+		}
+		r0.Exactly = nil
+		r0.FirstAvailable = []resourceapi.DeviceSubRequest{sub("large", large, 1), sub("two-small", small, 2), sub("medium", two, 1)}
+		c.Spec.Devices.Constraints = sameGPU("r0")
+	case 1:
+		r0.Exactly.Selectors = sel(gm, small.Name)
+		c.Spec.Devices.Requests = append(c.Spec.Devices.Requests, resourceapi.DeviceRequest{Name: "r1", Exactly: &resourceapi.ExactDeviceRequest{
+			DeviceClassName: "mig.nvidia.com", Selectors: sel(gm, two.Name), AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 1}})
+		c.Spec.Devices.Constraints = sameGPU("r0", "r1")
+	case 2:
+		r0.Exactly.Selectors = sel(gm, small.Name)
+		r0.Exactly.Count = 2
+		c.Spec.Devices.Constraints = sameGPU("r0")
+	default:
+		r0.Exactly.Selectors = []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
+			Expression: fmt.Sprintf("device.capacity['%s'].memory.compareTo(quantity('10Gi')) >= 0", NVIDIADriver)}}, productSelector(gm.Name)}
+	}
+	return c
 }
 
 // wholeGPUClaim asks for n whole GPUs in one request.
