@@ -181,12 +181,6 @@ func (cs *componentState) accept(out outcome) bool {
 			cs.greedyValue = cs.value
 		}
 	}
-	if out.hasBnd && !cs.ordered {
-		// The nodes' resources bound the pods' claims' weight too
-		// (pods.go); not a bound of the ordered objective, where reaching
-		// a count says nothing of which claims.
-		out.bound = min(out.bound, podBound(cs.p, cs.claims, cs.claimValue))
-	}
 	// The bound is only ever what a stage proved: never raised to the
 	// incumbent. A bound below the incumbent is a bug in that stage, and
 	// the tests look for it (TestBudgetSweep); repairing it here would
@@ -282,7 +276,6 @@ func (cs *componentState) result() *componentResult {
 		objective:   cs.value,
 		bound:       cs.bound,
 		greedyValue: cs.greedyValue,
-		optimal:     cs.optimal,
 		noSAT:       cs.noSAT,
 		stages:      cs.stages,
 		counts:      cs.counts,
@@ -296,13 +289,11 @@ func (cs *componentState) result() *componentResult {
 		for _, c := range cs.claims {
 			r.bound += cs.claimValue(c)
 		}
-		r.optimal = false
-	case r.optimal:
+	case cs.optimal:
 		// Proven: by a stage (the SAT model's unsat above the value, the
 		// ordered sequence) or by value reaching the bound.
 		r.bound = r.objective + cs.undecided
 		r.proven = true
-		r.optimal = cs.undecided == 0
 	default:
 		r.bound += cs.undecided
 	}
@@ -315,10 +306,10 @@ type componentResult struct {
 	assignments      []*Assignment
 	objective, bound int64
 	greedyValue      int64
-	optimal, noSAT   bool
+	noSAT            bool
 	// proven: the stages proved the answer optimal among what they can
-	// allocate; optimal besides needs no undecided claims (the bound
-	// counts them), or placeLast to place them all.
+	// allocate; the run is optimal besides only with no undecided claims
+	// (the bound counts them), or placeLast placing them all (gather).
 	proven      bool
 	penalty     int64
 	touched     int
@@ -437,15 +428,9 @@ func (b budget) end(cs *componentState) (time.Time, bool) {
 	return cs.deadline, true
 }
 
-// until is the deadline of a step that gets share of the time left.
-func (cs *componentState) until(share float64) time.Time {
-	now := time.Now()
-	left := cs.deadline.Sub(now)
-	if left <= 0 {
-		return now
-	}
-	return now.Add(time.Duration(float64(left) * share))
-}
+// until is the deadline of a step that gets share of the component's
+// time left.
+func (cs *componentState) until(s float64) time.Time { return share(cs.deadline, s) }
 
 func minTime(a, b time.Time) time.Time {
 	if a.Before(b) {

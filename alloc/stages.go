@@ -52,6 +52,13 @@ func aloneBound(ctx context.Context, cs *componentState, _ time.Time) outcome {
 		cs.fitting = append(cs.fitting, c)
 		b += cs.claimValue(c)
 	}
+	if !cs.ordered {
+		// The nodes' resources bound the pods' claims' weight too
+		// (pods.go), once for the whole run: the bound only falls after
+		// this. Not a bound of the ordered objective, where reaching a
+		// count says nothing of which claims.
+		b = min(b, podBound(cs.p, cs.claims, cs.claimValue))
+	}
 	return outcome{bound: b, hasBnd: true, stop: b == 0}
 }
 

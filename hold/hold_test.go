@@ -102,13 +102,12 @@ func TestNothingForecastAdmitsAll(t *testing.T) {
 	}
 }
 
-func TestHoldsLargeClaimForForecastSmallOnes(t *testing.T) {
-	// Small claims keep arriving (60 in 20 s: 1/s over the 60 s lookback,
-	// 30 forecast in the 30 s horizon). A claim for the whole node would
-	// take the room of four of them: every scenario admits small ones
-	// instead, so it is held; the small claim pending with it is admitted.
-	h := New(Options{Seed: 1})
-	now := t0
+// bigAmongSmall: after the history of 60 one-GPU claims in 20 s, a claim
+// for the whole 4-GPU node and a one-GPU claim arrive at now; the Holder's
+// decision at now.
+func bigAmongSmall(t *testing.T, opts Options, now time.Time) (*Holder, *model.Problem, *Decision) {
+	t.Helper()
+	h := New(opts)
 	history(h, 60, now)
 	big, small := claim("big", 4), claim("small", 1)
 	h.Observe(now, "big", big)
@@ -118,6 +117,16 @@ func TestHoldsLargeClaimForForecastSmallOnes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return h, p, d
+}
+
+func TestHoldsLargeClaimForForecastSmallOnes(t *testing.T) {
+	// Small claims keep arriving (60 in 20 s: 1/s over the 60 s lookback,
+	// 30 forecast in the 30 s horizon). A claim for the whole node would
+	// take the room of four of them: every scenario admits small ones
+	// instead, so it is held; the small claim pending with it is admitted.
+	now := t0
+	_, p, d := bigAmongSmall(t, Options{Seed: 1}, now)
 	if got := names(p, d.Held); !slices.Equal(got, []string{"big"}) {
 		t.Fatalf("held %v, want [big]", got)
 	}
@@ -409,17 +418,8 @@ func TestQuietAt(t *testing.T) {
 // forecast; once no claim arrived for MinQuiet, nothing is forecast and it
 // is admitted, in the pass the decision asked for (Recheck).
 func TestBurstOverDecidesHeldClaims(t *testing.T) {
-	h := New(Options{Seed: 1, MaxHold: 200 * time.Second})
 	now := t0
-	history(h, 60, now)
-	big, small := claim("big", 4), claim("small", 1)
-	h.Observe(now, "big", big)
-	h.Observe(now, "small", small)
-	p, keys := build(t, cluster(4), h, big, small)
-	d, err := h.Decide(context.Background(), p, keys, now)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h, p, d := bigAmongSmall(t, Options{Seed: 1, MaxHold: 200 * time.Second}, now)
 	if got := names(p, d.Held); !slices.Equal(got, []string{"big"}) {
 		t.Fatalf("held %v during the burst, want [big]", got)
 	}
@@ -430,8 +430,8 @@ func TestBurstOverDecidesHeldClaims(t *testing.T) {
 		t.Fatalf("recheck %v, want %v (quiet)", d.Recheck, want)
 	}
 	// The pass at Recheck: the small claim is running, the big one pending.
-	p, keys = build(t, cluster(4), h, big)
-	d, err = h.Decide(context.Background(), p, keys, d.Recheck)
+	p, keys := build(t, cluster(4), h, claim("big", 4))
+	d, err := h.Decide(context.Background(), p, keys, d.Recheck)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,9 +34,7 @@ func (r *Reconciler) handOver(ctx context.Context, snap *Snapshot, res *PassResu
 			res.Requeue = true
 			continue
 		}
-		r.ungated[p.Namespace+"/"+p.Name] = true
-		res.Ungated++
-		r.Metrics.GatesRemoved.Inc()
+		r.gateRemoved(p.Namespace+"/"+p.Name, res)
 		why := fmt.Sprintf("gated for more than %s (--ungate-after); scheduling gate %s removed, the scheduler allocates the claims drasat has not", r.Opts.UngateAfter, SchedulingGate)
 		r.Log.Warn("pod handed to the scheduler", zap.String("pod", p.Namespace+"/"+p.Name), zap.Duration("after", r.Opts.UngateAfter))
 		if r.Recorder != nil {

@@ -2,6 +2,7 @@ package k8s
 
 import (
 	"context"
+	"errors"
 	"hash/fnv"
 	"reflect"
 	"slices"
@@ -12,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/drasat/drasat/model"
@@ -45,25 +45,18 @@ func (r *Reconciler) leaveToScheduler(ctx context.Context, p *model.Problem, res
 		if pod.Unmodelled == "" || !hasGate(pod.Obj) || pod.Obj.DeletionTimestamp != nil || r.ungated[key] {
 			continue
 		}
-		u := pod.Obj.DeepCopy()
-		u.Spec.SchedulingGates = slices.DeleteFunc(u.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool { return g.Name == SchedulingGate })
-		wctx, done, err := r.startWrite(ctx) // fenced, as every write
-		if err != nil {
-			res.Requeue = true
-			return
-		}
-		_, err = r.Client.CoreV1().Pods(u.Namespace).Update(wctx, u, metav1.UpdateOptions{FieldManager: Component})
-		done()
-		if err != nil {
+		if err := r.removeGate(ctx, pod.Obj); err != nil {
+			if errors.Is(err, ErrFenced) {
+				res.Requeue = true
+				return // no write may start now
+			}
 			if !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
 				r.Log.Warn("could not leave pod to the kube-scheduler", zap.String("pod", key), zap.Error(err))
 			}
 			res.Requeue = true
 			continue
 		}
-		r.ungated[key] = true
-		res.Ungated++
-		r.Metrics.GatesRemoved.Inc()
+		r.gateRemoved(key, res)
 		r.Log.Info("pod left to the kube-scheduler", zap.String("pod", key), zap.String("why", pod.Unmodelled))
 		if r.Recorder != nil {
 			r.Recorder.Eventf(pod.Obj, corev1.EventTypeNormal, ReasonLeftToScheduler,

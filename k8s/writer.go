@@ -295,9 +295,7 @@ func (r *Reconciler) ungateEarly(ctx context.Context, p *corev1.Pod, names []str
 		res.Requeue = true
 		return
 	}
-	r.ungated[p.Namespace+"/"+p.Name] = true
-	res.Ungated++
-	r.Metrics.GatesRemoved.Inc()
+	r.gateRemoved(p.Namespace+"/"+p.Name, res)
 	r.Log.Info("scheduling gate removed", zap.String("pod", p.Namespace+"/"+p.Name), zap.Strings("claims", names))
 	if r.Recorder != nil {
 		r.Recorder.Eventf(p, corev1.EventTypeNormal, ReasonUngated, "all %d claims allocated; scheduling gate %s removed", len(names), SchedulingGate)
@@ -317,6 +315,14 @@ func (r *Reconciler) removeGate(ctx context.Context, p *corev1.Pod) error {
 	r.Metrics.Writes.WithLabelValues("pod").Inc()
 	_, err = r.Client.CoreV1().Pods(p.Namespace).Update(wctx, u, metav1.UpdateOptions{FieldManager: Component})
 	return err
+}
+
+// gateRemoved records that the gate of pod key is gone: no later step or
+// pass removes it again, and the pass and the metrics count it.
+func (r *Reconciler) gateRemoved(key string, res *PassResult) {
+	r.ungated[key] = true
+	res.Ungated++
+	r.Metrics.GatesRemoved.Inc()
 }
 
 // cachedAllocations maps each allocated claim in the cache to its

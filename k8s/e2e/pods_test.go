@@ -212,15 +212,7 @@ func TestPodsNodeSelectorAndAffinity(t *testing.T) {
 	late.Spec.NodeSelector = map[string]string{"zone": "b"}
 	pc.c.createPod(sel)
 	pc.c.createPod(aff)
-	pc.c.eventually("two pods bound", 2*time.Minute, func() (bool, error) {
-		n := 0
-		for _, p := range pc.c.pods(pc.ns) {
-			if p.Spec.NodeName != "" {
-				n++
-			}
-		}
-		return n == 2, nil
-	})
+	pc.waitBound(2)
 	pc.c.createPod(late)
 	pc.settle(map[string]string{"selector": "node-2", "affinity": "node-1"})
 }
@@ -262,18 +254,23 @@ func TestPodsMemory(t *testing.T) {
 	pc.settleOnePerNode()
 }
 
+// waitBound waits until n of the case's pods are bound to a node.
+func (pc *podCase) waitBound(n int) {
+	pc.c.eventually(fmt.Sprintf("%d pods bound", n), 2*time.Minute, func() (bool, error) {
+		bound := 0
+		for _, p := range pc.c.pods(pc.ns) {
+			if p.Spec.NodeName != "" {
+				bound++
+			}
+		}
+		return bound == n, nil
+	})
+}
+
 // settleOnePerNode: three pods of which each node holds one (by CPU or
 // memory): two bound, on different nodes, the third not given devices.
 func (pc *podCase) settleOnePerNode() {
-	pc.c.eventually("two pods bound", 2*time.Minute, func() (bool, error) {
-		n := 0
-		for _, p := range pc.c.pods(pc.ns) {
-			if p.Spec.NodeName != "" {
-				n++
-			}
-		}
-		return n == 2, nil
-	})
+	pc.waitBound(2)
 	want := map[string]string{}
 	for _, p := range pc.c.pods(pc.ns) {
 		if p.Spec.NodeName != "" {
