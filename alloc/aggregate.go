@@ -464,15 +464,23 @@ func searchNodes(ctx context.Context, cs *componentState, na *bound.NodeAggregat
 func diveLP(ctx context.Context, cs *componentState, na *bound.NodeAggregate, end time.Time) (aggregateAnswer, error) {
 	// Above Limits.DiveLPRows the dive solves the global model and
 	// distributes its answer over the nodes: the per-node LP's rows grow
-	// with the nodes, and 64 nodes' LP does not solve in seconds.
-	if na.Rows() > cs.limits().DiveLPRows {
+	// with the nodes, and 64 nodes' LP does not solve in seconds. So it
+	// does where pods' node resources bind (the model has capacity
+	// rows): the per-node dive then fails fixing after fixing, and the
+	// global model with the cluster's capacity proves the same bound on
+	// the measured batches in milliseconds (docs/performance.md).
+	if na.Rows() > cs.limits().DiveLPRows || len(na.Capacities) > 0 {
 		g := na.Global()
 		sol, _, err := g.Dive(ctx, end, cs.value+1)
 		ans := withBound(aggregateAnswer{}, sol)
 		if err != nil || sol.Values == nil {
 			return ans, err
 		}
-		ans.values, ans.objective = na.Distribute(g, sol.Values)
+		if len(na.Capacities) > 0 {
+			ans.values, ans.objective = na.DistributeByNode(ctx, end, g, sol.Values)
+		} else {
+			ans.values, ans.objective = na.Distribute(g, sol.Values)
+		}
 		return ans, nil
 	}
 	sol, _, err := na.Dive(ctx, end, cs.value+1)

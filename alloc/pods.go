@@ -16,8 +16,10 @@ import (
 // model carries these rules (encode); the placers do not all know them, so
 // every answer a stage returns goes through podRepair before the driver
 // takes it (componentState.accept), and the run's result once more after
-// the steps that follow the pipeline (placeLast, the look-ahead). Bounds
-// ignore the rules, which only makes them looser, never unsound.
+// the steps that follow the pipeline (placeLast, the look-ahead). The
+// configuration relaxation ignores the rules, which only makes it looser,
+// never unsound; podBound and the aggregated model's capacity rows
+// (bound.NodeAggregate.Capacities) carry the node resources.
 
 // podRepair keeps of as only the claims whose groups satisfy the pod
 // rules, groups taken in the order of their first claim (so that under

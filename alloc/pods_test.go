@@ -1,11 +1,16 @@
 package alloc
 
 import (
+	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -17,6 +22,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
+	"github.com/drasat/drasat/mip"
 	"github.com/drasat/drasat/model"
 )
 
@@ -342,5 +348,37 @@ func TestPodRulesAgainstSchedulerLibraries(t *testing.T) {
 	}
 	if !refusedSome || !sharedSome || !multiSome {
 		t.Errorf("the instances lack a case: refused nodes %v, shared claims %v, pods with several claims %v", refusedSome, sharedSome, multiSome)
+	}
+}
+
+// TestPodRulesLPAgainstBruteForce: the MIP export carries the pod rules.
+// On the random pod instances (taints, affinity, shared claims, pods of
+// several claims, CPU, memory and pod count), CBC's optimum of `drasat
+// export --lp` equals the brute-force optimum under the scheduler's
+// filters.
+func TestPodRulesLPAgainstBruteForce(t *testing.T) {
+	if mip.CBCPath() == "" {
+		t.Skip("cbc not installed (Debian: apt-get install coinor-cbc); the LP export's pod rules are not checked")
+	}
+	dir := t.TempDir()
+	for seed := uint64(1); seed <= 30; seed++ {
+		objs := randomPodInstance(seed)
+		p := build(t, objs, "")
+		path := filepath.Join(dir, fmt.Sprintf("seed%d.lp", seed))
+		f, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := mip.WriteLP(f, p); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		sol, err := mip.SolveCBC(context.Background(), path, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := podBruteForce(t, objs); !strings.HasPrefix(sol.Status, "Optimal") || int(math.Round(sol.Objective)) != want {
+			t.Fatalf("seed %d: CBC %s %g, brute force %d", seed, sol.Status, sol.Objective, want)
+		}
 	}
 }

@@ -63,6 +63,7 @@ var MIGMixKeys = map[string]string{
 	"prealloc":       "fraction of GPUs that already hold MIG devices",
 	"prealloc-max":   "most MIG devices already allocated on such a GPU (at least 1)",
 	"prealloc-small": "1: the devices already allocated are small (one or two memory slices); 0: any profile but the whole GPU",
+	"pod-cpus":       "CPUs of every node, and a pod (1, 2 or 4 CPUs, 4–32Gi) for every pending claim; 0: no pods",
 }
 
 // ParseMIGMix reads "key=value[,key=value]" (MIGMixKeys).
@@ -82,7 +83,9 @@ func ParseMIGMix(s string) (map[string]float64, error) {
 			return nil, fmt.Errorf("mig mix %q: unknown key %q (want one of %s)", part, k, strings.Join(mixKeys(), ", "))
 		}
 		x, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-		if err != nil || x < 0 || (k != "prealloc-max" && x > 1) || (k == "prealloc-max" && (x < 1 || x > 7 || x != float64(int(x)))) {
+		integer := x == float64(int(x))
+		if err != nil || x < 0 || (k != "prealloc-max" && k != "pod-cpus" && x > 1) || (k == "prealloc-max" && (x < 1 || x > 7 || !integer)) ||
+			(k == "pod-cpus" && (x > 4096 || !integer)) {
 			return nil, fmt.Errorf("mig mix %q: bad value for %s", part, k)
 		}
 		out[k] = x
@@ -120,6 +123,8 @@ func applyMIGMix(cfg *MIGConfig, mix map[string]float64) error {
 			cfg.PreallocMax = int(v)
 		case "prealloc-small":
 			cfg.PreallocSmall = v > 0
+		case "pod-cpus":
+			cfg.PodCPUs = int(v)
 		}
 	}
 	if cfg.WholeGPU+cfg.TwoGPU+cfg.Count > 1 {

@@ -138,6 +138,9 @@ type MIGConfig struct {
 	// alone are ambiguous (1g.10gb is two memory slices on an A100 and one
 	// on an H100).
 	Models []GPUModel
+	// PodCPUs > 0 gives every pending claim a pod with CPU and memory
+	// requests and every node PodCPUs CPUs (AddPods).
+	PodCPUs int
 }
 
 // DefaultMIG is the instance family of the engine's speed targets.
@@ -289,6 +292,9 @@ func MIG(cfg MIGConfig) *model.Objects {
 		c := newClaim(name, []string{"mig.nvidia.com"}, nil)
 		c.Spec.Devices.Requests[0].Exactly.Selectors = selectors(gm, pr.Name)
 		objs.Claims = append(objs.Claims, c)
+	}
+	if cfg.PodCPUs > 0 {
+		AddPods(objs, int64(cfg.PodCPUs), cfg.Seed)
 	}
 	return objs
 }

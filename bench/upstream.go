@@ -186,6 +186,7 @@ func Upstream(ctx context.Context, objs *model.Objects, feats UpstreamFeatures) 
 	}
 	pinned := objs.PinnedNodes()
 
+	pods := newUpstreamPods(objs)
 	state := newAllocatedState(features.ConsumableCapacity)
 	for _, c := range objs.Claims {
 		if c.Status.Allocation != nil {
@@ -213,6 +214,11 @@ func Upstream(ctx context.Context, objs *model.Objects, feats UpstreamFeatures) 
 			}
 			tryNodes = []*corev1.Node{n}
 		}
+		tryNodes, why := pods.filter(key, tryNodes)
+		if why != "" {
+			res.Rejected = append(res.Rejected, UpstreamRejection{Key: key, Reason: why})
+			continue
+		}
 		result, rej, err := allocateOne(ctx, res, features, state, classes, slices, celCache, claim, tryNodes, timeout, feats.ClaimTimeout)
 		if err != nil {
 			return nil, err
@@ -222,6 +228,7 @@ func Upstream(ctx context.Context, objs *model.Objects, feats UpstreamFeatures) 
 			res.Rejected = append(res.Rejected, rej)
 			continue
 		}
+		pods.place(key, result, tryNodes)
 		out := claim.DeepCopy()
 		out.Status.Allocation = result
 		res.Allocated = append(res.Allocated, out)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
 	"sort"
 	"time"
 
@@ -179,7 +180,7 @@ type diveRound struct {
 // needed (whole 64x8/2,000: 12 s for 1,396 where 64 failures gave 1,395
 // in 0.9 s).
 func (na *NodeAggregate) diveRounds() []diveRound {
-	if len(na.Nodes) == 1 && na.Nodes[0] == -1 {
+	if len(na.Nodes) == 1 && na.Nodes[0] == -1 || na.oneNode {
 		return []diveRound{{patternsFirst, 64}}
 	}
 	var out []diveRound
@@ -255,6 +256,15 @@ func (na *NodeAggregate) lp() (*lp.Problem, []lpCol) {
 			}
 		}
 	}
+	// Capacity rows, scaled to keep the simplex's numbers near 1 (the
+	// bound does not rely on them: DualBound re-checks).
+	type cn struct{ j, n int }
+	capRow, capScale := map[cn]int{}, map[cn]float64{}
+	for _, c := range na.Capacities {
+		scale := max(1, float64(c.Free)/1024)
+		capRow[cn{c.Resource, c.Node}] = row(float64(c.Free)/scale, false)
+		capScale[cn{c.Resource, c.Node}] = scale
+	}
 	p := lp.New(rhs, eq)
 	var cols []lpCol
 	for gi, g := range na.Groups {
@@ -276,6 +286,12 @@ func (na *NodeAggregate) lp() (*lp.Problem, []lpCol) {
 			for _, d := range k.Demand {
 				rows = append(rows, shapeRow[sn{d.Shape, n}])
 				vals = append(vals, d.N)
+			}
+			for j, v := range k.Requests {
+				if r, ok := capRow[cn{j, n}]; ok && v > 0 {
+					rows = append(rows, r)
+					vals = append(vals, float64(v)/capScale[cn{j, n}])
+				}
 			}
 			p.AddColumn(k.Weight, 0, float64(k.Max), rows, vals)
 			cols = append(cols, lpCol{group: -1, class: ki, index: n})
@@ -305,6 +321,33 @@ func (na *NodeAggregate) Global() *NodeAggregate {
 	for _, k := range na.Classes {
 		k.Nodes = []int{-1}
 		g.Classes = append(g.Classes, k)
+	}
+	// The cluster's capacity of a resource is what its rows' nodes have
+	// free, plus, for a class that may use a node without a row (the
+	// node does not limit the resource, or it holds whatever the classes
+	// could ask), all the class asks: a relaxation of the per-node rows.
+	free := map[int]int64{}
+	unit := map[int]int64{}
+	rowNodes := map[int]map[int]bool{}
+	for _, c := range na.Capacities {
+		free[c.Resource] += c.Free
+		unit[c.Resource] = c.Unit
+		if rowNodes[c.Resource] == nil {
+			rowNodes[c.Resource] = map[int]bool{}
+		}
+		rowNodes[c.Resource][c.Node] = true
+	}
+	for j := range free {
+		for _, k := range na.Classes {
+			if j < len(k.Requests) && k.Requests[j] > 0 && slices.ContainsFunc(k.Nodes, func(n int) bool { return !rowNodes[j][n] }) {
+				free[j] += k.Requests[j] * int64(k.Max)
+			}
+		}
+	}
+	for j := range len(na.r.p.Resources) {
+		if _, ok := free[j]; ok {
+			g.Capacities = append(g.Capacities, NodeCapacity{Node: -1, Resource: j, Free: free[j], Unit: unit[j]})
+		}
 	}
 	return g
 }
@@ -370,31 +413,260 @@ func (na *NodeAggregate) Distribute(global *NodeAggregate, values map[string]flo
 		}
 		return len(ka.Demand) > len(kb.Demand)
 	})
+	type jn struct{ j, n int }
+	capacity, size := map[jn]int64{}, map[jn]int64{}
+	for _, c := range na.Capacities {
+		capacity[jn{c.Resource, c.Node}] = c.Free
+		size[jn{c.Resource, c.Node}] = max(c.Free, 1)
+	}
+	// slack is what node n would keep of its scarcest resource after
+	// taking one claim of k (as a share of what it had), -1 when the
+	// claim does not fit there.
+	slack := func(k *NodeClass, n int) float64 {
+		for _, d := range k.Demand {
+			if supply[sn{d.Shape, n}] < d.N-1e-9 {
+				return -1
+			}
+		}
+		least := 1.0
+		for j, v := range k.Requests {
+			if left, ok := capacity[jn{j, n}]; ok {
+				if v > left {
+					return -1
+				}
+				least = min(least, float64(left-v)/float64(size[jn{j, n}]))
+			}
+		}
+		return least
+	}
+	// Claims go, one at a time, to the node where they leave the most of
+	// the scarcest node resource (without node resources: the first
+	// node that fits), so that no node runs out of CPU while others keep
+	// the patterns its claims need.
 	var weight float64
 	for _, ki := range order {
 		k := &na.Classes[ki]
-		want := int(math.Round(values[global.Classes[ki].Var(-1)]))
-		for _, n := range k.Nodes {
-			for want > 0 {
-				fits := true
-				for _, d := range k.Demand {
-					if supply[sn{d.Shape, n}] < d.N-1e-9 {
-						fits = false
-					}
+		for want := int(math.Round(values[global.Classes[ki].Var(-1)])); want > 0; want-- {
+			best, bestSlack := -1, -1.0
+			for _, n := range k.Nodes {
+				if sl := slack(k, n); sl > bestSlack {
+					best, bestSlack = n, sl
 				}
-				if !fits {
-					break
-				}
-				for _, d := range k.Demand {
-					supply[sn{d.Shape, n}] -= d.N
-				}
-				out[k.Var(n)]++
-				weight += k.Weight
-				want--
 			}
+			if best < 0 {
+				break
+			}
+			for _, d := range k.Demand {
+				supply[sn{d.Shape, best}] -= d.N
+			}
+			for j, v := range k.Requests {
+				if _, ok := capacity[jn{j, best}]; ok {
+					capacity[jn{j, best}] -= v
+				}
+			}
+			out[k.Var(best)]++
+			weight += k.Weight
 		}
 	}
 	return out, int64(math.Round(weight))
+}
+
+// DistributeByNode turns a solution of the global model (Global) into one
+// of this per-node model node by node: each node, in order, takes the
+// most weight it can of the global answer's claims not taken yet, by a
+// dive on the model of that node alone (its bins, its capacity rows, the
+// classes' counts left); then the nodes, in order again, take what they
+// still can of the other claims. Where the pods' node resources bind, the
+// greedy spread (Distribute) loses claims that each node's own model
+// keeps: the nodes' patterns are chosen for the claims they get. While
+// time is left, pairs of nodes then trade: the model of both, with their
+// claims and those no node took, dived for more than they hold. The
+// answer is a solution of the per-node model; it bounds nothing.
+func (na *NodeAggregate) DistributeByNode(ctx context.Context, deadline time.Time, global *NodeAggregate, values map[string]float64) (map[string]float64, int64) {
+	// The node order decides what the first nodes take: while the
+	// answer weighs less than the global one, and time is left, the
+	// spread starts again from the next node (on 8x8 batches with pods
+	// one start in eight met the global answer where the first missed it
+	// by one claim).
+	var target float64
+	for ki := range na.Classes {
+		target += values[global.Classes[ki].Var(-1)] * na.Classes[ki].Weight
+	}
+	var best map[string]float64
+	var bestW int64 = -1
+	for k := 0; k < len(na.Nodes); k++ {
+		if k > 0 && (ctx.Err() != nil || time.Now().After(deadline)) {
+			break
+		}
+		order := append(slices.Clone(na.Nodes[k:]), na.Nodes[:k]...)
+		vals, w := na.distributeFrom(ctx, deadline, order, global, values)
+		if w > bestW {
+			best, bestW = vals, w
+		}
+		if float64(bestW) >= target-1e-6 {
+			break
+		}
+	}
+	return best, bestW
+}
+
+// distributeFrom is one spread of DistributeByNode, nodes taken in order.
+func (na *NodeAggregate) distributeFrom(ctx context.Context, deadline time.Time, order []int, global *NodeAggregate, values map[string]float64) (map[string]float64, int64) {
+	// on[n] is node n's part of the answer, held[n] its claims by class.
+	on := map[int]AggregateSolution{}
+	held := map[int][]int{}
+	unheld := make([]int, len(na.Classes)) // claims no node holds
+	for ki, k := range na.Classes {
+		unheld[ki] = k.Max
+	}
+	// take dives on the model of nodes with at most most[k] claims of
+	// each class k and keeps its answer when it weighs more than the
+	// nodes' parts do.
+	take := func(nodes []int, most []int) bool {
+		var now int64
+		for _, n := range nodes {
+			now += on[n].Objective
+		}
+		sub := na.onNodes(nodes, most)
+		if len(sub.Classes) == 0 {
+			return false
+		}
+		sol, _, err := sub.Dive(ctx, deadline, now+1)
+		if err != nil || sol.Values == nil || sol.Objective <= now {
+			return false
+		}
+		for _, n := range nodes {
+			for ki, v := range held[n] {
+				unheld[ki] += v
+			}
+			part := AggregateSolution{Values: map[string]float64{}}
+			held[n] = make([]int, len(na.Classes))
+			for _, g := range sub.Groups {
+				if g.Node != n {
+					continue
+				}
+				for p := range g.Patterns {
+					if v := sol.Values[g.Var(p)]; v > 0 {
+						part.Values[g.Var(p)] = v
+					}
+				}
+			}
+			for ki, k := range na.Classes {
+				v := int(math.Round(sol.Values[k.Var(n)]))
+				if v > 0 {
+					part.Values[k.Var(n)] = float64(v)
+				}
+				held[n][ki] = v
+				unheld[ki] -= v
+				part.Objective += int64(v) * int64(k.Weight)
+			}
+			on[n] = part
+		}
+		return true
+	}
+	expired := func() bool { return ctx.Err() != nil || time.Now().After(deadline) }
+	// The global answer's claims, then any.
+	wanted := make([]int, len(na.Classes))
+	for ki := range na.Classes {
+		wanted[ki] = int(math.Round(values[global.Classes[ki].Var(-1)]))
+	}
+	for i, n := range order {
+		if expired() {
+			break
+		}
+		// A node's fair share of each class first, so that the first
+		// nodes do not take all the claims that pack best and leave the
+		// last ones what fits nowhere.
+		share := make([]int, len(wanted))
+		for ki, w := range wanted {
+			share[ki] = min(w, int(math.Ceil(fairShare*float64(w)/float64(len(order)-i))))
+		}
+		if take([]int{n}, share) {
+			for ki, v := range held[n] {
+				wanted[ki] -= v
+			}
+		}
+	}
+	for _, n := range order {
+		if expired() {
+			break
+		}
+		if _, ok := on[n]; !ok {
+			take([]int{n}, unheld)
+		}
+	}
+	// Pairs trade until no pair gains.
+	for gained := true; gained && !expired(); {
+		gained = false
+		for i, a := range order {
+			for _, b := range order[i+1:] {
+				if expired() {
+					break
+				}
+				most := slices.Clone(unheld)
+				for ki := range most {
+					most[ki] += at(held[a], ki) + at(held[b], ki)
+				}
+				if take([]int{a, b}, most) {
+					gained = true
+				}
+			}
+		}
+	}
+	out := map[string]float64{}
+	var weight int64
+	for _, n := range na.Nodes {
+		for name, v := range on[n].Values {
+			out[name] = v
+		}
+		weight += on[n].Objective
+	}
+	return out, weight
+}
+
+// fairShare is how many times its even share of a class's claims left a
+// node may take in DistributeByNode's first pass: 1, 2 and 3 did the same
+// within a claim on the measured batches (docs/performance.md).
+const fairShare = 2.0
+
+func at(xs []int, i int) int {
+	if i < len(xs) {
+		return xs[i]
+	}
+	return 0
+}
+
+// onNodes is the model of the given nodes alone, with at most most[k]
+// claims of each class k (classes with none left are dropped).
+func (na *NodeAggregate) onNodes(nodes []int, most []int) *NodeAggregate {
+	sub := &NodeAggregate{Stats: na.Stats, Shapes: na.Shapes, Nodes: nodes, r: na.r, ag: na.ag, oneNode: true}
+	for _, g := range na.Groups {
+		if slices.Contains(nodes, g.Node) {
+			sub.Groups = append(sub.Groups, g)
+		}
+	}
+	for ki, k := range na.Classes {
+		if most[ki] <= 0 {
+			continue
+		}
+		var ns []int
+		for _, n := range k.Nodes {
+			if slices.Contains(nodes, n) {
+				ns = append(ns, n)
+			}
+		}
+		if len(ns) == 0 {
+			continue
+		}
+		k.Nodes, k.Max = ns, most[ki]
+		sub.Classes = append(sub.Classes, k)
+	}
+	for _, c := range na.Capacities {
+		if slices.Contains(nodes, c.Node) {
+			sub.Capacities = append(sub.Capacities, c)
+		}
+	}
+	return sub
 }
 
 // Rows is the number of rows of the model's LP (Dive).
@@ -408,5 +680,5 @@ func (na *NodeAggregate) Rows() int {
 			}
 		}
 	}
-	return len(na.Groups) + len(na.Classes) + len(shape)
+	return len(na.Groups) + len(na.Classes) + len(shape) + len(na.Capacities)
 }

@@ -27,9 +27,15 @@ type NodeAggregate struct {
 	Groups []BinGroup
 	// Classes are the classes the model serves, in class order.
 	Classes []NodeClass
+	// Capacities are the node resources the classes' pods compete for
+	// (NodeClass.Requests): the pod-aware problem's per-node rows.
+	Capacities []NodeCapacity
 
 	r  *Relaxation
 	ag *aggregated
+	// oneNode marks a model of one node cut out of a larger one
+	// (DistributeByNode): its dive gets one short round.
+	oneNode bool
 }
 
 // BinGroup is the bins of one type on one node: c<Type>_<Node>_<p> of
@@ -62,7 +68,27 @@ type NodeClass struct {
 	Nodes []int
 	// Demand is what one claim needs, by shape ascending.
 	Demand []ShapeDemand
+	// Requests is what one claim's pods request of each node resource
+	// (model.Problem.Resources), in units of the resource's
+	// NodeCapacity.Unit; a group of several claims splits its pods'
+	// requests evenly among them (all or none of them lands on the node,
+	// so the node sees the whole). Nil when the claim's pods do not
+	// count on node resources.
+	Requests []int64
 }
+
+// NodeCapacity is what node Node has free of resource Resource
+// (model.Problem.Resources) for the pending pods: the requests of the
+// classes placed there stay within Free. Both count in Unit, the greatest
+// common divisor of the resource's free amounts and requests, which keeps
+// the LP's coefficients small and exact.
+type NodeCapacity struct {
+	Node, Resource int
+	Free, Unit     int64
+}
+
+// Var is the name of the row of the node's capacity in the LP file.
+func (c *NodeCapacity) Var() string { return fmt.Sprintf("r%d_%d", c.Resource, c.Node) }
 
 // Var is the name of the count of the group's bins taking pattern p.
 func (g *BinGroup) Var(p int) string { return fmt.Sprintf("c%d_%d_%d", g.Type, g.Node, p) }
@@ -121,7 +147,7 @@ func (r *Relaxation) NodeAggregateBy(deadline time.Time) (*NodeAggregate, error)
 		}
 		nc := NodeClass{Class: ki, Weight: k.weight, Max: k.n}
 		for _, n := range na.Nodes {
-			if fn := k.rep.FixedNode; fn >= 0 && fn != n {
+			if fn := k.rep.FixedNode; fn >= 0 && fn != n || k.rep.ExcludedNodes[n] {
 				continue
 			}
 			nc.Nodes = append(nc.Nodes, n)
@@ -137,7 +163,81 @@ func (r *Relaxation) NodeAggregateBy(deadline time.Time) (*NodeAggregate, error)
 		}
 		na.Classes = append(na.Classes, nc)
 	}
+	na.podCapacities()
 	return na, nil
+}
+
+// podCapacities fills the classes' Requests and the model's Capacities
+// from the pods of the classes' claims (model.Problem.PodGroups): a row
+// per node and resource the node limits, where the classes that may use
+// the node could together ask for more than it has free. Claims of one
+// class have pods with the same requests (model.Claim.ClassKey).
+func (na *NodeAggregate) podCapacities() {
+	p := na.r.p
+	if len(p.PodGroups) == 0 {
+		return
+	}
+	reqs := make([][]int64, len(na.Classes))
+	for ki := range na.Classes {
+		c := na.r.classes[na.Classes[ki].Class].rep
+		if g := c.Group; g != nil && p.Pinning(c) {
+			reqs[ki] = make([]int64, len(p.Resources))
+			for j, v := range g.Requests {
+				reqs[ki][j] = v / int64(len(g.Claims)) // rounded down: still a relaxation
+			}
+		}
+	}
+	for j := range p.Resources {
+		unit := int64(0)
+		for ki := range reqs {
+			if reqs[ki] != nil && reqs[ki][j] > 0 {
+				unit = gcd(unit, reqs[ki][j])
+			}
+		}
+		if unit == 0 {
+			continue
+		}
+		var rows []NodeCapacity
+		for _, n := range na.Nodes {
+			if !p.Limited(n, j) {
+				continue
+			}
+			free := max(p.NodeFree[n][j], 0)
+			var ask int64
+			for ki, k := range na.Classes {
+				if reqs[ki] != nil && slices.Contains(k.Nodes, n) {
+					ask += reqs[ki][j] * int64(k.Max)
+				}
+			}
+			if ask > free {
+				rows = append(rows, NodeCapacity{Node: n, Resource: j, Free: free})
+				unit = gcd(unit, free)
+			}
+		}
+		for i := range rows {
+			rows[i].Unit = unit
+			rows[i].Free /= unit
+		}
+		na.Capacities = append(na.Capacities, rows...)
+		if len(rows) == 0 {
+			continue
+		}
+		for ki := range na.Classes {
+			if reqs[ki] != nil {
+				if na.Classes[ki].Requests == nil {
+					na.Classes[ki].Requests = make([]int64, len(p.Resources))
+				}
+				na.Classes[ki].Requests[j] = reqs[ki][j] / unit
+			}
+		}
+	}
+}
+
+func gcd(a, b int64) int64 {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
 }
 
 // WriteLP writes the model as an integer program in CPLEX LP format
@@ -160,6 +260,8 @@ func (na *NodeAggregate) WriteLP(w io.Writer) error {
 		rows = append(rows, fmt.Sprintf("t%d_%d: %s = %d", g.Type, g.Node, strings.Join(cs, " + "), g.Bins))
 	}
 	demand := map[sn][]string{}
+	type jn struct{ j, n int }
+	asks := map[jn][]string{}
 	for ki := range na.Classes {
 		k := &na.Classes[ki]
 		var ys []string
@@ -171,6 +273,11 @@ func (na *NodeAggregate) WriteLP(w io.Writer) error {
 			obj = append(obj, fmt.Sprintf("%g %s", k.Weight, y))
 			for _, d := range k.Demand {
 				demand[sn{d.Shape, n}] = append(demand[sn{d.Shape, n}], fmt.Sprintf("%g %s", d.N, y))
+			}
+			for j, v := range k.Requests {
+				if v > 0 {
+					asks[jn{j, n}] = append(asks[jn{j, n}], fmt.Sprintf("%d %s", v, y))
+				}
 			}
 		}
 		if len(ys) > 0 {
@@ -188,6 +295,11 @@ func (na *NodeAggregate) WriteLP(w io.Writer) error {
 				row += " - " + strings.Join(sup, " - ")
 			}
 			rows = append(rows, row+" <= 0")
+		}
+	}
+	for _, c := range na.Capacities {
+		if a := asks[jn{c.Resource, c.Node}]; len(a) > 0 {
+			rows = append(rows, fmt.Sprintf("%s: %s <= %d", c.Var(), strings.Join(a, " + "), c.Free))
 		}
 	}
 	return writeIntegerLP(w, "drasat aggregated claim-pattern model per node: c<type>_<node>_<pattern>, y<class>_<node>", obj, rows, bounds, gens)

@@ -59,8 +59,8 @@ func (m *Measure) placeWhere(s *model.State, c *model.Claim, rule Rule, allowed 
 	bestNode := 0
 	bestScore := [2]float64{math.Inf(1), math.Inf(1)}
 	for _, n := range nodes {
-		if !allowed(n) || !anyFits(s, c, n) {
-			continue // cheap test before the node's fragmentation is computed
+		if !allowed(n) || !s.PodAllows(c, n) || !anyFits(s, c, n) {
+			continue // cheap tests before the node's fragmentation is computed
 		}
 		var before float64
 		if rule == FGD {
@@ -101,6 +101,7 @@ func (m *Measure) placeWhere(s *model.State, c *model.Claim, rule Rule, allowed 
 	for _, pk := range best {
 		alloc.TakePick(s, c, pk)
 	}
+	s.PlacePod(c, bestNode) // its pods' requests count on the node
 	return &alloc.Assignment{Claim: c, Node: bestNode, Picks: best}, true
 }
 

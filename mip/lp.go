@@ -26,13 +26,21 @@
 //     non-empty lists exclude each other; compatibleOnlyWith pairs exclude
 //     each other;
 //   - identical non-simple claims are admitted in input order (symmetry,
-//     as the SAT model does; it does not change the optimum).
+//     as the SAT model does; it does not change the optimum);
+//   - pods (model.PodGroup): a claim never uses a node its pods refuse or
+//     a failing selector excludes; the claims of a group that a node ties
+//     (model.Problem.Pinning) choose their node with node variables, are
+//     admitted together (equal admission) on the same node (equal node
+//     variables), and per node and resource the groups' requests times
+//     their first claim's node variable sum to at most what the node has
+//     free (model.Problem.NodeFree).
 package mip
 
 import (
 	"bufio"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 
@@ -80,7 +88,11 @@ type term struct {
 }
 
 type writer struct {
-	p     *model.Problem
+	p *model.Problem
+	// admit and nodes are each written claim's admission variable and
+	// node variables by node, for the pod rules.
+	admit map[int]int
+	nodes map[int]map[int]int
 	prog  *Program
 	rows  []string
 	bin   []int
@@ -144,7 +156,7 @@ func WriteLP(out io.Writer, p *model.Problem) (*Program, error) {
 			return nil, fmt.Errorf("device %s allows multiple allocations: consumable capacity is not supported by the LP export", d.ID)
 		}
 	}
-	w := &writer{p: p, prog: &Program{class: map[*model.Claim][]*model.Claim{}}, bound: map[int]int64{}}
+	w := &writer{p: p, prog: &Program{class: map[*model.Claim][]*model.Claim{}}, bound: map[int]int64{}, admit: map[int]int{}, nodes: map[int]map[int]int{}}
 	uses := map[int][]int{} // device -> non-admin pick variables
 	type adminUse struct{ dev, v int }
 	var admin []adminUse
@@ -183,6 +195,7 @@ func WriteLP(out io.Writer, p *model.Problem) (*Program, error) {
 		}
 		a := w.newVar(&Var{Name: fmt.Sprintf("a%d", c.Index), Claims: []*model.Claim{c}, Dev: -1, Node: -1, Kind: Admit})
 		w.bin = append(w.bin, a)
+		w.admit[c.Index] = a
 		w.obj = append(w.obj, term{c.Weight, a})
 		if prev, ok := prevSame[c.ClassKey()]; ok {
 			w.row(fmt.Sprintf("sym%d", c.Index), []term{{1, a}, {-1, prev}}, "<=", 0)
@@ -262,6 +275,7 @@ func WriteLP(out io.Writer, p *model.Problem) (*Program, error) {
 			}
 		})
 	}
+	w.pods()
 	// compatibleOnlyWith.
 	for _, d := range devs {
 		for _, o := range p.Devices[d].Incompatible {
@@ -273,6 +287,75 @@ func WriteLP(out io.Writer, p *model.Problem) (*Program, error) {
 		}
 	}
 	return w.prog, w.write(out)
+}
+
+// pods writes the pod rules of the groups a node ties: equal admission
+// and node variables for the group's claims, and per node and resource
+// the requests of the groups placed there within what it has free.
+func (w *writer) pods() {
+	p := w.p
+	type placed struct {
+		req int64
+		v   int
+	}
+	load := map[[2]int][]placed{} // (node, resource) -> groups' node variables
+	for _, g := range p.PodGroups {
+		first := p.Claims[g.Claims[0]]
+		if !p.Pinning(first) {
+			continue
+		}
+		a0, ok := w.admit[first.Index]
+		for _, ci := range g.Claims[1:] {
+			a, in := w.admit[ci]
+			switch {
+			case ok && in:
+				w.row(fmt.Sprintf("pod%d_%d", g.Index, ci), []term{{1, a}, {-1, a0}}, "=", 0)
+				for n := range p.Nodes {
+					v0, in0 := w.nodes[first.Index][n]
+					v, in1 := w.nodes[ci][n]
+					switch {
+					case in0 && in1:
+						w.row(fmt.Sprintf("podn%d_%d_%d", g.Index, ci, n), []term{{1, v}, {-1, v0}}, "=", 0)
+					case in0:
+						w.row(fmt.Sprintf("podn%d_%d_%d", g.Index, ci, n), []term{{1, v0}}, "<=", 0)
+					case in1:
+						w.row(fmt.Sprintf("podn%d_%d_%d", g.Index, ci, n), []term{{1, v}}, "<=", 0)
+					}
+				}
+			case in:
+				// A claim of the group is not in the program (weight 0):
+				// the group's pods cannot run with it unallocated.
+				w.row(fmt.Sprintf("pod%d_%d", g.Index, ci), []term{{1, a}}, "<=", 0)
+			case ok:
+				w.row(fmt.Sprintf("pod%d_%d", g.Index, ci), []term{{1, a0}}, "<=", 0)
+			}
+		}
+		for n, v := range w.nodes[first.Index] {
+			for j, r := range g.Requests {
+				if r > 0 && p.Limited(n, j) {
+					load[[2]int{n, j}] = append(load[[2]int{n, j}], placed{r, v})
+				}
+			}
+		}
+	}
+	keys := make([][2]int, 0, len(load))
+	for k := range load {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(a, b int) bool {
+		return keys[a][0] < keys[b][0] || keys[a][0] == keys[b][0] && keys[a][1] < keys[b][1]
+	})
+	for _, k := range keys {
+		var ts []term
+		var total int64
+		for _, pl := range load[k] {
+			ts = append(ts, term{pl.req, pl.v})
+			total += pl.req
+		}
+		if free := max(p.NodeFree[k[0]][k[1]], 0); total > free {
+			w.row(fmt.Sprintf("res%d_%d", k[0], k[1]), ts, "<=", free)
+		}
+	}
 }
 
 func consumption(dev *model.Device, set, counter int) int64 {
@@ -288,7 +371,7 @@ func consumption(dev *model.Device, set, counter int) int64 {
 // one alternative, no constraints, no bound node), "" for other claims;
 // as encode.IsSimple.
 func simpleKey(c *model.Claim) string {
-	if c.Err != nil || c.FixedNode >= 0 || len(c.Requests) != 1 || len(c.Constraints) != 0 || len(c.Requests[0].Alternatives) != 1 {
+	if c.Err != nil || c.FixedNode >= 0 || len(c.ExcludedNodes) > 0 || c.Group != nil || len(c.Requests) != 1 || len(c.Constraints) != 0 || len(c.Requests[0].Alternatives) != 1 {
 		return ""
 	}
 	a := c.Requests[0].Alternatives[0]
@@ -336,8 +419,14 @@ func (w *writer) claim(c *model.Claim, a int) []pick {
 		nodeSet = map[int]bool{c.FixedNode: true}
 		needNode = true
 	}
+	// Excluded nodes (pods refuse them, a selector fails there) and the
+	// pods' node always take node variables.
+	pinning := p.Pinning(c)
+	if pinning && len(p.Nodes) > 0 {
+		needNode = true
+	}
 	var nodeIdx, nodeVar []int
-	if needNode && !(single && c.FixedNode < 0) {
+	if needNode && (!(single && c.FixedNode < 0) || pinning || len(c.ExcludedNodes) > 0) {
 		for n := range nodeSet {
 			nodeIdx = append(nodeIdx, n)
 		}
@@ -346,11 +435,14 @@ func (w *writer) claim(c *model.Claim, a int) []pick {
 				nodeIdx = append(nodeIdx, n)
 			}
 		}
+		nodeIdx = slices.DeleteFunc(nodeIdx, func(n int) bool { return c.ExcludedNodes[n] })
 		sort.Ints(nodeIdx)
+		w.nodes[ci] = map[int]int{}
 		for _, n := range nodeIdx {
 			nv := w.helper(fmt.Sprintf("nd%d_%d", ci, n))
 			w.prog.Vars[nv].Kind, w.prog.Vars[nv].Node, w.prog.Vars[nv].Claims = NodeChoice, n, []*model.Claim{c}
 			nodeVar = append(nodeVar, nv)
+			w.nodes[ci][n] = nv
 		}
 		w.row(fmt.Sprintf("node%d", ci), append(ones(nodeVar, 1), term{-1, a}), "=", 0)
 	}

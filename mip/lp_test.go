@@ -51,6 +51,11 @@ func sweep(t *testing.T) []*bench.Instance {
 	}
 	add("mig", bench.Size{Nodes: 2, GPUs: 2, Claims: 14}, 3, bench.GenerateOptions{MIGFamily: "independent", MIGGPU: "h100"})
 	add("mig", bench.Size{Nodes: 2, GPUs: 2, Claims: 14}, 3, bench.GenerateOptions{MIGFamily: "independent", MIGGPU: "mixed"})
+	// Pods whose CPU binds: a pod per claim (1, 2 or 4 CPUs), nodes of
+	// 5 to 7 CPUs.
+	for seed := uint64(1); seed <= 3; seed++ {
+		add("mig", bench.Size{Nodes: 2, GPUs: 2, Claims: 14}, seed, bench.GenerateOptions{MIGMix: map[string]float64{"pod-cpus": float64(4 + seed)}})
+	}
 	add("modes", bench.Size{Nodes: 1, GPUs: 2, Claims: 12}, 1, bench.GenerateOptions{})
 	add("tpu", bench.Size{Nodes: 16, Claims: 6}, 1, bench.GenerateOptions{})
 	return out

@@ -252,18 +252,12 @@ func (b *builder) refused(pod *Pod) map[int]string {
 	}
 	for ni, n := range p.Nodes {
 		node := n.Obj
-		var why string
-		if node.Spec.Unschedulable && !corev1helpers.TolerationsTolerateTaint(logger, tol, &corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}, false) {
-			why = n.Name + " cordoned"
-		} else if taint, bad := corev1helpers.FindMatchingUntoleratedTaint(logger, node.Spec.Taints, tol, func(t *corev1.Taint) bool {
-			return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
-		}, false); bad {
-			why = "taint " + taintString(taint) + " of " + n.Name + " not tolerated"
-		} else if ok, err := aff.Match(node); err != nil || !ok {
-			why = "the pod's node selector or required node affinity does not match " + n.Name
-		} else if slices.ContainsFunc(pinned, func(s *nodeaffinity.NodeSelector) bool { return !s.Match(node) }) {
+		why := nodeRefuses(logger, aff, tol, node)
+		switch {
+		case why != "":
+		case slices.ContainsFunc(pinned, func(s *nodeaffinity.NodeSelector) bool { return !s.Match(node) }):
 			why = "another claim of the pod is allocated for other nodes than " + n.Name
-		} else {
+		default:
 			for j, r := range p.Resources {
 				if need := pod.Requests[j]; need > 0 && need > p.NodeFree[ni][j] {
 					why = fmt.Sprintf("needs %s %s, %s has %s free", FormatResource(r, need), r, n.Name, FormatResource(r, max(p.NodeFree[ni][j], 0)))
@@ -279,6 +273,29 @@ func (b *builder) refused(pod *Pod) map[int]string {
 		return nil
 	}
 	return out
+}
+
+// NodeRefuses says why the scheduler's filters NodeUnschedulable,
+// TaintToleration (NoSchedule and NoExecute) and NodeAffinity (node
+// selector and required node affinity) refuse node for pod, "" when they
+// accept it; through the scheduler's own libraries (component-helpers).
+func NodeRefuses(pod *corev1.Pod, node *corev1.Node) string {
+	return nodeRefuses(klog.Background(), nodeaffinity.GetRequiredNodeAffinity(pod), pod.Spec.Tolerations, node)
+}
+
+func nodeRefuses(logger klog.Logger, aff nodeaffinity.RequiredNodeAffinity, tol []corev1.Toleration, node *corev1.Node) string {
+	if node.Spec.Unschedulable && !corev1helpers.TolerationsTolerateTaint(logger, tol, &corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}, false) {
+		return node.Name + " cordoned"
+	}
+	if taint, bad := corev1helpers.FindMatchingUntoleratedTaint(logger, node.Spec.Taints, tol, func(t *corev1.Taint) bool {
+		return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
+	}, false); bad {
+		return "taint " + taintString(taint) + " of " + node.Name + " not tolerated"
+	}
+	if ok, err := aff.Match(node); err != nil || !ok {
+		return "the pod's node selector or required node affinity does not match " + node.Name
+	}
+	return ""
 }
 
 // taintString is key=value:Effect, as kubectl shows taints.

@@ -492,18 +492,28 @@ func (c *Constraint) Applies(req *Request, alt *Alternative) bool {
 func (c *Claim) ClassKey() string {
 	if c.classKey == "" {
 		// Claims of pods are tied to their pods' nodes and to the other
-		// claims of their group: each group is a class of its own.
-		group := -1
-		if c.Group != nil {
-			group = c.Group.Index
+		// claims of their group. The claim of a group of one is
+		// interchangeable with another such claim whose pods request the
+		// same and may use the same nodes (pods meet only through the
+		// nodes' resources: what drasat does not model between pods, such
+		// as host ports, leaves the pod to the scheduler); a group of
+		// several claims is a class of its own.
+		var group string
+		var requests []int64
+		if g := c.Group; g != nil && len(g.Claims) > 1 {
+			group = fmt.Sprint(g.Index)
+		} else if g != nil {
+			requests = g.Requests
 		}
 		js, _ := json.Marshal(struct {
-			Spec   any
-			Weight int64
-			Node   int
-			Err    bool
-			Group  int `json:",omitempty"`
-		}{c.Obj.Spec.Devices, c.Weight, c.FixedNode, c.Err != nil, group + 1})
+			Spec     any
+			Weight   int64
+			Node     int
+			Err      bool
+			Group    string       `json:",omitempty"`
+			Requests []int64      `json:",omitempty"`
+			Excluded map[int]bool `json:",omitempty"`
+		}{c.Obj.Spec.Devices, c.Weight, c.FixedNode, c.Err != nil, group, requests, c.ExcludedNodes})
 		c.classKey = string(js)
 	}
 	return c.classKey

@@ -37,8 +37,14 @@ func TestPodsCPUExample(t *testing.T) {
 	if train != 1 {
 		t.Errorf("%d training pods placed, want 1 (one 40-CPU pod per node-1)", train)
 	}
+	// node-1 keeps 24 of its 64 CPUs beside a training pod, 16 when the
+	// 8-CPU serve pod goes there too (serve fits node-1 or node-3 alike).
+	node1Free := "24"
+	if rows["default/serve-gpu"] == "node-1" {
+		node1Free = "16"
+	}
 	for _, why := range []string{"node-2 cordoned", "taint gpu=maintenance:NoSchedule of node-4 not tolerated", "needs 40 cpu, node-3 has 24 free",
-		"node-1 has 24 free besides the pods admitted there", "allocated 4 of 6 pending claims (optimal)"} {
+		"node-1 has " + node1Free + " free besides the pods admitted there", "allocated 4 of 6 pending claims (optimal)"} {
 		if !strings.Contains(stderr, why) {
 			t.Errorf("stderr lacks %q:\n%s", why, stderr)
 		}
