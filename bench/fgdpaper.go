@@ -51,6 +51,14 @@ type FGDPaperConfig struct {
 	// Verify checks the final state of every policy's first seed with the
 	// independent checker (check.CheckAll) in DRA terms.
 	Verify bool
+	// Window and Timeout: the drasat policy decides this many GPU arrivals
+	// together (DefaultFPDrasatWindow when 0), within Timeout each
+	// (10 s when 0).
+	Window  int
+	Timeout time.Duration
+	// DrasatCPUByFGD: in the drasat policy, CPU-only tasks are placed by
+	// FGD's score instead of the kube-scheduler's default (an ablation).
+	DrasatCPUByFGD bool
 	// Progress, when set, is told how far the run has come.
 	Progress func(done, total int, label string) `json:"-"`
 }
@@ -396,7 +404,7 @@ func RunFGDPaper(ctx context.Context, cfg FGDPaperConfig) (*FPReport, error) {
 	}
 	for _, p := range policies {
 		if !isFPPolicy(p) {
-			return nil, fmt.Errorf("fgd-paper: policy %q: want one of %s", p, strings.Join(FGDPaperPolicies, ", "))
+			return nil, fmt.Errorf("fgd-paper: policy %q: want one of %s or %s", p, strings.Join(FGDPaperPolicies, ", "), FPDrasat)
 		}
 	}
 	seeds := cfg.Seeds
@@ -434,7 +442,19 @@ func RunFGDPaper(ctx context.Context, cfg FGDPaperConfig) (*FPReport, error) {
 				}
 				start := time.Now()
 				sim := newFPSim(nodes, l, pol, seed)
-				c := sim.run(fpArrivals(l, sim.capMilli, ratio, seed))
+				arr := fpArrivals(l, sim.capMilli, ratio, seed)
+				var c *fpCurve
+				if pol == FPDrasat {
+					timeout := cfg.Timeout
+					if timeout <= 0 {
+						timeout = 10 * time.Second
+					}
+					if c, err = sim.runDrasat(ctx, arr, cfg.Window, timeout, cfg.DrasatCPUByFGD); err != nil {
+						return nil, fmt.Errorf("fgd-paper: drasat on %s, seed %d: %w", name, seed, err)
+					}
+				} else {
+					c = sim.run(arr)
+				}
 				wall += time.Since(start)
 				if si == 0 && cfg.Verify {
 					if err := sim.verify(ctx); err != nil {

@@ -72,6 +72,9 @@ type fpSim struct {
 }
 
 func isFPPolicy(p string) bool {
+	if p == FPDrasat {
+		return true
+	}
 	for _, q := range FGDPaperPolicies {
 		if p == q {
 			return true
@@ -91,11 +94,11 @@ func newFPSim(nodes []fpNode, l *fpList, policy string, seed uint64) *fpSim {
 			st.gpuLeft[g] = 1000
 		}
 		s.capMilli += int64(n.gpus) * 1000
-		if policy == FPFGD {
+		if policy == FPFGD || policy == FPDrasat {
 			st.cache = make([]fpCached, len(l.shapes))
 		}
 	}
-	if policy == FPFGD {
+	if policy == FPFGD || policy == FPDrasat {
 		s.typical = fpTargetWorkload(l, 95)
 	}
 	return s

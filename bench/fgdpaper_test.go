@@ -314,3 +314,26 @@ func fpEngineFits(t *testing.T, s *fpSim, i int, tk *fpTask, n int) bool {
 	}
 	return res.Stats.Admitted == 1
 }
+
+// drasat in the protocol on a small sample of the trace: its GPU tasks go
+// through the engine in windows, each window's allocation is validated
+// by the checker and replayed on the fast state (an invalid one fails
+// the run), and the final state, CPU-only pods included, passes the
+// checker.
+func TestFPDrasatRuns(t *testing.T) {
+	dir := fpTestData(t)
+	for _, cpuFGD := range []bool{false, true} {
+		rep, err := RunFGDPaper(context.Background(), FGDPaperConfig{Dir: dir, Lists: []string{"gpuspec10"}, Nodes: 16,
+			Policies: []string{FPDrasat}, Seed: 3, Seeds: 1, Verify: true, DrasatCPUByFGD: cpuFGD})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := rep.Results[0]
+		if !r.Verified || r.Placed == 0 || r.Failed == 0 || len(r.Curve) < 100 {
+			t.Errorf("cpu by fgd %v: verified %v, %d placed, %d turned away, %d levels", cpuFGD, r.Verified, r.Placed, r.Failed, len(r.Curve))
+		}
+		if u := r.At(130).Median; u < 0 || u > 100 {
+			t.Errorf("unallocated at 130 %%: %v", u)
+		}
+	}
+}

@@ -34,7 +34,8 @@ tasks wait and are retried), inflation (the FGD paper's protocol: tasks drawn
 from the pod list arrive without departures until they request the cluster's
 GPUs), fgd-paper (the FGD paper's experiment on the trace's own 1,213 nodes with CPU,
 memory and shared GPUs, every pod list of the trace folder, --seeds runs, the paper's
-policies random, dotprod, gpu-clustering, gpu-packing, bestfit and fgd; docs/bench.md),
+policies random, dotprod, gpu-clustering, gpu-packing, bestfit and fgd, and drasat when
+asked for with -p drasat; docs/bench.md),
 research and research-openb (the modes workload and the trace under
 every partitioning model: groups, wildcard, compatibleOnlyWith, the KEP-4815
 draft, static modes; docs/research.md). Sizes are NODESxGPUS:CLAIMS (mig,
@@ -70,6 +71,9 @@ an invalid one fails the run.`,
 			&cli.IntFlag{Name: "inflation-batch", Value: bench.DefaultInflationBatch, Usage: "inflation: tasks per batch (a size NODES:BATCH overrides it)"},
 			&cli.IntFlag{Name: "seeds", Value: 10, Usage: "fgd-paper: seeds per policy and list (--seed, --seed+1, ...); the table gives median and min–max"},
 			&cli.StringSliceFlag{Name: "fgd-list", Usage: "fgd-paper: pod lists to run, by name (default for openb_pod_list_default.csv; default: every list in the trace folder)"},
+			&cli.IntFlag{Name: "fgd-nodes", Usage: "fgd-paper: sample this many of the trace's nodes with --seed (0: all 1,213); the arrivals scale with their GPUs"},
+			&cli.IntFlag{Name: "fgd-window", Value: bench.DefaultFPDrasatWindow, Usage: "fgd-paper: the drasat policy decides this many GPU arrivals together (within --timeout)"},
+			&cli.StringFlag{Name: "fgd-drasat-cpu", Value: "scheduler", Usage: "fgd-paper: who places CPU-only tasks in the drasat policy: scheduler (the kube-scheduler's default scores, as in a cluster) or fgd (FGD's score, an ablation)"},
 			&cli.BoolFlag{Name: "fgd-verify", Usage: "fgd-paper: check the final state of each policy's first seed with the independent checker (about 30 s per list and policy)"},
 			&cli.BoolFlag{Name: "no-progress", Usage: "no progress bar"},
 		},
@@ -141,7 +145,17 @@ func runFGDPaper(ctx context.Context, c *cli.Context) error {
 		return fmt.Errorf("--seeds %d: want at least 1", c.Int("seeds"))
 	}
 	cfg := bench.FGDPaperConfig{Dir: c.String("openb-data"), Lists: c.StringSlice("fgd-list"), Seed: c.Uint64("seed"),
-		Seeds: c.Int("seeds"), Verify: c.Bool("fgd-verify")}
+		Seeds: c.Int("seeds"), Verify: c.Bool("fgd-verify"), Nodes: c.Int("fgd-nodes"), Window: c.Int("fgd-window"), Timeout: c.Duration("timeout")}
+	if _, err := timeoutFlag(c); err != nil {
+		return err
+	}
+	switch c.String("fgd-drasat-cpu") {
+	case "scheduler":
+	case "fgd":
+		cfg.DrasatCPUByFGD = true
+	default:
+		return fmt.Errorf("--fgd-drasat-cpu %q: want scheduler or fgd", c.String("fgd-drasat-cpu"))
+	}
 	if c.IsSet("policy") {
 		cfg.Policies = c.StringSlice("policy")
 	}
