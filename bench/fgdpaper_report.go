@@ -120,12 +120,15 @@ var fpColors = map[string]color.RGBA{
 // unallocated GPUs against arrived workload, the median over the seeds as
 // a line and min–max as a band, the ideal (everything arrived is
 // allocated) dotted; x from xmin, y up to ymax.
-func fpFigure(list string, rs []*FPResult, xmin, ymax float64) (string, error) {
+func fpFigure(list string, rs []*FPResult, xmin, ymax float64, format string) (string, error) {
 	p := plot.New()
 	p.Title.Text = "Unallocated GPUs, list " + list
 	p.X.Label.Text = "arrived workload (% of cluster GPU capacity)"
 	p.Y.Label.Text = "unallocated GPU (%)"
 	p.X.Min, p.Y.Min, p.Y.Max = xmin, 0, ymax
+	p.X.Max = 130
+	p.X.Tick.Marker = fpTicks(xmin, 130, 10)
+	p.Y.Tick.Marker = fpTicks(0, ymax, ymax/5)
 	p.Add(plotter.NewGrid())
 	ideal, err := plotter.NewLine(plotter.XYs{{X: xmin, Y: 100 - xmin}, {X: 100, Y: 0}, {X: 130, Y: 0}})
 	if err != nil {
@@ -142,7 +145,7 @@ func fpFigure(list string, rs []*FPResult, xmin, ymax float64) (string, error) {
 			if float64(pt.Arrived) < xmin {
 				continue
 			}
-			mid = append(mid, plotter.XY{X: float64(pt.Arrived), Y: pt.Median})
+			mid = append(mid, plotter.XY{X: float64(pt.Arrived), Y: math.Min(pt.Median, ymax)})
 			band = append(band, plotter.XY{X: float64(pt.Arrived), Y: math.Min(pt.Max, ymax)})
 			lo = append(lo, plotter.XY{X: float64(pt.Arrived), Y: math.Min(pt.Min, ymax)})
 		}
@@ -174,7 +177,7 @@ func fpFigure(list string, rs []*FPResult, xmin, ymax float64) (string, error) {
 	p.Legend.Top = true
 	p.Legend.XOffs = -vg.Points(4)
 	p.Legend.TextStyle.XAlign = draw.XRight
-	w, err := p.WriterTo(7*vg.Inch, 3.5*vg.Inch, "svg")
+	w, err := p.WriterTo(7*vg.Inch, 3.5*vg.Inch, format)
 	if err != nil {
 		return "", err
 	}
@@ -187,6 +190,15 @@ func fpFigure(list string, rs []*FPResult, xmin, ymax float64) (string, error) {
 		svg = svg[i:]
 	}
 	return svg, nil
+}
+
+// fpTicks labels every step from lo to hi with whole numbers.
+func fpTicks(lo, hi, step float64) plot.ConstantTicks {
+	var ts plot.ConstantTicks
+	for v := lo; v <= hi+1e-9; v += step {
+		ts = append(ts, plot.Tick{Value: v, Label: fmt.Sprintf("%.0f", v)})
+	}
+	return ts
 }
 
 // WriteFPHTML writes a self-contained page: per list the figure (the
@@ -208,7 +220,7 @@ func WriteFPHTML(w io.Writer, rep *FPReport) error {
 	for _, l := range lists {
 		fmt.Fprintf(&b, "<h2>List %s</h2>\n", html.EscapeString(l))
 		for _, z := range [][2]float64{{75, 25}, {0, 100}} {
-			svg, err := fpFigure(l, by[l], z[0], z[1])
+			svg, err := fpFigure(l, by[l], z[0], z[1], "svg")
 			if err != nil {
 				return fmt.Errorf("figure %s: %w", l, err)
 			}

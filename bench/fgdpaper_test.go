@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -335,5 +336,34 @@ func TestFPDrasatRuns(t *testing.T) {
 		if u := r.At(130).Median; u < 0 || u > 100 {
 			t.Errorf("unallocated at 130 %%: %v", u)
 		}
+	}
+}
+
+// The table names every list, policy and level with the paper's value;
+// the page holds the two figures per list.
+func TestFPReportOutputs(t *testing.T) {
+	dir := fpTestData(t)
+	rep, err := RunFGDPaper(context.Background(), FGDPaperConfig{Dir: dir, Lists: []string{"default", "multigpu20"}, Nodes: 60,
+		Policies: []string{FPBestFit, FPFGD}, Seed: 1, Seeds: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tab, page, js strings.Builder
+	if err := WriteFPTable(&tab, rep); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"list default", "list multigpu20", "130 %", "4.77 [4.62–4.94]", "6.27 [5.88–6.65]", "bestfit", "fgd"} {
+		if !strings.Contains(tab.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, tab.String())
+		}
+	}
+	if err := WriteFPHTML(&page, rep); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(page.String(), "<svg"); n != 4 {
+		t.Errorf("page has %d figures, want 4", n)
+	}
+	if err := WriteFPJSON(&js, rep); err != nil || !strings.Contains(js.String(), `"perSeedAt100"`) {
+		t.Errorf("json: %v", err)
 	}
 }
