@@ -45,8 +45,9 @@ type FGDPaperConfig struct {
 	// Ratio is the GPU demand that arrives, in multiples of the cluster's
 	// GPUs (FGDPaperRatio when 0).
 	Ratio float64
-	// Nodes, when > 0, samples that many nodes of the trace (with the
-	// first seed) and scales nothing else: for tests.
+	// Nodes, when > 0, samples that many nodes of the trace (with Seed);
+	// the arrivals follow their GPUs (130 % of theirs), the task list is
+	// the same.
 	Nodes int
 	// Verify checks the final state of every policy's first seed with the
 	// independent checker (check.CheckAll) in DRA terms.
