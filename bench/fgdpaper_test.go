@@ -337,6 +337,31 @@ func TestFPDrasatRuns(t *testing.T) {
 			t.Errorf("unallocated at 130 %%: %v", u)
 		}
 	}
+	// The curve counts each task from its arrival: it never falls, never
+	// exceeds what arrived, and ends at what the cluster holds.
+	nodes, err := loadFPNodes(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := loadFPList(dir, "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newFPSim(nodes[:12], l, FPDrasat, 4)
+	arr := fpArrivals(l, s.capMilli, FGDPaperRatio, 4)
+	c, err := s.runDrasat(context.Background(), arr, 7, 10*time.Second, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.allocated) != len(arr) || c.allocated[len(arr)-1] != s.usedMilli || c.placed+c.failed != len(arr) {
+		t.Fatalf("curve of %d points for %d arrivals, ends at %d of %d held; %d placed %d turned away",
+			len(c.allocated), len(arr), c.allocated[len(c.allocated)-1], s.usedMilli, c.placed, c.failed)
+	}
+	for i := range c.allocated {
+		if c.allocated[i] > c.arrived[i] || i > 0 && c.allocated[i] < c.allocated[i-1] {
+			t.Fatalf("point %d: %d allocated of %d arrived (before: %d)", i, c.allocated[i], c.arrived[i], c.allocated[max(i-1, 0)])
+		}
+	}
 }
 
 // The table names every list, policy and level with the paper's value;
