@@ -97,14 +97,13 @@ type fpNode struct {
 // each (milli 1000: whole GPUs; 0 and num 0: CPU only), spec the GPU
 // models it accepts ("" any).
 type fpTask struct {
-	name      string
-	cpu, mem  int64
-	num       int
-	milli     int64
-	spec      string
-	specs     []string
-	shape     int // index into fpList.shapes (CPU, GPU request and spec)
-	listIndex int
+	name     string
+	cpu, mem int64
+	num      int
+	milli    int64
+	spec     string
+	specs    []string
+	shape    int // index into fpList.shapes (CPU, GPU request and spec)
 }
 
 func (t *fpTask) totalMilli() int64 { return int64(t.num) * t.milli }
@@ -249,7 +248,6 @@ func loadFPList(dir, name string) (*fpList, error) {
 			l.shapes = append(l.shapes, rep)
 		}
 		t.shape = sh
-		t.listIndex = i
 		l.tasks = append(l.tasks, t)
 	}
 	if len(l.tasks) == 0 {
@@ -349,8 +347,9 @@ type FPResult struct {
 	Curve []FPPoint `json:"curve"`
 	// PerSeed is the unallocated share at 100 % for each seed.
 	PerSeed []float64 `json:"perSeedAt100"`
-	// Arrivals, Placed and Failed are per seed, summed.
-	Arrivals, Placed, Failed int
+	// Arrivals, Placed and Failed (turned away; FailedGPU of them GPU
+	// tasks) are summed over the seeds.
+	Arrivals, Placed, Failed, FailedGPU int
 	// WallS is the wall time per curve (mean over the seeds), seconds.
 	WallS float64 `json:"wallSecondsPerCurve"`
 	// Verified: the first seed's final state passed check.CheckAll.
@@ -467,6 +466,7 @@ func RunFGDPaper(ctx context.Context, cfg FGDPaperConfig) (*FPReport, error) {
 				res.Arrivals += len(c.arrived)
 				res.Placed += c.placed
 				res.Failed += c.failed
+				res.FailedGPU += c.failedGPU
 				done++
 			}
 			res.WallS = wall.Seconds() / float64(len(curves))
