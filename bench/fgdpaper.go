@@ -449,7 +449,12 @@ func RunFGDPaper(ctx context.Context, cfg FGDPaperConfig) (*FPReport, error) {
 					if timeout <= 0 {
 						timeout = 10 * time.Second
 					}
-					if c, err = sim.runDrasat(ctx, arr, cfg.Window, timeout, cfg.DrasatCPUByFGD); err != nil {
+					var step func(string)
+					if cfg.Progress != nil {
+						label := fmt.Sprintf("%s %s seed %d", name, pol, seed)
+						step = func(note string) { cfg.Progress(done, total, label+": "+note) }
+					}
+					if c, err = sim.runDrasat(ctx, arr, cfg.Window, timeout, cfg.DrasatCPUByFGD, step); err != nil {
 						return nil, fmt.Errorf("fgd-paper: drasat on %s, seed %d: %w", name, seed, err)
 					}
 				} else {

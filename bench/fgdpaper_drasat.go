@@ -45,7 +45,9 @@ func (s *fpSim) fpSchedulerScore(n int, t *fpTask) int64 {
 // With cpuFGD, CPU-only tasks are placed by FGD's score instead (an
 // ablation: drasat's GPU decisions on a cluster whose scheduler places the
 // rest as FGD would).
-func (s *fpSim) runDrasat(ctx context.Context, arrivals []*fpTask, window int, timeout time.Duration, cpuFGD bool) (*fpCurve, error) {
+// step, when set, is told the arrived share after each window (the
+// progress bar: a drasat curve on the whole cluster takes minutes).
+func (s *fpSim) runDrasat(ctx context.Context, arrivals []*fpTask, window int, timeout time.Duration, cpuFGD bool, step func(note string)) (*fpCurve, error) {
 	if window <= 0 {
 		window = DefaultFPDrasatWindow
 	}
@@ -116,6 +118,9 @@ func (s *fpSim) runDrasat(ctx context.Context, arrivals []*fpTask, window int, t
 				used += s.placed[j].task.totalMilli()
 			}
 			c.allocated[j] = used
+		}
+		if step != nil {
+			step(fmt.Sprintf("%.0f%% arrived", 100*float64(c.arrived[len(c.arrived)-1])/float64(s.capMilli)))
 		}
 		pending = pending[:0]
 		return nil

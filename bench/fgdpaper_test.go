@@ -349,13 +349,17 @@ func TestFPDrasatRuns(t *testing.T) {
 	}
 	s := newFPSim(nodes[:12], l, FPDrasat, 4)
 	arr := fpArrivals(l, s.capMilli, FGDPaperRatio, 4)
-	c, err := s.runDrasat(context.Background(), arr, 7, 10*time.Second, false)
+	steps := 0
+	c, err := s.runDrasat(context.Background(), arr, 7, 10*time.Second, false, func(string) { steps++ })
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(c.allocated) != len(arr) || c.allocated[len(arr)-1] != s.usedMilli || c.placed+c.failed != len(arr) {
 		t.Fatalf("curve of %d points for %d arrivals, ends at %d of %d held; %d placed %d turned away",
 			len(c.allocated), len(arr), c.allocated[len(c.allocated)-1], s.usedMilli, c.placed, c.failed)
+	}
+	if steps == 0 {
+		t.Error("no progress reported")
 	}
 	for i := range c.allocated {
 		if c.allocated[i] > c.arrived[i] || i > 0 && c.allocated[i] < c.allocated[i-1] {
