@@ -2,8 +2,10 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"sort"
@@ -30,7 +32,11 @@ openb (replay of the Alibaba GPU trace in ../shared/data/alibaba-openb, a task
 not admitted in its window is dropped), openb-wait (the same replay, unadmitted
 tasks wait and are retried), inflation (the FGD paper's protocol: tasks drawn
 from the pod list arrive without departures until they request the cluster's
-GPUs), research and research-openb (the modes workload and the trace under
+GPUs), fgd-paper (the FGD paper's experiment on the trace's own 1,213 nodes with CPU,
+memory and shared GPUs, every pod list of the trace folder, --seeds runs, the paper's
+policies random, dotprod, gpu-clustering, gpu-packing, bestfit and fgd, and drasat when
+asked for with -p drasat; docs/bench.md),
+research and research-openb (the modes workload and the trace under
 every partitioning model: groups, wildcard, compatibleOnlyWith, the KEP-4815
 draft, static modes; docs/research.md). Sizes are NODESxGPUS:CLAIMS (mig,
 modes, research), NODES:CLAIMS (tpu, NODES a multiple of 16; gpu-nic; nic, two
@@ -63,6 +69,12 @@ an invalid one fails the run.`,
 			&cli.DurationFlag{Name: "openb-hold", Usage: "openb, openb-wait: the drasat policy holds tasks back for forecast demand, each at most this long after its arrival (trace time; 0: off), as drasat controller --hold does"},
 			&cli.DurationFlag{Name: "openb-aging", Usage: "openb-wait: a waiting task's weight (drasat.dev/weight) grows by 1 per this much wait (0: off)"},
 			&cli.IntFlag{Name: "inflation-batch", Value: bench.DefaultInflationBatch, Usage: "inflation: tasks per batch (a size NODES:BATCH overrides it)"},
+			&cli.IntFlag{Name: "seeds", Value: 10, Usage: "fgd-paper: seeds per policy and list (--seed, --seed+1, ...); the table gives median and min–max"},
+			&cli.StringSliceFlag{Name: "fgd-list", Usage: "fgd-paper: pod lists to run, by name (default for openb_pod_list_default.csv; default: every list in the trace folder)"},
+			&cli.IntFlag{Name: "fgd-nodes", Usage: "fgd-paper: sample this many of the trace's nodes with --seed (0: all 1,213); the arrivals scale with their GPUs"},
+			&cli.IntFlag{Name: "fgd-window", Value: bench.DefaultFPDrasatWindow, Usage: "fgd-paper: the drasat policy decides this many GPU arrivals together (within --timeout)"},
+			&cli.StringFlag{Name: "fgd-drasat-cpu", Value: "scheduler", Usage: "fgd-paper: who places CPU-only tasks in the drasat policy: scheduler (the kube-scheduler's default scores, as in a cluster) or fgd (FGD's score, an ablation)"},
+			&cli.BoolFlag{Name: "fgd-verify", Usage: "fgd-paper: check the final state of each policy's first seed with the independent checker (about 30 s per list and policy)"},
 			&cli.BoolFlag{Name: "no-progress", Usage: "no progress bar"},
 		},
 		Action: runBench,
@@ -72,6 +84,11 @@ an invalid one fails the run.`,
 func runBench(c *cli.Context) error {
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	for _, sc := range c.StringSlice("scenario") {
+		if sc == "fgd-paper" {
+			return runFGDPaper(ctx, c)
+		}
+	}
 	cfg, err := benchConfig(c)
 	if err != nil {
 		return err
@@ -113,6 +130,62 @@ func runBench(c *cli.Context) error {
 		}
 		if err := os.WriteFile(f, buf.Bytes(), 0o644); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// runFGDPaper runs the fgd-paper scenario, which runs alone: its own
+// policies, seeds and lists.
+func runFGDPaper(ctx context.Context, c *cli.Context) error {
+	if len(c.StringSlice("scenario")) != 1 {
+		return fmt.Errorf("--scenario fgd-paper runs alone (its policies and table are its own)")
+	}
+	if c.Int("seeds") < 1 {
+		return fmt.Errorf("--seeds %d: want at least 1", c.Int("seeds"))
+	}
+	cfg := bench.FGDPaperConfig{Dir: c.String("openb-data"), Lists: c.StringSlice("fgd-list"), Seed: c.Uint64("seed"),
+		Seeds: c.Int("seeds"), Verify: c.Bool("fgd-verify"), Nodes: c.Int("fgd-nodes"), Window: c.Int("fgd-window"), Timeout: c.Duration("timeout")}
+	if _, err := timeoutFlag(c); err != nil {
+		return err
+	}
+	switch c.String("fgd-drasat-cpu") {
+	case "scheduler":
+	case "fgd":
+		cfg.DrasatCPUByFGD = true
+	default:
+		return fmt.Errorf("--fgd-drasat-cpu %q: want scheduler or fgd", c.String("fgd-drasat-cpu"))
+	}
+	if c.IsSet("policy") {
+		cfg.Policies = c.StringSlice("policy")
+	}
+	if !c.Bool("no-progress") && isTerminal(os.Stderr) {
+		cfg.Progress = progressBar(os.Stderr)
+	}
+	var rep *bench.FPReport
+	err := interruptible(ctx, "bench", func() error {
+		var err error
+		rep, err = bench.RunFGDPaper(ctx, cfg)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if err := bench.WriteFPTable(os.Stdout, rep); err != nil {
+		return err
+	}
+	for _, out := range []struct {
+		flag  string
+		write func(io.Writer, *bench.FPReport) error
+	}{{"json", bench.WriteFPJSON}, {"html", bench.WriteFPHTML}} {
+		if f := c.String(out.flag); f != "" {
+			var buf bytes.Buffer
+			if err := out.write(&buf, rep); err != nil {
+				return err
+			}
+			if err := os.WriteFile(f, buf.Bytes(), 0o644); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

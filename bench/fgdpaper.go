@@ -1,0 +1,517 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+)
+
+// The fgd-paper scenario is the experiment of the FGD paper (Weng et al.,
+// "Beware of Fragmentation: Scheduling GPU-Sharing Workloads with
+// Fragmentation Gradient Descent", USENIX ATC'23, §6) on the Alibaba
+// trace's own cluster: 1,213 nodes with their CPU, memory and GPUs of
+// their model, every task with its CPU, memory and GPU request, CPU-only
+// tasks included. Its protocol (the paper's simulator, "workload
+// tuning"): the pod list is shuffled, then tasks drawn from it with
+// replacement are appended until the GPUs requested reach 130 % of the
+// cluster's; they arrive one at a time, never leave, and each is placed
+// (or turned away) on arrival. The measure is the share of the cluster's
+// GPUs left unallocated against the arrived workload.
+//
+// The baselines run on a plain-Go cluster state (fpState), incremental
+// per arrival; fgdpaper_dra.go states the same cluster in DRA terms (a
+// shared GPU is a device with consumable milli-GPU capacity) and the
+// tests check the fast path against drasat's engine and the independent
+// checker.
+
+// FGDPaperConfig configures the fgd-paper scenario.
+type FGDPaperConfig struct {
+	// Dir holds the trace (OpenBDir); Lists are pod list names ("default"
+	// for openb_pod_list_default.csv); none: every list in Dir.
+	Dir   string
+	Lists []string
+	// Policies to run (FGDPaperPolicies when empty).
+	Policies []string
+	// Seeds: seeds Seed, Seed+1, ... Seed+Seeds-1.
+	Seed  uint64
+	Seeds int
+	// Ratio is the GPU demand that arrives, in multiples of the cluster's
+	// GPUs (FGDPaperRatio when 0).
+	Ratio float64
+	// Nodes, when > 0, samples that many nodes of the trace (with Seed);
+	// the arrivals follow their GPUs (130 % of theirs), the task list is
+	// the same.
+	Nodes int
+	// Verify checks the final state of every policy's first seed with the
+	// independent checker (check.CheckAll) in DRA terms.
+	Verify bool
+	// Window and Timeout: the drasat policy decides this many GPU arrivals
+	// together (DefaultFPDrasatWindow when 0), within Timeout each
+	// (10 s when 0).
+	Window  int
+	Timeout time.Duration
+	// DrasatCPUByFGD: in the drasat policy, CPU-only tasks are placed by
+	// FGD's score instead of the kube-scheduler's default (an ablation).
+	DrasatCPUByFGD bool
+	// Progress, when set, is told how far the run has come.
+	Progress func(done, total int, label string) `json:"-"`
+}
+
+// FGDPaperRatio is the paper's arrived GPU demand: 130 % of the cluster's.
+const FGDPaperRatio = 1.3
+
+// The paper's policies, as its simulator implements them.
+const (
+	FPRandom     = "random"
+	FPDotProd    = "dotprod"
+	FPClustering = "gpu-clustering"
+	FPPacking    = "gpu-packing"
+	FPBestFit    = "bestfit"
+	FPFGD        = "fgd"
+	// FPDrasat is drasat's online policy (fgdpaper_drasat.go).
+	FPDrasat = "drasat"
+)
+
+// FGDPaperPolicies lists the fgd-paper policies in the paper's order.
+var FGDPaperPolicies = []string{FPRandom, FPDotProd, FPClustering, FPPacking, FPBestFit, FPFGD}
+
+// FGDPaperLevels are the arrived-workload levels (% of the cluster's GPUs)
+// the table reports.
+var FGDPaperLevels = []int{80, 90, 100, 110, 120, 130}
+
+// fpNode is one trace node: CPU in milli, memory in MiB, GPUs of a model.
+type fpNode struct {
+	name, model string
+	cpu, mem    int64
+	gpus        int
+}
+
+// fpTask is one task: CPU in milli, memory in MiB, num GPUs of milli
+// each (milli 1000: whole GPUs; 0 and num 0: CPU only), spec the GPU
+// models it accepts ("" any).
+type fpTask struct {
+	name     string
+	cpu, mem int64
+	num      int
+	milli    int64
+	spec     string
+	specs    []string
+	shape    int // index into fpList.shapes (CPU, GPU request and spec)
+}
+
+func (t *fpTask) totalMilli() int64 { return int64(t.num) * t.milli }
+func (t *fpTask) share() bool       { return t.num == 1 && t.milli < 1000 }
+
+// accepts tells whether the task may run on a GPU of model m.
+func (t *fpTask) accepts(m string) bool {
+	if len(t.specs) == 0 {
+		return true
+	}
+	for _, s := range t.specs {
+		if s == m {
+			return true
+		}
+	}
+	return false
+}
+
+// fpList is a pod list with its distinct task shapes.
+type fpList struct {
+	name   string
+	tasks  []fpTask
+	shapes []fpTask // representatives: cpu, num, milli, spec
+}
+
+// loadFPNodes reads openb_node_list_gpu_node.csv.
+func loadFPNodes(dir string) ([]fpNode, error) {
+	path := filepath.Join(dir, "openb_node_list_gpu_node.csv")
+	rows, err := readCSV(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []fpNode
+	for i, r := range rows {
+		var n fpNode
+		n.name, n.model = strings.TrimSpace(r["sn"]), strings.TrimSpace(r["model"])
+		if n.name == "" {
+			return nil, fmt.Errorf("fgd-paper: %s: row %d: field sn is empty", path, i+2)
+		}
+		where := fmt.Sprintf("%s (node %s)", path, n.name)
+		if n.cpu, err = atoi(where, "cpu_milli", r["cpu_milli"]); err != nil {
+			return nil, err
+		}
+		if n.mem, err = atoi(where, "memory_mib", r["memory_mib"]); err != nil {
+			return nil, err
+		}
+		g, err := atoi(where, "gpu", r["gpu"])
+		if err != nil {
+			return nil, err
+		}
+		if n.cpu < 0 || n.mem < 0 || g < 0 || g > 64 {
+			return nil, fmt.Errorf("fgd-paper: %s: cpu_milli, memory_mib or gpu out of range", where)
+		}
+		n.gpus = int(g)
+		out = append(out, n)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("fgd-paper: %s: no nodes", path)
+	}
+	return out, nil
+}
+
+// FGDPaperLists names the pod lists in dir (openb_pod_list_NAME.csv), sorted.
+func FGDPaperLists(dir string) ([]string, error) {
+	m, err := filepath.Glob(filepath.Join(dir, "openb_pod_list_*.csv"))
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, f := range m {
+		out = append(out, strings.TrimSuffix(strings.TrimPrefix(filepath.Base(f), "openb_pod_list_"), ".csv"))
+	}
+	sort.Strings(out)
+	if len(out) == 0 {
+		return nil, fmt.Errorf("fgd-paper: no pod list (openb_pod_list_*.csv) in %s", dir)
+	}
+	return out, nil
+}
+
+// loadFPList reads openb_pod_list_NAME.csv. As the paper's simulator
+// reads it: gpu_milli above 1000 counts as 1000, a task with num_gpu 0
+// (or gpu_milli 0) asks for CPU and memory only, gpu_spec lists accepted
+// models separated by '|' (the column may be missing).
+func loadFPList(dir, name string) (*fpList, error) {
+	path := filepath.Join(dir, "openb_pod_list_"+name+".csv")
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("fgd-paper: pod list %q: %w", name, err)
+	}
+	rows, err := readCSV(path)
+	if err != nil {
+		return nil, err
+	}
+	l := &fpList{name: name}
+	shapes := map[string]int{}
+	for i, r := range rows {
+		var t fpTask
+		t.name = strings.TrimSpace(r["name"])
+		if t.name == "" {
+			return nil, fmt.Errorf("fgd-paper: %s: row %d: field name is empty", path, i+2)
+		}
+		where := fmt.Sprintf("%s (task %s)", path, t.name)
+		if t.cpu, err = atoi(where, "cpu_milli", r["cpu_milli"]); err != nil {
+			return nil, err
+		}
+		if t.mem, err = atoi(where, "memory_mib", r["memory_mib"]); err != nil {
+			return nil, err
+		}
+		num, err := atoi(where, "num_gpu", r["num_gpu"])
+		if err != nil {
+			return nil, err
+		}
+		if t.milli, err = atoi(where, "gpu_milli", r["gpu_milli"]); err != nil {
+			return nil, err
+		}
+		if t.cpu < 0 || t.mem < 0 || num < 0 || num > 64 || t.milli < 0 {
+			return nil, fmt.Errorf("fgd-paper: %s: cpu_milli, memory_mib, num_gpu or gpu_milli out of range", where)
+		}
+		t.num = int(num)
+		if t.milli > 1000 {
+			t.milli = 1000
+		}
+		if t.num == 0 || t.milli == 0 {
+			t.num, t.milli = 0, 0
+		}
+		if t.num > 1 && t.milli < 1000 {
+			return nil, fmt.Errorf("fgd-paper: %s: num_gpu %d with gpu_milli %d: a fraction of a GPU is asked of one GPU only", where, t.num, t.milli)
+		}
+		for _, s := range strings.Split(r["gpu_spec"], "|") {
+			if s = strings.TrimSpace(s); s != "" && t.num > 0 {
+				t.specs = append(t.specs, s)
+			}
+		}
+		t.spec = strings.Join(t.specs, "|")
+		key := fmt.Sprintf("%d/%d/%d/%s", t.cpu, t.num, t.milli, t.spec)
+		sh, ok := shapes[key]
+		if !ok {
+			sh = len(l.shapes)
+			shapes[key] = sh
+			rep := t
+			rep.name = ""
+			rep.shape = sh
+			l.shapes = append(l.shapes, rep)
+		}
+		t.shape = sh
+		l.tasks = append(l.tasks, t)
+	}
+	if len(l.tasks) == 0 {
+		return nil, fmt.Errorf("fgd-paper: %s: no tasks", path)
+	}
+	return l, nil
+}
+
+// fpArrivals is the paper's arrival sequence for one seed: the list
+// sorted by name and shuffled, then tasks drawn with replacement from
+// the list (sorted by name) appended while the GPU demand stays within
+// ratio × the cluster's GPUs. Every policy of a seed sees the same
+// sequence.
+func fpArrivals(l *fpList, capMilli int64, ratio float64, seed uint64) []*fpTask {
+	byName := make([]*fpTask, len(l.tasks))
+	for i := range l.tasks {
+		byName[i] = &l.tasks[i]
+	}
+	sort.Slice(byName, func(i, j int) bool { return byName[i].name < byName[j].name })
+	rng := rand.New(rand.NewPCG(seed, 0x6667642d6f726472))
+	out := append([]*fpTask(nil), byName...)
+	rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
+	var demand int64
+	for _, t := range out {
+		demand += t.totalMilli()
+	}
+	target := ratio * float64(capMilli)
+	if float64(demand) > target {
+		// More demand than the target: tasks are dropped at random until
+		// it fits (the simulator's tune-down).
+		for float64(demand) > target && len(out) > 0 {
+			i := rng.IntN(len(out))
+			demand -= out[i].totalMilli()
+			out = append(out[:i], out[i+1:]...)
+		}
+		return out
+	}
+	for {
+		t := byName[rng.IntN(len(byName))]
+		if float64(demand+t.totalMilli()) > target {
+			break
+		}
+		demand += t.totalMilli()
+		out = append(out, t)
+	}
+	return out
+}
+
+// fpCurve is one run: after every arrival, the GPU demand arrived and the
+// GPUs allocated, in milli.
+type fpCurve struct {
+	capMilli  int64
+	arrived   []int64
+	allocated []int64
+	placed    int
+	failed    int
+	failedGPU int // failed tasks that asked for GPUs
+}
+
+// unallocatedAt is the paper's measure at arrived level pct (% of the
+// cluster's GPUs): 100 minus the mean allocated share (%) over the
+// arrivals whose arrived share rounds to pct; when none does, over those
+// within one point (the paper's analysis script). NaN when none is near.
+func (c *fpCurve) unallocatedAt(pct int) float64 {
+	sum, n := 0.0, 0
+	for w := 0; w <= 1 && n == 0; w++ {
+		for i := range c.arrived {
+			a := math.Round(100 * float64(c.arrived[i]) / float64(c.capMilli))
+			if a >= float64(pct-w) && a <= float64(pct+w) {
+				sum += 100 * float64(c.allocated[i]) / float64(c.capMilli)
+				n++
+			}
+		}
+	}
+	if n == 0 {
+		return math.NaN()
+	}
+	return 100 - sum/float64(n)
+}
+
+// FPPoint is one level of a curve over the seeds: median, min and max of
+// the unallocated GPU share (%).
+type FPPoint struct {
+	Arrived int     `json:"arrived"`
+	Median  float64 `json:"median"`
+	Min     float64 `json:"min"`
+	Max     float64 `json:"max"`
+}
+
+// FPResult is one policy on one list over the seeds.
+type FPResult struct {
+	List   string `json:"list"`
+	Policy string `json:"policy"`
+	Seeds  []uint64
+	// Curve holds every level 0..130 (the figure); the table reads
+	// FGDPaperLevels of it.
+	Curve []FPPoint `json:"curve"`
+	// PerSeed is the unallocated share at 100 % for each seed.
+	PerSeed []float64 `json:"perSeedAt100"`
+	// Arrivals, Placed and Failed (turned away; FailedGPU of them GPU
+	// tasks) are summed over the seeds.
+	Arrivals, Placed, Failed, FailedGPU int
+	// WallS is the wall time per curve (mean over the seeds), seconds.
+	WallS float64 `json:"wallSecondsPerCurve"`
+	// Verified: the first seed's final state passed check.CheckAll.
+	Verified bool `json:"verified,omitempty"`
+}
+
+// At returns the point at level pct.
+func (r *FPResult) At(pct int) FPPoint {
+	for _, p := range r.Curve {
+		if p.Arrived == pct {
+			return p
+		}
+	}
+	return FPPoint{Arrived: pct, Median: math.NaN(), Min: math.NaN(), Max: math.NaN()}
+}
+
+// FPReport is the fgd-paper outcome.
+type FPReport struct {
+	Nodes, GPUs int
+	Ratio       float64
+	Seeds       []uint64
+	Results     []*FPResult
+	Machine     Machine
+	MaxRSSMiB   float64
+}
+
+// RunFGDPaper runs every policy on every list for every seed.
+func RunFGDPaper(ctx context.Context, cfg FGDPaperConfig) (*FPReport, error) {
+	dir, err := OpenBDir(cfg.Dir)
+	if err != nil {
+		return nil, err
+	}
+	nodes, err := loadFPNodes(dir)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Nodes > 0 && cfg.Nodes < len(nodes) {
+		rng := rand.New(rand.NewPCG(cfg.Seed, 0x6e6f646573))
+		rng.Shuffle(len(nodes), func(i, j int) { nodes[i], nodes[j] = nodes[j], nodes[i] })
+		nodes = nodes[:cfg.Nodes]
+		sort.Slice(nodes, func(i, j int) bool { return nodes[i].name < nodes[j].name })
+	}
+	lists := cfg.Lists
+	if len(lists) == 0 {
+		if lists, err = FGDPaperLists(dir); err != nil {
+			return nil, err
+		}
+	}
+	policies := cfg.Policies
+	if len(policies) == 0 {
+		policies = FGDPaperPolicies
+	}
+	for _, p := range policies {
+		if !isFPPolicy(p) {
+			return nil, fmt.Errorf("fgd-paper: policy %q: want one of %s or %s", p, strings.Join(FGDPaperPolicies, ", "), FPDrasat)
+		}
+	}
+	seeds := cfg.Seeds
+	if seeds <= 0 {
+		seeds = 1
+	}
+	ratio := cfg.Ratio
+	if ratio <= 0 {
+		ratio = FGDPaperRatio
+	}
+	rep := &FPReport{Nodes: len(nodes), Ratio: ratio,
+		Machine: Machine{GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, CPUs: runtime.NumCPU(), GoVersion: runtime.Version()}}
+	for _, n := range nodes {
+		rep.GPUs += n.gpus
+	}
+	for s := 0; s < seeds; s++ {
+		rep.Seeds = append(rep.Seeds, cfg.Seed+uint64(s))
+	}
+	total, done := len(lists)*len(policies)*seeds, 0
+	for _, name := range lists {
+		l, err := loadFPList(dir, name)
+		if err != nil {
+			return nil, err
+		}
+		for _, pol := range policies {
+			res := &FPResult{List: name, Policy: pol, Seeds: rep.Seeds}
+			var curves []*fpCurve
+			var wall time.Duration
+			for si, seed := range rep.Seeds {
+				if err := ctx.Err(); err != nil {
+					return nil, err
+				}
+				if cfg.Progress != nil {
+					cfg.Progress(done, total, fmt.Sprintf("%s %s seed %d", name, pol, seed))
+				}
+				start := time.Now()
+				sim := newFPSim(nodes, l, pol, seed)
+				arr := fpArrivals(l, sim.capMilli, ratio, seed)
+				var c *fpCurve
+				if pol == FPDrasat {
+					timeout := cfg.Timeout
+					if timeout <= 0 {
+						timeout = 10 * time.Second
+					}
+					var step func(string)
+					if cfg.Progress != nil {
+						label := fmt.Sprintf("%s %s seed %d", name, pol, seed)
+						step = func(note string) { cfg.Progress(done, total, label+": "+note) }
+					}
+					if c, err = sim.runDrasat(ctx, arr, cfg.Window, timeout, cfg.DrasatCPUByFGD, step); err != nil {
+						return nil, fmt.Errorf("fgd-paper: drasat on %s, seed %d: %w", name, seed, err)
+					}
+				} else {
+					c = sim.run(arr)
+				}
+				wall += time.Since(start)
+				if si == 0 && cfg.Verify {
+					if err := sim.verify(ctx); err != nil {
+						return nil, fmt.Errorf("fgd-paper: %s on %s, seed %d: %w", pol, name, seed, err)
+					}
+					res.Verified = true
+				}
+				curves = append(curves, c)
+				res.Arrivals += len(c.arrived)
+				res.Placed += c.placed
+				res.Failed += c.failed
+				res.FailedGPU += c.failedGPU
+				done++
+			}
+			res.WallS = wall.Seconds() / float64(len(curves))
+			for pct := 0; pct <= int(math.Round(100*ratio)); pct++ {
+				var vs []float64
+				for _, c := range curves {
+					if v := c.unallocatedAt(pct); !math.IsNaN(v) {
+						vs = append(vs, v)
+					}
+				}
+				if len(vs) == 0 {
+					continue
+				}
+				res.Curve = append(res.Curve, FPPoint{Arrived: pct, Median: median(vs), Min: slicesMin(vs), Max: slicesMax(vs)})
+			}
+			for _, c := range curves {
+				res.PerSeed = append(res.PerSeed, c.unallocatedAt(100))
+			}
+			rep.Results = append(rep.Results, res)
+		}
+	}
+	if cfg.Progress != nil {
+		cfg.Progress(total, total, "done")
+	}
+	rep.MaxRSSMiB = maxRSSMiB()
+	return rep, nil
+}
+
+func slicesMin(vs []float64) float64 {
+	m := vs[0]
+	for _, v := range vs {
+		m = math.Min(m, v)
+	}
+	return m
+}
+
+func slicesMax(vs []float64) float64 {
+	m := vs[0]
+	for _, v := range vs {
+		m = math.Max(m, v)
+	}
+	return m
+}

@@ -1,0 +1,188 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/drasat/drasat/frag"
+	"github.com/drasat/drasat/model"
+)
+
+// drasat in the paper's protocol. drasat decides the pods that use
+// claims; a CPU-only pod is the kube-scheduler's (drasat does not gate
+// it), so here it is placed on arrival by the scheduler's default scores
+// (fpSchedulerScore). GPU tasks are decided by the same code path as
+// the bench's drasat policy and the controller (alloc.Run with
+// max-claims and the frag look-ahead against the GPU tasks arrived so
+// far, the upgrade on, pods with their CPU and memory in the model) on
+// the cluster's DRA objects, every Window GPU arrivals: a task is
+// decided at most Window−1 arrivals after it came, with those arrivals
+// known. A task not admitted in its window is turned away, as in the
+// protocol. The curve counts a task as allocated from its arrival.
+
+// DefaultFPDrasatWindow is the number of GPU arrivals decided together.
+const DefaultFPDrasatWindow = 10
+
+// fpSchedulerScore is the kube-scheduler's default score of a CPU-only
+// pod on a node: NodeResourcesFit's LeastAllocated (the mean free share of
+// CPU and memory after placing it) plus NodeResourcesBalancedAllocation
+// (one minus the spread of the two used shares), each 0..100.
+func (s *fpSim) fpSchedulerScore(n int, t *fpTask) int64 {
+	st, nd := &s.st[n], &s.nodes[n]
+	cpuFree := float64(st.cpuLeft-t.cpu) / float64(nd.cpu)
+	memFree := float64(st.memLeft-t.mem) / float64(nd.mem)
+	least := int64((cpuFree + memFree) / 2 * fpMaxScore)
+	spread := math.Abs((1-cpuFree)-(1-memFree)) / 2
+	balanced := int64((1 - spread) * fpMaxScore)
+	return least + balanced
+}
+
+// runDrasat runs the arrivals with drasat deciding the GPU tasks.
+// With cpuFGD, CPU-only tasks are placed by FGD's score instead (an
+// ablation: drasat's GPU decisions on a cluster whose scheduler places the
+// rest as FGD would).
+// step, when set, is told the arrived share after each window (the
+// progress bar: a drasat curve on the whole cluster takes minutes).
+func (s *fpSim) runDrasat(ctx context.Context, arrivals []*fpTask, window int, timeout time.Duration, cpuFGD bool, step func(note string)) (*fpCurve, error) {
+	if window <= 0 {
+		window = DefaultFPDrasatWindow
+	}
+	c := &fpCurve{capMilli: s.capMilli}
+	wl := frag.NewWorkload()
+	var arrived int64
+	var pending []int // arrival indices of the window's GPU tasks
+	s.placed = make([]fpPlacement, 0, len(arrivals))
+	flush := func() error {
+		if len(pending) == 0 {
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		objs := fpObjects(s, len(s.placed), true)
+		// fpObjects states placements up to len(s.placed); the window's
+		// tasks are placeholders (node -1) there, added here as pending.
+		for _, i := range pending {
+			name := fmt.Sprintf("t%05d", i)
+			objs.Pods = append(objs.Pods, fpPod(name, arrivals[i]))
+			objs.Claims = append(objs.Claims, fpClaim(name, arrivals[i]))
+		}
+		out, err := runPolicy(ctx, PolicyDrasat, objs, model.CompatKEP5963, timeout, wl, false, &lifecycle{upgrade: true})
+		if err != nil {
+			return err
+		}
+		if err := validate(FPDrasat, fmt.Sprintf("fgd-paper window ending at arrival %d", pending[len(pending)-1]), objs, model.CompatKEP5963, out.allocated); err != nil {
+			return err
+		}
+		byName := map[string]int{}
+		for _, i := range pending {
+			byName[fmt.Sprintf("t%05d", i)] = i
+		}
+		for _, cl := range out.allocated {
+			i, ok := byName[cl.Name]
+			if !ok {
+				return fmt.Errorf("drasat allocated an unknown claim %s", cl.Name)
+			}
+			node, gpus := -1, []int(nil)
+			for _, r := range cl.Status.Allocation.Devices.Results {
+				for n := range s.nodes {
+					if s.nodes[n].name == r.Pool {
+						node = n
+					}
+				}
+				g, err := strconv.Atoi(strings.TrimPrefix(r.Device, "gpu-"))
+				if err != nil || node < 0 {
+					return fmt.Errorf("drasat allocated %s/%s, not a GPU of the cluster", r.Pool, r.Device)
+				}
+				gpus = append(gpus, g)
+			}
+			t := arrivals[i]
+			if node < 0 || len(gpus) != t.num || !s.fits(node, t) {
+				return fmt.Errorf("INVALID: drasat placed task %s on %v GPUs %v, which it does not fit", cl.Name, node, gpus)
+			}
+			s.placed[i] = fpPlacement{task: t, node: node, gpus: gpus}
+			s.apply(node, t, gpus)
+		}
+		// The curve: from the window's first arrival on, each point counts
+		// the window's tasks placed up to it.
+		var used int64
+		if p0 := pending[0]; p0 > 0 {
+			used = c.allocated[p0-1]
+		}
+		for j := pending[0]; j < len(s.placed); j++ {
+			if s.placed[j].node >= 0 && s.placed[j].task.num > 0 {
+				used += s.placed[j].task.totalMilli()
+			}
+			c.allocated[j] = used
+		}
+		if step != nil {
+			step(fmt.Sprintf("%.0f%% arrived", 100*float64(c.arrived[len(c.arrived)-1])/float64(s.capMilli)))
+		}
+		pending = pending[:0]
+		return nil
+	}
+	for i, t := range arrivals {
+		arrived += t.totalMilli()
+		c.arrived = append(c.arrived, arrived)
+		s.placed = append(s.placed, fpPlacement{task: t, node: -1})
+		if t.num == 0 {
+			best, bn := int64(math.MinInt64), -1
+			cnt := 0
+			for n := range s.nodes {
+				if !s.fits(n, t) {
+					continue
+				}
+				var sc int64
+				if cpuFGD {
+					sc, _ = s.fgdScore(n, t)
+				} else {
+					sc = s.fpSchedulerScore(n, t)
+				}
+				switch {
+				case sc > best:
+					best, bn, cnt = sc, n, 1
+				case sc == best && cpuFGD:
+					if s.nodes[n].name < s.nodes[bn].name {
+						bn = n
+					}
+				case sc == best:
+					cnt++
+					if s.rng.IntN(cnt) == 0 {
+						bn = n
+					}
+				}
+			}
+			if bn >= 0 {
+				s.placed[i].node = bn
+				s.apply(bn, t, nil)
+			}
+		} else {
+			wl.Observe(fpClaim("w", t))
+			pending = append(pending, i)
+		}
+		c.allocated = append(c.allocated, s.usedMilli)
+		if len(pending) >= window {
+			if err := flush(); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return nil, err
+	}
+	for _, pl := range s.placed {
+		if pl.node >= 0 {
+			c.placed++
+		} else {
+			c.failed++
+			if pl.task.num > 0 {
+				c.failedGPU++
+			}
+		}
+	}
+	return c, nil
+}

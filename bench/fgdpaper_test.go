@@ -1,0 +1,398 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drasat/drasat/alloc"
+	"github.com/drasat/drasat/check"
+	"github.com/drasat/drasat/model"
+)
+
+// The paper's measure: 100 minus the mean allocated share over the
+// arrivals whose arrived share rounds to the level, else within a point.
+func TestFPUnallocatedAt(t *testing.T) {
+	c := &fpCurve{capMilli: 10000,
+		arrived:   []int64{4000, 7960, 8040, 8100, 9000, 12000},
+		allocated: []int64{4000, 7900, 7900, 8000, 8500, 9000}}
+	for _, tc := range []struct {
+		pct  int
+		want float64
+	}{
+		{40, 60},                // one arrival at 40 %: 40 % allocated
+		{80, 100 - (79+79)/2.0}, // 79.6 and 80.4 round to 80
+		{81, 100 - 80},          // 81.0
+		{90, 100 - 85},          // 90.0
+		{89, 100 - 85},          // none at 89: within a point, 90
+		{120, 100 - 90},         // 120
+		{60, math.NaN()},        // nothing near
+		{82, 100 - 80},          // none at 82: within a point, 81.0 only
+	} {
+		got := c.unallocatedAt(tc.pct)
+		if math.IsNaN(tc.want) != math.IsNaN(got) || !math.IsNaN(got) && math.Abs(got-tc.want) > 1e-9 {
+			t.Errorf("unallocatedAt(%d) = %v, want %v", tc.pct, got, tc.want)
+		}
+	}
+}
+
+// fpTiny: node a (2 T4, 32 CPUs, GPU 1 has 500 milli left, a shared-GPU
+// task on it) and node b (8 G2, 96 CPUs, idle); the target workload is
+// half 0.5-GPU tasks of 4 CPUs, half whole-GPU tasks of 8 CPUs.
+func fpTiny(policy string) (*fpSim, *fpTask) {
+	l := &fpList{name: "tiny"}
+	l.tasks = []fpTask{
+		{name: "s", cpu: 4000, mem: 1024, num: 1, milli: 500, shape: 0},
+		{name: "w", cpu: 8000, mem: 1024, num: 1, milli: 1000, shape: 1},
+	}
+	l.shapes = append([]fpTask(nil), l.tasks...)
+	nodes := []fpNode{{name: "a", model: "T4", cpu: 32000, mem: 65536, gpus: 2}, {name: "b", model: "G2", cpu: 96000, mem: 65536, gpus: 8}}
+	s := newFPSim(nodes, l, policy, 1)
+	s.apply(0, &fpTask{cpu: 0, num: 1, milli: 500}, []int{1})
+	return s, &l.tasks[0]
+}
+
+// Every score on the tiny cluster, computed by hand from the simulator's
+// formulas (see the policies' comments).
+func TestFPScores(t *testing.T) {
+	type score struct{ a, b int64 }
+	for _, tc := range []struct {
+		policy string
+		want   score
+	}{
+		// (1 − ((32−4)/128·½ + (1.5−0.5)/8·½)) × 100 = 82.8; b: 17.2
+		{FPBestFit, score{82, 17}},
+		// 1 − ½(0.25·0.03125 + 0.1875·0.0625) = 0.990; b: 1 − ½(0.75·0.03125 + 1·0.0625) = 0.957
+		{FPDotProd, score{99, 95}},
+		// a: a shared GPU with 500 left: 100 − 50/10; b idle: 33 − 8
+		{FPPacking, score{95, 25}},
+		// a hosts only shared-GPU tasks: 25·6500/8000 + 75; b idle: 0 + 25
+		{FPClustering, score{95, 25}},
+	} {
+		s, task := fpTiny(tc.policy)
+		var got score
+		switch tc.policy {
+		case FPBestFit:
+			got = score{s.bestFitScore(0, task), s.bestFitScore(1, task)}
+		case FPDotProd:
+			got = score{s.dotProdScore(0, task), s.dotProdScore(1, task)}
+		case FPPacking:
+			got = score{s.packingScore(0, task), s.packingScore(1, task)}
+		case FPClustering:
+			got = score{s.clusteringScore(0, task), s.clusteringScore(1, task)}
+		}
+		if got != tc.want {
+			t.Errorf("%s: scores %+v, want %+v", tc.policy, got, tc.want)
+		}
+		if n, g := s.decide(task); n != 0 || !reflect.DeepEqual(g, []int{1}) {
+			t.Errorf("%s: placed on node %d GPUs %v, want node a GPU 1 (the best fit)", tc.policy, n, g)
+		}
+	}
+	// FGD: on a, GPU 1 takes the fragment away: F 250 → 0, score
+	// sigmoid(0.25) = 56; GPU 0 would leave no whole GPU: 250 → 500, 43.
+	// On b the 0.5 GPU strands 500 milli for whole-GPU tasks: 0 → 250, 43.
+	s, task := fpTiny(FPFGD)
+	if f := s.nodeFrag(0, s.st[0].cpuLeft, s.st[0].gpuLeft); f != 250 {
+		t.Errorf("fgd: frag of a = %v, want 250", f)
+	}
+	if sc, g := s.fgdScore(0, task); sc != 56 || g != 1 {
+		t.Errorf("fgd: a scores %d on GPU %d, want 56 on GPU 1", sc, g)
+	}
+	if sc, g := s.fgdScore(1, task); sc != 43 || g != 0 {
+		t.Errorf("fgd: b scores %d on GPU %d, want 43 on GPU 0", sc, g)
+	}
+	// The caches follow the node's changes: with 4 CPUs left on a the
+	// whole-GPU shape (8 CPUs) fits no more, so its half of the 1500
+	// milli left is a fragment (750); the task of 4 CPUs still fits. With
+	// 3 CPUs left nothing fits: all 1500 is.
+	s.apply(0, &fpTask{cpu: 28000}, nil)
+	if f := s.nodeFrag(0, s.st[0].cpuLeft, s.st[0].gpuLeft); f != 750 {
+		t.Errorf("fgd: frag of a with 4 CPUs left = %v, want 750", f)
+	}
+	// Placing the task then leaves no CPU: 750 → 1000 on either GPU,
+	// sigmoid(−0.25) = 43, the first GPU (the cached 56 is gone).
+	if sc, g := s.fgdScore(0, task); sc != 43 || g != 0 {
+		t.Errorf("fgd: a with 4 CPUs left scores %d on GPU %d, want 43 on GPU 0", sc, g)
+	}
+	if !s.fits(0, task) {
+		t.Errorf("a has 4 CPUs left, the task asks 4: does not fit")
+	}
+	s.apply(0, &fpTask{cpu: 1000}, nil)
+	if f := s.nodeFrag(0, s.st[0].cpuLeft, s.st[0].gpuLeft); f != 1500 || s.fits(0, task) {
+		t.Errorf("fgd: a with 3 CPUs left: frag %v (want 1500), fits %v (want false)", f, s.fits(0, task))
+	}
+}
+
+// Filters: memory, the GPU model, whole GPUs need fully free GPUs; ties go
+// to the lowest node name (the simulator's scheduler), Random draws.
+func TestFPFitsAndTies(t *testing.T) {
+	s, task := fpTiny(FPBestFit)
+	big := *task
+	big.mem = 70000
+	if s.fits(1, &big) {
+		t.Error("a task asking more memory than the node has fits")
+	}
+	spec := *task
+	spec.specs = []string{"V100M16"}
+	if s.fits(0, &spec) || s.fits(1, &spec) {
+		t.Error("a task for V100M16 fits a T4 or G2 node")
+	}
+	whole := fpTask{cpu: 1000, num: 2, milli: 1000}
+	if s.fits(0, &whole) {
+		t.Error("2 whole GPUs fit node a, which has one fully free")
+	}
+	nodes := []fpNode{{name: "n2", model: "T4", cpu: 8000, mem: 8192, gpus: 1}, {name: "n1", model: "T4", cpu: 8000, mem: 8192, gpus: 1}}
+	l := &fpList{tasks: []fpTask{{name: "x", cpu: 1000, mem: 10, num: 1, milli: 1000}}}
+	l.shapes = l.tasks
+	tie := newFPSim(nodes, l, FPBestFit, 1)
+	if n, _ := tie.decide(&l.tasks[0]); nodes[n].name != "n1" {
+		t.Errorf("tie went to %s, want n1 (lowest name)", nodes[n].name)
+	}
+	seen := map[int]bool{}
+	for seed := uint64(0); seed < 20; seed++ {
+		n, _ := newFPSim(nodes, l, FPRandom, seed).decide(&l.tasks[0])
+		seen[n] = true
+	}
+	if len(seen) != 2 {
+		t.Errorf("random over 20 seeds chose nodes %v, want both", seen)
+	}
+}
+
+// FGD's target workload: shapes by frequency (ties: larger first), the
+// top 95 % of tasks, frequencies renormalised.
+func TestFPTargetWorkload(t *testing.T) {
+	l := &fpList{}
+	add := func(n int, tk fpTask) {
+		tk.shape = len(l.shapes)
+		l.shapes = append(l.shapes, tk)
+		for i := 0; i < n; i++ {
+			l.tasks = append(l.tasks, tk)
+		}
+	}
+	add(50, fpTask{cpu: 4000, num: 1, milli: 500})
+	add(30, fpTask{cpu: 8000})
+	add(16, fpTask{cpu: 8000, num: 1, milli: 1000})
+	add(2, fpTask{cpu: 1000, num: 1, milli: 200})
+	add(2, fpTask{cpu: 2000, num: 1, milli: 200})
+	got := fpTargetWorkload(l, 95)
+	// 50+30+16 = 96 ≥ 95: three shapes, renormalised over 96.
+	if len(got) != 3 || got[0].milli != 500 || got[1].milli != 0 || got[2].milli != 1000 {
+		t.Fatalf("target workload %+v", got)
+	}
+	if math.Abs(got[0].freq-50.0/96) > 1e-12 || math.Abs(got[2].freq-16.0/96) > 1e-12 {
+		t.Errorf("frequencies %v %v, want 50/96 and 16/96", got[0].freq, got[2].freq)
+	}
+	got = fpTargetWorkload(l, 99)
+	if len(got) != 5 || got[3].cpu != 2000 {
+		t.Errorf("at 99 %% the tie of the 2-task shapes goes larger first: %+v", got)
+	}
+}
+
+func fpTestData(t *testing.T) string {
+	t.Helper()
+	dir, err := OpenBDir("")
+	if err != nil {
+		t.Skipf("trace not available: %v", err)
+	}
+	return dir
+}
+
+// The same seed gives the same curve; another seed other arrivals.
+func TestFPDeterministic(t *testing.T) {
+	dir := fpTestData(t)
+	run := func(seed uint64) *FPReport {
+		rep, err := RunFGDPaper(context.Background(), FGDPaperConfig{Dir: dir, Lists: []string{"default"}, Nodes: 100,
+			Policies: []string{FPRandom, FPFGD}, Seed: seed, Seeds: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	a, b, c := run(5), run(5), run(6)
+	if !reflect.DeepEqual(fpCurves(a), fpCurves(b)) {
+		t.Error("two runs with seed 5 differ")
+	}
+	if reflect.DeepEqual(fpCurves(a), fpCurves(c)) {
+		t.Error("seeds 5 and 6 give the same curves")
+	}
+	if n := len(a.Results[1].Curve); n != 131 {
+		t.Errorf("fgd curve has %d levels, want 0..130", n)
+	}
+}
+
+func fpCurves(rep *FPReport) [][]FPPoint {
+	var out [][]FPPoint
+	for _, r := range rep.Results {
+		out = append(out, r.Curve)
+	}
+	return out
+}
+
+// The fast path is DRA semantics: on a sample of trace nodes, with the
+// trace's tasks (a tenth constrained to GPU models), every policy's final
+// state passes the independent checker (devices, shared capacity,
+// selectors, each node's CPU and memory), and at sampled arrivals, for
+// every node, the fast path's "fits" equals what drasat's engine admits
+// for the task pinned to that node on the same state.
+func TestFPEquivalentToDRA(t *testing.T) {
+	dir := fpTestData(t)
+	nodes, err := loadFPNodes(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Six nodes: each GPU count and several models, small CPUs among them.
+	var pick []fpNode
+	seen := map[string]bool{}
+	for _, n := range nodes {
+		k := fmt.Sprintf("%d/%s", n.gpus, n.model)
+		if !seen[k] && len(pick) < 6 && (n.cpu <= 32000 || n.gpus >= 4) {
+			seen[k] = true
+			pick = append(pick, n)
+		}
+	}
+	l, err := loadFPList(dir, "gpuspec10")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checks, agree := 0, 0
+	for pi, pol := range FGDPaperPolicies {
+		s := newFPSim(pick, l, pol, 7)
+		arr := fpArrivals(l, s.capMilli, FGDPaperRatio, 7)
+		s.run(arr)
+		if err := check.CheckAll(fpObjects(s, len(s.placed), false), check.Options{}); err != nil {
+			t.Fatalf("%s: final state rejected by the checker: %v", pol, err)
+		}
+		// Replay and ask the engine at a few GPU arrivals (another set per
+		// policy, some early and some when the cluster is full).
+		replay := newFPSim(pick, l, pol, 7)
+		for i, pl := range s.placed {
+			if pl.task.num > 0 && (i+pi)%4 == 0 && checks < 300 {
+				for n := range pick {
+					fast := replay.fits(n, pl.task)
+					eng := fpEngineFits(t, replay, i, pl.task, n)
+					checks++
+					if fast != eng {
+						t.Errorf("%s arrival %d (%d×%d milli, %d CPU, %d MiB, spec %q) on %s (%s): fast path fits=%v, engine admits=%v",
+							pol, i, pl.task.num, pl.task.milli, pl.task.cpu, pl.task.mem, pl.task.spec, pick[n].name, pick[n].model, fast, eng)
+					} else if fast {
+						agree++
+					}
+				}
+			}
+			replay.placed = append(replay.placed, pl)
+			if pl.node >= 0 {
+				replay.apply(pl.node, pl.task, pl.gpus)
+			}
+		}
+	}
+	if checks < 200 || agree == 0 || agree == checks {
+		t.Errorf("%d checks, %d fits: want both outcomes sampled", checks, agree)
+	}
+}
+
+// fpEngineFits asks drasat's engine whether task t, pinned to node n by
+// its pod's nodeSelector, can be allocated on the state of s.
+func fpEngineFits(t *testing.T, s *fpSim, i int, tk *fpTask, n int) bool {
+	t.Helper()
+	objs := fpObjects(s, len(s.placed), true)
+	name := fmt.Sprintf("t%05d", i)
+	pod := fpPod(name, tk)
+	pod.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": s.nodes[n].name}
+	objs.Pods = append(objs.Pods, pod)
+	objs.Claims = append(objs.Claims, fpClaim(name, tk))
+	ctx := context.Background()
+	p, err := model.Build(ctx, objs, model.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := alloc.Run(ctx, p, alloc.Options{Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Stats.Admitted == 1
+}
+
+// drasat in the protocol on a small sample of the trace: its GPU tasks go
+// through the engine in windows, each window's allocation is validated
+// by the checker and replayed on the fast state (an invalid one fails
+// the run), and the final state, CPU-only pods included, passes the
+// checker.
+func TestFPDrasatRuns(t *testing.T) {
+	dir := fpTestData(t)
+	for _, cpuFGD := range []bool{false, true} {
+		rep, err := RunFGDPaper(context.Background(), FGDPaperConfig{Dir: dir, Lists: []string{"gpuspec10"}, Nodes: 16,
+			Policies: []string{FPDrasat}, Seed: 3, Seeds: 1, Verify: true, DrasatCPUByFGD: cpuFGD})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := rep.Results[0]
+		if !r.Verified || r.Placed == 0 || r.Failed == 0 || len(r.Curve) < 100 {
+			t.Errorf("cpu by fgd %v: verified %v, %d placed, %d turned away, %d levels", cpuFGD, r.Verified, r.Placed, r.Failed, len(r.Curve))
+		}
+		if u := r.At(130).Median; u < 0 || u > 100 {
+			t.Errorf("unallocated at 130 %%: %v", u)
+		}
+	}
+	// The curve counts each task from its arrival: it never falls, never
+	// exceeds what arrived, and ends at what the cluster holds.
+	nodes, err := loadFPNodes(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := loadFPList(dir, "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newFPSim(nodes[:12], l, FPDrasat, 4)
+	arr := fpArrivals(l, s.capMilli, FGDPaperRatio, 4)
+	steps := 0
+	c, err := s.runDrasat(context.Background(), arr, 7, 10*time.Second, false, func(string) { steps++ })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.allocated) != len(arr) || c.allocated[len(arr)-1] != s.usedMilli || c.placed+c.failed != len(arr) {
+		t.Fatalf("curve of %d points for %d arrivals, ends at %d of %d held; %d placed %d turned away",
+			len(c.allocated), len(arr), c.allocated[len(c.allocated)-1], s.usedMilli, c.placed, c.failed)
+	}
+	if steps == 0 {
+		t.Error("no progress reported")
+	}
+	for i := range c.allocated {
+		if c.allocated[i] > c.arrived[i] || i > 0 && c.allocated[i] < c.allocated[i-1] {
+			t.Fatalf("point %d: %d allocated of %d arrived (before: %d)", i, c.allocated[i], c.arrived[i], c.allocated[max(i-1, 0)])
+		}
+	}
+}
+
+// The table names every list, policy and level with the paper's value;
+// the page holds the two figures per list.
+func TestFPReportOutputs(t *testing.T) {
+	dir := fpTestData(t)
+	rep, err := RunFGDPaper(context.Background(), FGDPaperConfig{Dir: dir, Lists: []string{"default", "multigpu20"}, Nodes: 60,
+		Policies: []string{FPBestFit, FPFGD}, Seed: 1, Seeds: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tab, page, js strings.Builder
+	if err := WriteFPTable(&tab, rep); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"list default", "list multigpu20", "130 %", "4.77 [4.62–4.94]", "6.27 [5.88–6.65]", "bestfit", "fgd"} {
+		if !strings.Contains(tab.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, tab.String())
+		}
+	}
+	if err := WriteFPHTML(&page, rep); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(page.String(), "<svg"); n != 4 {
+		t.Errorf("page has %d figures, want 4", n)
+	}
+	if err := WriteFPJSON(&js, rep); err != nil || !strings.Contains(js.String(), `"perSeedAt100"`) {
+		t.Errorf("json: %v", err)
+	}
+}
