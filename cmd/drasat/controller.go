@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/drasat/drasat/alloc"
+	"github.com/drasat/drasat/hold"
 	"github.com/drasat/drasat/k8s"
 	"github.com/drasat/drasat/model"
 )
@@ -61,7 +62,7 @@ func controllerCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "controller",
 		Usage: "allocate the cluster's drasat-managed ResourceClaims continuously (see docs/adapter.md)",
-		Flags: append(clusterFlags(), holdFlag(k8s.DefaultHold),
+		Flags: append(append(clusterFlags(), holdFlags(k8s.DefaultHold)...),
 			&cli.StringFlag{Name: "metrics-addr", Value: ":8080", Usage: "serve /metrics, /healthz and /readyz on this address (host:port; empty: off)"},
 			&cli.DurationFlag{Name: "stuck-after", Usage: "/healthz fails while a pass has run longer than this (default: 5 x (timeout + 5s), at least 1m)"},
 			&cli.BoolFlag{Name: "leader-elect", Value: true, Usage: "run only while holding the Lease (safe with several replicas)"},
@@ -71,11 +72,14 @@ func controllerCommand() *cli.Command {
 	}
 }
 
-// holdFlag is --hold with the command's default: the controller holds by
-// default (k8s.DefaultHold), reconcile --once does not (it has no later
-// pass to decide held claims in).
-func holdFlag(value time.Duration) cli.Flag {
-	return &cli.DurationFlag{Name: "hold", Value: value, Usage: "under contention, hold claims back for forecast demand, at most this long after a claim is first seen: solve sampled scenarios of the claims to come, learnt from the claims seen, and admit now what they agree on (docs/adapter.md); 0: off"}
+// holdFlags are --hold with the command's default (the controller holds by
+// default, k8s.DefaultHold; reconcile --once does not: it has no later
+// pass to decide held claims in) and --hold-idle-per-claim.
+func holdFlags(value time.Duration) []cli.Flag {
+	return []cli.Flag{
+		&cli.DurationFlag{Name: "hold", Value: value, Usage: "under contention, hold claims back for forecast demand, at most this long after a claim is first seen: solve sampled scenarios of the claims to come, learnt from the claims seen, and admit now what they agree on (docs/adapter.md); 0: off"},
+		&cli.DurationFlag{Name: "hold-idle-per-claim", Value: hold.DefaultIdlePerClaim, Usage: "what one more claim admitted is worth in idle device time: claims are held only while the claims holding is expected to gain, times this, outweigh the device-seconds the held claims are expected to leave idle (docs/adapter.md); must be positive"},
+	}
 }
 
 // setup parses the common flags.
@@ -95,6 +99,7 @@ func setup(c *cli.Context) (*zap.Logger, kubernetes.Interface, k8s.Options, erro
 		Objective:    c.String("objective"),
 		Reserve:      c.Bool("reserve"),
 		Hold:         c.Duration("hold"),
+		HoldIdle:     c.Duration("hold-idle-per-claim"),
 		Policy:       c.String("policy"),
 		Compat:       c.String("compat"),
 		Timeout:      c.Duration("timeout"),
@@ -102,6 +107,9 @@ func setup(c *cli.Context) (*zap.Logger, kubernetes.Interface, k8s.Options, erro
 		StaleAfter:   c.Duration("stale-after"),
 		UnusedAfter:  c.Duration("unused-after"),
 		UngateAfter:  c.Duration("ungate-after"),
+	}
+	if opts.HoldIdle <= 0 {
+		return nil, nil, k8s.Options{}, fmt.Errorf("--hold-idle-per-claim must be positive (got %s)", opts.HoldIdle)
 	}
 	if c.IsSet("stuck-after") {
 		opts.StuckAfter = c.Duration("stuck-after")

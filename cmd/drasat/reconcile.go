@@ -19,7 +19,7 @@ func reconcileCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "reconcile",
 		Usage: "allocate the cluster's drasat-managed pending ResourceClaims once, then exit (see docs/adapter.md)",
-		Flags: append(clusterFlags(), holdFlag(0),
+		Flags: append(append(clusterFlags(), holdFlags(0)...),
 			&cli.BoolFlag{Name: "once", Value: true, Usage: "run one pass and exit (the only mode; for a loop use `drasat controller`)"},
 			&cli.StringFlag{Name: "identity", Usage: "this run's name in the Lease and in drasat.dev/allocated-by (default: drasat-reconcile-<host>-<pid>-<random>, unique, so that two concurrent runs never both believe they hold the Lease)"},
 		),
