@@ -128,7 +128,7 @@ func (o *Options) defaults() {
 // DefaultIdlePerClaim is Options.IdlePerClaim's default: chosen in the
 // arrival simulation (sim_test.go) on the burst, stream and waves, and
 // checked on the patterns it was not chosen on (docs/adapter.md).
-const DefaultIdlePerClaim = 60 * time.Second
+const DefaultIdlePerClaim = 90 * time.Second
 
 // protoPrefix names the prototype claims a Holder adds to a batch; ':' is
 // not allowed in object names, so no real claim has such a name.
@@ -270,9 +270,10 @@ func IsPrototype(c *resourceapi.ResourceClaim) bool {
 type Decision struct {
 	// Problem is the input problem without the prototypes: first the
 	// claims admitted now, their weights raised above the sum of the
-	// weights of all that follow (when any is held or declined); then the
-	// claims whose hold ended or was declined (Declined), at their own
-	// weight; then the held claims. Solving it admits as many of
+	// weights of all that follow (when any is held; when holds were
+	// declined, only enough to win ties); then the claims whose hold ended
+	// or was declined (Declined), at their own weight; then the held
+	// claims. Solving it admits as many of
 	// the first as fit and places them so as to leave room for the others;
 	// the late claims are admitted where they beat the held ones; Drop then
 	// removes the held claims from the result: they stay pending.
@@ -449,9 +450,8 @@ func (h *Holder) Decide(ctx context.Context, p *model.Problem, keys []string, no
 	// the held ones: they compete with them at their own weight, so that a
 	// large claim whose hold ended does not take the room of several
 	// smaller ones still held (they are what an offline solve would admit).
-	// The claims whose hold was declined are decided now too, after the
-	// kept ones: the solve places the kept ones first, where the scenarios
-	// would, and admits the declined ones where they still fit.
+	// The claims whose hold was declined are decided now too, as without
+	// holding (the most claims), the kept ones preferred among as many.
 	var kept, late, rest []*model.Claim
 	lowerWeight := int64(0) // of the held and late claims: one kept claim outweighs them all
 	for _, c := range current {
@@ -475,18 +475,28 @@ func (h *Holder) Decide(ctx context.Context, p *model.Problem, keys []string, no
 	for _, c := range late {
 		d.Kept = append(d.Kept, c.Index)
 	}
-	if len(d.Held) == 0 && len(declined) == 0 {
+	if len(d.Held) == 0 {
 		d.Problem = subProblem(p, append(kept, late...))
+		if len(declined) > 0 {
+			// As without holding, the most claims (weights); among as
+			// many, the most of those the scenarios admit: each claim's
+			// weight is scaled past what all kept claims add together.
+			n := int64(len(kept))
+			for i, c := range d.Problem.Claims {
+				c.Weight *= n + 1
+				if i < len(kept) {
+					c.Weight++
+				}
+			}
+		}
 		return d, nil
 	}
-	if len(d.Held) > 0 {
-		if r := now.Add(h.opts.Recheck); r.Before(d.Recheck) {
-			d.Recheck = r
-		}
-		// Decided again as soon as demand counts as stopped, if it does before.
-		if quiet, ok := h.QuietAt(now); ok && quiet.After(now) && quiet.Before(d.Recheck) {
-			d.Recheck = quiet
-		}
+	if r := now.Add(h.opts.Recheck); r.Before(d.Recheck) {
+		d.Recheck = r
+	}
+	// Decided again as soon as demand counts as stopped, if it does before.
+	if quiet, ok := h.QuietAt(now); ok && quiet.After(now) && quiet.Before(d.Recheck) {
+		d.Recheck = quiet
 	}
 	d.Problem = subProblem(p, append(append(kept, late...), rest...))
 	// One kept claim outweighs all held ones and the late ones: the solve
