@@ -83,13 +83,15 @@ func holdFlags(value time.Duration) []cli.Flag {
 }
 
 // setup parses the common flags.
-func setup(c *cli.Context) (*zap.Logger, kubernetes.Interface, k8s.Options, error) {
+// It returns two clients, each with its own rate limiter (--kube-api-qps,
+// --kube-api-burst): one for the allocations and gates, one for Events.
+func setup(c *cli.Context) (*zap.Logger, kubernetes.Interface, kubernetes.Interface, k8s.Options, error) {
 	log, err := k8s.NewLogger(c.String("log-level"), c.Bool("log-console"))
 	if err != nil {
-		return nil, nil, k8s.Options{}, err
+		return nil, nil, nil, k8s.Options{}, err
 	}
 	if _, err := timeoutFlag(c); err != nil {
-		return nil, nil, k8s.Options{}, err
+		return nil, nil, nil, k8s.Options{}, err
 	}
 	opts := k8s.Options{
 		Namespace:    c.String("namespace"),
@@ -109,7 +111,7 @@ func setup(c *cli.Context) (*zap.Logger, kubernetes.Interface, k8s.Options, erro
 		UngateAfter:  c.Duration("ungate-after"),
 	}
 	if opts.HoldIdle <= 0 {
-		return nil, nil, k8s.Options{}, fmt.Errorf("--hold-idle-per-claim must be positive (got %s)", opts.HoldIdle)
+		return nil, nil, nil, k8s.Options{}, fmt.Errorf("--hold-idle-per-claim must be positive (got %s)", opts.HoldIdle)
 	}
 	if c.IsSet("stuck-after") {
 		opts.StuckAfter = c.Duration("stuck-after")
@@ -119,32 +121,36 @@ func setup(c *cli.Context) (*zap.Logger, kubernetes.Interface, k8s.Options, erro
 	}
 	opts.Defaults()
 	if err := opts.Validate(); err != nil {
-		return nil, nil, opts, err
+		return nil, nil, nil, opts, err
 	}
 	cfg, err := k8s.RESTConfig(c.String("kubeconfig"), c.String("context"))
 	if err != nil {
-		return nil, nil, opts, err
+		return nil, nil, nil, opts, err
 	}
 	if err := applyLiveFlags(c, cfg, &opts); err != nil {
-		return nil, nil, opts, err
+		return nil, nil, nil, opts, err
 	}
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return nil, nil, opts, err
+		return nil, nil, nil, opts, err
 	}
-	return log, client, opts, nil
+	events, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, nil, opts, err
+	}
+	return log, client, events, opts, nil
 }
 
 func runController(c *cli.Context) error {
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	log, client, opts, err := setup(c)
+	log, client, events, opts, err := setup(c)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = log.Sync() }()
 	metrics := k8s.NewMetrics()
-	ctl := k8s.NewController(client, opts, log, metrics, os.Stdout)
+	ctl := k8s.NewControllerWithEvents(client, events, opts, log, metrics, os.Stdout)
 	if addr := c.String("metrics-addr"); addr != "" {
 		bound, err := k8s.Serve(ctx, addr, metrics.Handler(ctl.Health), log)
 		if err != nil {

@@ -42,7 +42,7 @@ func runReconcile(c *cli.Context) error {
 			return err
 		}
 	}
-	log, client, opts, err := setup(c)
+	log, client, events, opts, err := setup(c)
 	if err != nil {
 		return err
 	}
@@ -52,7 +52,7 @@ func runReconcile(c *cli.Context) error {
 			return err
 		}
 	}
-	ctl := k8s.NewController(client, opts, log, k8s.NewMetrics(), os.Stdout)
+	ctl := k8s.NewControllerWithEvents(client, events, opts, log, k8s.NewMetrics(), os.Stdout)
 	ctx, cancel := context.WithCancel(ctx)
 	defer func() {
 		cancel() // the informers stop, then Stop waits for them
