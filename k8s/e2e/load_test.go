@@ -472,10 +472,10 @@ func runLoad(t *testing.T, objs *model.Objects, lp loadPattern, gated bool) load
 		res.firstTry = metricValue(m, `drasat_passes_to_first_try_bucket{le="1"}`) + "/" + metricValue(m, "drasat_passes_to_first_try_count")
 		res.solves, res.cpu = metricValue(m, "drasat_solve_seconds_count"), metricValue(m, "process_cpu_seconds_total")
 		res.planned = metricValue(m, "drasat_planned_claims_total")
-		res.idle = metricValue(m, "drasat_held_device_seconds_total")
+		res.idle = rounded(metricValue(m, "drasat_held_device_seconds_total"), 0)
 		var ph []string
 		for _, phase := range []string{"solve", "recheck", "write", "ungate"} {
-			ph = append(ph, phase+" "+metricValue(m, `drasat_pass_phase_seconds_sum{phase="`+phase+`"}`)+"s")
+			ph = append(ph, rounded(metricValue(m, `drasat_pass_phase_seconds_sum{phase="`+phase+`"}`), 1)+"s")
 		}
 		res.phases = strings.Join(ph, ", ")
 		t.Logf("drasat metrics:\n%s", grepMetrics(m, "drasat_"))
@@ -486,6 +486,15 @@ func runLoad(t *testing.T, objs *model.Objects, lp loadPattern, gated bool) load
 		res.mode, res.lastAlloc.Seconds(), res.lastUngate.Seconds(), res.toAlloc, res.toUngate, res.toBind, res.phases)
 	c.assertFeasible()
 	return res
+}
+
+// rounded is a metric's value with prec decimals ("?" stays).
+func rounded(v string, prec int) string {
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		return v
+	}
+	return strconv.FormatFloat(f, 'f', prec, 64)
 }
 
 func metricValue(m, name string) string {
