@@ -270,10 +270,11 @@ func IsPrototype(c *resourceapi.ResourceClaim) bool {
 type Decision struct {
 	// Problem is the input problem without the prototypes: first the
 	// claims admitted now, their weights raised above the sum of the
-	// weights of all that follow (when any is held; when holds were
-	// declined, only enough to win ties); then the claims whose hold ended
-	// or was declined (Declined), at their own weight; then the held
-	// claims. Solving it admits as many of
+	// weights of all that follow (when any is held); then the claims
+	// whose hold ended or was declined (Declined), at their own weight;
+	// then the held claims. When holds were declined, every weight is
+	// scaled alike and the claims admitted now only get enough more to win
+	// ties. Solving it admits as many of
 	// the first as fit and places them so as to leave room for the others;
 	// the late claims are admitted where they beat the held ones; Drop then
 	// removes the held claims from the result: they stay pending.
