@@ -42,8 +42,15 @@ e2e: e2e-bin
 # The load test (k8s/e2e/load_test.go, build tag e2eload; not part of
 # `make test`): the MIG bench claims as pods, scheduler alone vs drasat.
 # LOAD_SIZE=16x8:1000 for the large instance.
+# The load test, one arrival pattern after the other (LOAD_PATTERNS), each
+# with the scheduler alone and with drasat; their rows of the table in
+# docs/performance.md are appended to LOAD_OUT, printed at the end.
+LOAD_PATTERNS ?= burst waves stream departures
+LOAD_OUT ?= bin/load-table.md
 e2e-load: e2e-bin
-	$(GO) test -tags e2eload -count=1 -timeout 60m -v -run TestLoadMIG ./k8s/e2e/
+	@mkdir -p $(dir $(LOAD_OUT)); status=0; for p in $(LOAD_PATTERNS); do \
+		LOAD_PATTERN=$$p LOAD_OUT=$(abspath $(LOAD_OUT)) $(GO) test -tags e2eload -count=1 -timeout 60m -v -run TestLoadMIG ./k8s/e2e/ || status=1; \
+	done; cat $(LOAD_OUT); exit $$status
 
 # Upstream conformance: every case of the structured allocator's own test
 # table (TestAllocator of k8s.io/dynamic-resource-allocation, the version in

@@ -25,6 +25,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -76,6 +77,14 @@ type Options struct {
 	// which have a resolution of one second.
 	QuietFactor float64
 	MinQuiet    time.Duration
+	// IdlePerClaim is what one more claim admitted is worth in idle
+	// device time (default DefaultIdlePerClaim): a pass holds claims only
+	// while the expected gain of holding (claims that would otherwise not
+	// fit) times IdlePerClaim is at least the device-seconds the held
+	// claims are expected to leave idle (Decision.Gain, Decision.Idle).
+	// Negative: no such limit, the scenarios' consensus alone decides (as
+	// before the rule; for comparisons).
+	IdlePerClaim time.Duration
 	// Objective and Policy of the scenario solves (alloc.Options).
 	Objective, Policy string
 	// Seed of the scenario sampler (the same seed and inputs give the same
@@ -111,7 +120,15 @@ func (o *Options) defaults() {
 	if o.MinQuiet <= 0 {
 		o.MinQuiet = 3 * time.Second
 	}
+	if o.IdlePerClaim == 0 {
+		o.IdlePerClaim = DefaultIdlePerClaim
+	}
 }
+
+// DefaultIdlePerClaim is Options.IdlePerClaim's default: chosen in the
+// arrival simulation (sim_test.go) on the burst, stream and waves, and
+// checked on the patterns it was not chosen on (docs/adapter.md).
+const DefaultIdlePerClaim = 90 * time.Second
 
 // protoPrefix names the prototype claims a Holder adds to a batch; ':' is
 // not allowed in object names, so no real claim has such a name.
@@ -253,8 +270,11 @@ func IsPrototype(c *resourceapi.ResourceClaim) bool {
 type Decision struct {
 	// Problem is the input problem without the prototypes: first the
 	// claims admitted now, their weights raised above the sum of the
-	// weights of all that follow; then the claims whose hold ended, at
-	// their own weight; then the held claims. Solving it admits as many of
+	// weights of all that follow (when any is held); then the claims
+	// whose hold ended or was declined (Declined), at their own weight;
+	// then the held claims. When holds were declined, every weight is
+	// scaled alike and the claims admitted now only get enough more to win
+	// ties. Solving it admits as many of
 	// the first as fit and places them so as to leave room for the others;
 	// the late claims are admitted where they beat the held ones; Drop then
 	// removes the held claims from the result: they stay pending.
@@ -270,6 +290,18 @@ type Decision struct {
 	// Recheck is when the held claims should be decided again at the
 	// latest (zero when none is held).
 	Recheck time.Time
+	// Gain is the expected gain of holding, in claims (their weights):
+	// the mean over the scenarios of what the scenario admits (current and
+	// sampled claims) less what it admits when every current claim comes
+	// first, as without holding. Idle is the device-seconds the claims the
+	// scenarios agree to hold are expected to leave idle: their devices
+	// (HeldDevices) until the sampled claims that take their room have
+	// arrived, half of (held + Gain) / rate, within the horizon. Claims are
+	// held only when Gain × IdlePerClaim is at least Idle; otherwise
+	// Declined counts the claims the scenarios would have held, and all
+	// are admitted now.
+	Gain, Idle float64
+	Declined   int
 
 	unplaceable map[int]bool // held claims Drop found to fit nowhere
 }
@@ -340,7 +372,9 @@ func (h *Holder) Decide(ctx context.Context, p *model.Problem, keys []string, no
 	// agreed[shape] collects, per scenario, how many of that shape's
 	// candidates the scenario admits.
 	agreed := map[string][]int{}
-	per := h.opts.Timeout / time.Duration(h.opts.Scenarios)
+	// Two solves per scenario: with and without holding.
+	per := h.opts.Timeout / time.Duration(2*h.opts.Scenarios)
+	gain := 0.0 // summed over the scenarios
 	for s := 0; s < h.opts.Scenarios; s++ {
 		if ctx.Err() != nil {
 			break
@@ -360,6 +394,7 @@ func (h *Holder) Decide(ctx context.Context, p *model.Problem, keys []string, no
 		}
 		d.Scenarios++
 		admitted := map[string]int{}
+		leftOut := false // the scenario admits fewer of a shape's candidates than there are
 		for _, a := range out.Assignments {
 			j := a.Claim.Index
 			if j < len(current) {
@@ -372,6 +407,14 @@ func (h *Holder) Decide(ctx context.Context, p *model.Problem, keys []string, no
 		}
 		for k, idx := range byShape {
 			agreed[k] = append(agreed[k], min(admitted[k], len(idx)))
+			leftOut = leftOut || admitted[k] < len(idx)
+		}
+		if leftOut {
+			g, err := h.holdingGain(ctx, q, len(current), claimWeight(out.Assignments), per)
+			if err != nil {
+				return nil, fmt.Errorf("hold: scenario %d without holding: %w", s, err)
+			}
+			gain += g
 		}
 	}
 	if d.Scenarios == 0 {
@@ -390,15 +433,31 @@ func (h *Holder) Decide(ctx context.Context, p *model.Problem, keys []string, no
 			held[i] = true
 		}
 	}
+	// Holding leaves the held claims' devices idle until the claims it
+	// waits for come: hold only what the expected gain pays for. Declined
+	// holds are decided now, as late ones.
+	declined := map[int]bool{}
+	if len(held) > 0 {
+		d.Gain = gain / float64(d.Scenarios)
+		devices := heldDevices(p, slices.Collect(maps.Keys(held)))
+		wait := min((float64(len(held))+d.Gain)/h.Rate(now), h.opts.Horizon.Seconds())
+		d.Idle = float64(devices) * wait / 2
+		if h.opts.IdlePerClaim > 0 && d.Gain*h.opts.IdlePerClaim.Seconds() < d.Idle {
+			d.Declined = len(held)
+			declined, held = held, declined
+		}
+	}
 	// Claims held MaxHold already (late) are decided now, but not before
 	// the held ones: they compete with them at their own weight, so that a
 	// large claim whose hold ended does not take the room of several
 	// smaller ones still held (they are what an offline solve would admit).
+	// The claims whose hold was declined are decided now too, as without
+	// holding (the most claims), the kept ones preferred among as many.
 	var kept, late, rest []*model.Claim
 	lowerWeight := int64(0) // of the held and late claims: one kept claim outweighs them all
 	for _, c := range current {
 		switch {
-		case expired[c.Index]:
+		case expired[c.Index] || declined[c.Index]:
 			late = append(late, c)
 			lowerWeight += c.Weight
 		case held[c.Index]:
@@ -419,6 +478,18 @@ func (h *Holder) Decide(ctx context.Context, p *model.Problem, keys []string, no
 	}
 	if len(d.Held) == 0 {
 		d.Problem = subProblem(p, append(kept, late...))
+		if len(declined) > 0 {
+			// As without holding, the most claims (weights); among as
+			// many, the most of those the scenarios admit: each claim's
+			// weight is scaled past what all kept claims add together.
+			n := int64(len(kept))
+			for i, c := range d.Problem.Claims {
+				c.Weight *= n + 1
+				if i < len(kept) {
+					c.Weight++
+				}
+			}
+		}
 		return d, nil
 	}
 	if r := now.Add(h.opts.Recheck); r.Before(d.Recheck) {
@@ -442,9 +513,11 @@ func (h *Holder) Decide(ctx context.Context, p *model.Problem, keys []string, no
 // HeldDevices is how many devices the held claims need at least: per
 // request the fewest of its alternatives (all matching devices for
 // allocationMode All). Holding leaves that much room free on purpose.
-func (d *Decision) HeldDevices(p *model.Problem) int {
+func (d *Decision) HeldDevices(p *model.Problem) int { return heldDevices(p, d.Held) }
+
+func heldDevices(p *model.Problem, held []int) int {
 	n := 0
-	for _, i := range d.Held {
+	for _, i := range held {
 		for _, r := range p.Claims[i].Requests {
 			least := -1
 			for _, a := range r.Alternatives {
@@ -503,6 +576,40 @@ func (d *Decision) Drop(out *alloc.Result) {
 	}
 	out.Unplaceable = slices.DeleteFunc(out.Unplaceable, d.IsHeld)
 	out.Stats.Admitted = len(out.Assignments)
+}
+
+// holdingGain is what holding gains in scenario q (its first current
+// claims the pass's, the others sampled; best the weight the scenario's
+// solve admitted): best less the weight admitted when every current claim
+// outweighs all sampled ones, as when nothing is held. Never negative (a
+// solve cut short by its budget may find less than the other).
+func (h *Holder) holdingGain(ctx context.Context, q *model.Problem, current int, best int64, budget time.Duration) (float64, error) {
+	g := subProblem(q, q.Claims)
+	future := int64(0)
+	for _, c := range g.Claims[current:] {
+		future += c.Weight
+	}
+	for _, c := range g.Claims[:current] {
+		c.Weight *= future + 1
+	}
+	out, err := alloc.Run(ctx, g, alloc.Options{Objective: h.opts.Objective, Policy: h.opts.Policy, Timeout: budget})
+	if err != nil {
+		return 0, err
+	}
+	without := int64(0)
+	for _, a := range out.Assignments {
+		without += q.Claims[a.Claim.Index].Weight
+	}
+	return float64(max(best-without, 0)), nil
+}
+
+// claimWeight is the weight of the claims admitted.
+func claimWeight(as []*alloc.Assignment) int64 {
+	w := int64(0)
+	for _, a := range as {
+		w += a.Claim.Weight
+	}
+	return w
 }
 
 // subProblem is p with only claims (in that order, re-indexed; the same

@@ -3,6 +3,7 @@ package hold
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -103,16 +104,19 @@ func TestNothingForecastAdmitsAll(t *testing.T) {
 }
 
 // bigAmongSmall: after the history of 60 one-GPU claims in 20 s, a claim
-// for the whole 4-GPU node and a one-GPU claim arrive at now; the Holder's
-// decision at now.
+// for half of an idle 8-GPU node and a one-GPU claim arrive at now; the
+// Holder's decision at now (scenario solves within a second in all).
 func bigAmongSmall(t *testing.T, opts Options, now time.Time) (*Holder, *model.Problem, *Decision) {
 	t.Helper()
+	if opts.Timeout == 0 {
+		opts.Timeout = time.Second
+	}
 	h := New(opts)
 	history(h, 60, now)
 	big, small := claim("big", 4), claim("small", 1)
 	h.Observe(now, "big", big)
 	h.Observe(now, "small", small)
-	p, keys := build(t, cluster(4), h, big, small)
+	p, keys := build(t, cluster(8), h, big, small)
 	d, err := h.Decide(context.Background(), p, keys, now)
 	if err != nil {
 		t.Fatal(err)
@@ -122,9 +126,13 @@ func bigAmongSmall(t *testing.T, opts Options, now time.Time) (*Holder, *model.P
 
 func TestHoldsLargeClaimForForecastSmallOnes(t *testing.T) {
 	// Small claims keep arriving (60 in 20 s: 1/s over the 60 s lookback,
-	// 30 forecast in the 30 s horizon). A claim for the whole node would
+	// 30 forecast in the 30 s horizon). A claim for half the node would
 	// take the room of four of them: every scenario admits small ones
 	// instead, so it is held; the small claim pending with it is admitted.
+	// Holding gains 3 claims (8 admitted instead of big, small and 3
+	// forecast ones) for 4 devices idle until the 4 claims that take their
+	// room have come (4 s at 62 arrivals a minute), on average half of
+	// that: 7.7 device-s (idle4), which the default 90 s per claim pays for.
 	now := t0
 	_, p, d := bigAmongSmall(t, Options{Seed: 1}, now)
 	if got := names(p, d.Held); !slices.Equal(got, []string{"big"}) {
@@ -135,6 +143,9 @@ func TestHoldsLargeClaimForForecastSmallOnes(t *testing.T) {
 	}
 	if d.Scenarios != 5 || d.Expected < 25 || d.Expected > 35 {
 		t.Fatalf("%d scenarios, %.1f forecast; want 5 and about 30", d.Scenarios, d.Expected)
+	}
+	if d.Gain != 3 || math.Abs(d.Idle-idle4) > 1e-9 || d.Declined != 0 {
+		t.Fatalf("gain %v, idle %v device-s, declined %d; want 3, %v, 0", d.Gain, d.Idle, d.Declined, idle4)
 	}
 	// The held claim is due again when demand counts as stopped if nothing
 	// more arrives (MinQuiet, 3 s: the history's longest gap is 1/3 s),
@@ -156,7 +167,7 @@ func TestHoldsLargeClaimForForecastSmallOnes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs := cluster(4)
+	objs := cluster(8)
 	objs.Claims = []*resourceapi.ResourceClaim{claim("small", 1)}
 	if err := check.Check(objs, []*resourceapi.ResourceClaim{claims[0]}, check.Options{}); err != nil {
 		t.Fatalf("kept claim's allocation: %v", err)
@@ -362,29 +373,106 @@ func TestExpiredClaimDoesNotOutrankHeldOnes(t *testing.T) {
 }
 
 func TestClaimThatFitsNowhereIsNotHeld(t *testing.T) {
-	// A claim for more GPUs than the node has: no scenario admits it, so
-	// Decide holds it, but the solve finds it fits nowhere even alone, and
+	// A claim for more GPUs than the node has, with one for half the node
+	// that holding gains from: no scenario admits either, so Decide holds
+	// both, but the solve finds the first fits nowhere even alone, and
 	// Drop leaves it rejected (reported unallocatable, not silently held).
-	h := New(Options{Seed: 1})
+	h := New(Options{Seed: 1, Timeout: time.Second})
 	now := t0
 	history(h, 60, now)
-	huge := claim("huge", 8)
+	huge, big := claim("huge", 16), claim("big", 4)
 	h.Observe(now, "huge", huge)
-	p, keys := build(t, cluster(4), h, huge)
+	h.Observe(now, "big", big)
+	p, keys := build(t, cluster(8), h, huge, big)
 	d, err := h.Decide(context.Background(), p, keys, now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(d.Held) != 1 {
-		t.Fatalf("held %v, want [huge] before the solve", names(p, d.Held))
+	if len(d.Held) != 2 {
+		t.Fatalf("held %v, want [huge big] before the solve", names(p, d.Held))
 	}
 	out, err := alloc.Run(context.Background(), d.Problem, alloc.Options{Timeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	d.Drop(out)
-	if d.IsHeld(0) || len(out.Unplaceable) != 1 || out.Rejected[0] == "" {
-		t.Fatalf("held %v, unplaceable %v, rejected %v: want huge rejected as unplaceable", d.IsHeld(0), out.Unplaceable, out.Rejected)
+	hi := slices.IndexFunc(d.Problem.Claims, func(c *model.Claim) bool { return c.Obj.Name == "huge" })
+	if d.IsHeld(hi) || !slices.Equal(out.Unplaceable, []int{hi}) || out.Rejected[hi] == "" {
+		t.Fatalf("held %v, unplaceable %v, rejected %v: want huge rejected as unplaceable", d.IsHeld(hi), out.Unplaceable, out.Rejected)
+	}
+	// Alone, it is not held at all: holding it gains nothing (no solve
+	// admits it), so the scenarios' hold is declined.
+	h = New(Options{Seed: 1, Timeout: time.Second})
+	history(h, 60, now)
+	h.Observe(now, "huge", huge)
+	p, keys = build(t, cluster(8), h, huge)
+	if d, err = h.Decide(context.Background(), p, keys, now); err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Held) != 0 || d.Declined != 1 || d.Gain != 0 {
+		t.Fatalf("alone: held %v, declined %d, gain %v; want none held, 1 declined, no gain", names(p, d.Held), d.Declined, d.Gain)
+	}
+}
+
+// idle4 is bigAmongSmall's expected idle device-seconds: 4 devices for half
+// of the time the 4 claims that take their room need to arrive (62 in the
+// last minute).
+const idle4 = 4 * (4 / (62.0 / 60)) / 2
+
+// Holding only pays where the forecast gains claims: at 1 s of idle
+// device per claim gained, the 3 claims bigAmongSmall's hold gains do not
+// pay for its 7.7 idle device-seconds, so nothing is held and both claims
+// are admitted now.
+func TestHoldOnlyWhatTheGainPays(t *testing.T) {
+	_, p, d := bigAmongSmall(t, Options{Seed: 1, IdlePerClaim: time.Second}, t0)
+	if len(d.Held) != 0 || d.Declined != 1 || d.Gain != 3 || math.Abs(d.Idle-idle4) > 1e-9 {
+		t.Fatalf("held %v, declined %d, gain %v, idle %v; want nothing held, 1 declined, gain 3, idle %v", names(p, d.Held), d.Declined, d.Gain, d.Idle, idle4)
+	}
+	if !d.Recheck.IsZero() {
+		t.Fatalf("recheck %v with nothing held", d.Recheck)
+	}
+	out, err := alloc.Run(context.Background(), d.Problem, alloc.Options{Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Drop(out)
+	if out.Stats.Admitted != 2 {
+		t.Fatalf("admitted %d, want big and small", out.Stats.Admitted)
+	}
+	// At 3 s per claim it pays (9 >= 7.7; 2 s: 6 does not).
+	_, p, d = bigAmongSmall(t, Options{Seed: 1, IdlePerClaim: 3 * time.Second}, t0)
+	if got := names(p, d.Held); !slices.Equal(got, []string{"big"}) {
+		t.Fatalf("at 3 s per claim: held %v, want [big]", got)
+	}
+}
+
+// No gain, no hold: on a node of four GPUs, the claim for all of it and a
+// one-GPU claim cannot both run, so admitting every current claim first
+// (without holding) admits the small one and as many forecast ones as
+// the scenarios' optimum. Holding the large claim would gain nothing; it
+// is decided now (and rejected: no room), not held for up to MaxHold.
+func TestNoGainNoHold(t *testing.T) {
+	h := New(Options{Seed: 1, Timeout: time.Second})
+	now := t0
+	history(h, 60, now)
+	big, small := claim("big", 4), claim("small", 1)
+	h.Observe(now, "big", big)
+	h.Observe(now, "small", small)
+	p, keys := build(t, cluster(4), h, big, small)
+	d, err := h.Decide(context.Background(), p, keys, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Held) != 0 || d.Declined != 1 || d.Gain != 0 {
+		t.Fatalf("held %v, declined %d, gain %v; want nothing held", names(p, d.Held), d.Declined, d.Gain)
+	}
+	out, err := alloc.Run(context.Background(), d.Problem, alloc.Options{Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Drop(out)
+	if len(out.Assignments) != 1 || out.Assignments[0].Claim.Obj.Name != "small" || len(out.Rejected) != 1 {
+		t.Fatalf("%d admitted, rejected %v; want small admitted, big rejected", len(out.Assignments), out.Rejected)
 	}
 }
 
@@ -430,7 +518,7 @@ func TestBurstOverDecidesHeldClaims(t *testing.T) {
 		t.Fatalf("recheck %v, want %v (quiet)", d.Recheck, want)
 	}
 	// The pass at Recheck: the small claim is running, the big one pending.
-	p, keys := build(t, cluster(4), h, claim("big", 4))
+	p, keys := build(t, cluster(8), h, claim("big", 4))
 	d, err := h.Decide(context.Background(), p, keys, d.Recheck)
 	if err != nil {
 		t.Fatal(err)

@@ -25,16 +25,19 @@ import (
 // BatchWindow or MaxWindow after the first change, or when held claims are
 // due; each pass solves every pending claim with the allocated ones fixed
 // (solving takes no simulated time). It prints, per pattern and size, the
-// claims admitted without and with holding, against offline. It is a
-// design tool, slow at 1,000 claims: HOLD_SIM=1 runs it; SIM_SIZES
-// (8x8:300,16x8:1000), SIM_PATTERNS (burst,stream,waves), HOLD_MAX,
-// HOLD_HORIZON, HOLD_LOOKBACK, HOLD_MINSPAN, HOLD_SCENARIOS, HOLD_TIMEOUT steer it.
+// claims admitted without and with holding, against offline, their
+// latency and the device-seconds held claims left idle. It is a design
+// tool, slow at 1,000 claims: HOLD_SIM=1 runs it; SIM_SIZES
+// (8x8:300,16x8:1000), SIM_PATTERNS (burst,stream,waves,departures: the
+// stream, each admitted claim leaving 30-90 s later), HOLD_MAX, HOLD_HORIZON, HOLD_LOOKBACK, HOLD_MINSPAN,
+// HOLD_SCENARIOS, HOLD_TIMEOUT, HOLD_IDLE (Options.IdlePerClaim) steer it;
+// SIM_TRACE=1 logs every pass that holds or declines to.
 func TestSimulateArrivals(t *testing.T) {
 	if os.Getenv("HOLD_SIM") == "" {
 		t.Skip("HOLD_SIM=1 runs the arrival simulation")
 	}
 	sizes := strings.Split(envOr("SIM_SIZES", "8x8:300,16x8:1000"), ",")
-	patterns := strings.Split(envOr("SIM_PATTERNS", "burst,stream,waves"), ",")
+	patterns := strings.Split(envOr("SIM_PATTERNS", "burst,stream,waves,departures"), ",")
 	opts := hold.Options{
 		MaxHold:   envDur(t, "HOLD_MAX", 0),
 		Horizon:   envDur(t, "HOLD_HORIZON", 0),
@@ -43,6 +46,7 @@ func TestSimulateArrivals(t *testing.T) {
 		Scenarios: envInt(t, "HOLD_SCENARIOS", 0),
 		Timeout:   envDur(t, "HOLD_TIMEOUT", 0),
 		Objective: alloc.MaxClaims, Policy: alloc.Binpack,
+		IdlePerClaim: envDur(t, "HOLD_IDLE", 0),
 	}
 	for _, size := range sizes {
 		sz, err := bench.ParseSize(size)
@@ -67,11 +71,13 @@ type simResult struct {
 	admitted, passes, maxHeld int
 	last, p50, p90            time.Duration
 	largeAdmitted, large      int
+	idle                      float64 // device-seconds held claims left idle
+	declined                  int     // passes whose scenarios held claims the gain did not pay for
 }
 
 func (r simResult) row(offline int) string {
-	return fmt.Sprintf("%d (%.0f %%), last %.0fs, p50 %.0fs, p90 %.0fs, %d passes, most held %d, large %d/%d",
-		r.admitted, 100*float64(r.admitted)/float64(offline), r.last.Seconds(), r.p50.Seconds(), r.p90.Seconds(), r.passes, r.maxHeld, r.largeAdmitted, r.large)
+	return fmt.Sprintf("%d (%.0f %%), last %.0fs, p50 %.0fs, p90 %.0fs, idle %.0f device-s, %d passes, most held %d, declined %d, large %d/%d",
+		r.admitted, 100*float64(r.admitted)/float64(offline), r.last.Seconds(), r.p50.Seconds(), r.p90.Seconds(), r.idle, r.passes, r.maxHeld, r.declined, r.largeAdmitted, r.large)
 }
 
 func solveAll(t *testing.T, in *bench.Instance) int {
@@ -87,15 +93,26 @@ func solveAll(t *testing.T, in *bench.Instance) int {
 }
 
 // arrival is when (simulated, from 0) the i-th of n pending claims' pod is
-// created, as load_test.go's createAt: stream 5 pods/s, 4 waves 30 s apart.
+// created, as load_test.go's createAt: stream 5 pods/s, 4 waves 30 s apart;
+// departures is the stream.
 func arrival(pattern string, i, n int) time.Duration {
 	switch pattern {
-	case "stream":
+	case "stream", "departures":
 		return time.Duration(float64(i) / 5 * float64(time.Second))
 	case "waves":
 		return time.Duration(i*4/n) * 30 * time.Second
 	}
 	return 0
+}
+
+// lifetime is how long the i-th pending claim runs once admitted, in the
+// departures pattern (forever in the others): 30 to 90 s, spread evenly
+// over the claims.
+func lifetime(pattern string, i int) time.Duration {
+	if pattern != "departures" {
+		return -1
+	}
+	return 30*time.Second + time.Duration(i*37%61)*time.Second
 }
 
 // The controller's window defaults (k8s: --batch-window, --max-window).
@@ -106,6 +123,7 @@ const (
 
 func simulate(t *testing.T, in *bench.Instance, pattern string, h *hold.Holder) simResult {
 	ctx := context.Background()
+	now := time.Duration(0)
 	var running, pending []*resourceapi.ResourceClaim
 	for _, c := range in.Objs.Claims {
 		if c.Status.Allocation != nil {
@@ -116,9 +134,24 @@ func simulate(t *testing.T, in *bench.Instance, pattern string, h *hold.Holder) 
 	}
 	n := len(pending)
 	at := map[string]time.Duration{}
+	life := map[string]time.Duration{}
 	for i, c := range pending {
 		at[c.Name] = arrival(pattern, i, n)
+		life[c.Name] = lifetime(pattern, i)
 	}
+	ends := map[string]time.Duration{} // admitted claim -> when it leaves
+	// nextDeparture is the first departure after now, if any.
+	nextDeparture := func() (time.Duration, bool) {
+		first, ok := time.Duration(0), false
+		for _, e := range ends {
+			if e > now && (!ok || e < first) {
+				first, ok = e, true
+			}
+		}
+		return first, ok
+	}
+	var heldDevices int // held by the last pass
+	var heldAt time.Duration
 	var res simResult
 	for _, c := range pending {
 		if size(c) >= large {
@@ -128,20 +161,25 @@ func simulate(t *testing.T, in *bench.Instance, pattern string, h *hold.Holder) 
 	var lat []time.Duration
 	waiting := []*resourceapi.ResourceClaim{} // arrived, not admitted
 	next := 0                                 // next pending claim to arrive
-	now := time.Duration(0)
 	var recheck time.Duration = -1
 	for {
-		// The window: from the first change, until quiet for batchWindow
-		// or open for maxWindow.
-		var first time.Duration
-		switch {
-		case next < n && (recheck < 0 || at[pending[next].Name] <= recheck):
-			first = max(now, at[pending[next].Name])
-		case recheck >= 0:
-			first = max(now, recheck)
-		default:
+		// The window: from the first change (an arrival, a recheck, a
+		// departure while claims wait), until quiet for batchWindow or
+		// open for maxWindow.
+		var events []time.Duration
+		if next < n {
+			events = append(events, at[pending[next].Name])
+		}
+		if recheck >= 0 {
+			events = append(events, recheck)
+		}
+		if dep, ok := nextDeparture(); ok && len(waiting) > 0 {
+			events = append(events, dep)
+		}
+		if len(events) == 0 {
 			return finish(res, lat)
 		}
+		first := max(now, slices.Min(events))
 		end := first + batchWindow
 		for next < n && at[pending[next].Name] <= end && at[pending[next].Name] < first+maxWindow {
 			end = max(end, at[pending[next].Name]+batchWindow)
@@ -153,6 +191,15 @@ func simulate(t *testing.T, in *bench.Instance, pattern string, h *hold.Holder) 
 		}
 		now = min(end, first+maxWindow)
 		res.passes++
+		res.idle += float64(heldDevices) * (now - heldAt).Seconds()
+		heldDevices, heldAt = 0, now
+		running = slices.DeleteFunc(running, func(c *resourceapi.ResourceClaim) bool {
+			e, ok := ends[c.Name]
+			if ok && e <= now {
+				delete(ends, c.Name)
+			}
+			return ok && e <= now
+		})
 		objs := *in.Objs
 		objs.Claims = append(slices.Clone(running), waiting...)
 		if h != nil {
@@ -172,6 +219,14 @@ func simulate(t *testing.T, in *bench.Instance, pattern string, h *hold.Holder) 
 			d, err = h.Decide(ctx, p, keys, start.Add(now))
 			if err != nil {
 				t.Fatal(err)
+			}
+			heldDevices = d.HeldDevices(p)
+			if d.Declined > 0 {
+				res.declined++
+			}
+			if os.Getenv("SIM_TRACE") != "" && (len(d.Held) > 0 || d.Declined > 0) {
+				t.Logf("%s %.0fs: %d waiting, forecast %.0f, held %d (%d devices), declined %d, gain %.1f, idle %.0f device-s",
+					pattern, now.Seconds(), len(waiting), d.Expected, len(d.Held), heldDevices, d.Declined, d.Gain, d.Idle)
 			}
 			p = d.Problem
 			res.maxHeld = max(res.maxHeld, len(d.Held))
@@ -194,6 +249,9 @@ func simulate(t *testing.T, in *bench.Instance, pattern string, h *hold.Holder) 
 		for _, c := range claims {
 			if c.Status.Allocation != nil {
 				running = append(running, c)
+				if l := life[c.Name]; l >= 0 {
+					ends[c.Name] = now + l
+				}
 				admitted[c.Name] = true
 				res.admitted++
 				lat = append(lat, now-at[c.Name])

@@ -52,9 +52,17 @@ type Controller struct {
 
 // NewController wires informers, the event recorder and the reconciler.
 func NewController(client kubernetes.Interface, opts Options, log *zap.Logger, metrics *Metrics, dryRunOut io.Writer) *Controller {
+	return NewControllerWithEvents(client, client, opts, log, metrics, dryRunOut)
+}
+
+// NewControllerWithEvents is NewController with Events written through
+// their own client: with a rate limiter of their own (as the
+// kube-scheduler's), the Events for every allocation and removed gate do
+// not take the allocations' and gates' share of the client's QPS.
+func NewControllerWithEvents(client, events kubernetes.Interface, opts Options, log *zap.Logger, metrics *Metrics, dryRunOut io.Writer) *Controller {
 	opts.Defaults()
 	b := record.NewBroadcaster()
-	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: events.CoreV1().Events("")})
 	rec := b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: Component})
 	r := &Reconciler{Client: client, Cache: NewCache(client, opts), Opts: opts, Log: log, Metrics: metrics,
 		Recorder: rec, DryRunOut: dryRunOut}

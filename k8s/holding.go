@@ -55,9 +55,13 @@ func (r *Reconciler) holdBack(ctx context.Context, p *model.Problem, objs *model
 	}
 	r.holdRecheck = d.Recheck
 	r.Metrics.HeldClaims.Set(float64(len(d.Held)))
+	if d.Declined > 0 {
+		r.Metrics.HoldsDeclined.Add(float64(d.Declined))
+	}
 	if len(d.Held) > 0 || d.Scenarios > 0 {
 		r.Log.Info("claims held for forecast demand", zap.Int("held", len(d.Held)), zap.Int("admittable", len(d.Kept)),
-			zap.Float64("forecast", d.Expected), zap.Int("scenarios", d.Scenarios), zap.Time("recheck", d.Recheck))
+			zap.Float64("forecast", d.Expected), zap.Int("scenarios", d.Scenarios), zap.Time("recheck", d.Recheck),
+			zap.Float64("gain", d.Gain), zap.Float64("idleDeviceSeconds", d.Idle), zap.Int("declined", d.Declined))
 	}
 	return d.Problem, &clean, d, nil
 }
@@ -70,7 +74,7 @@ func (r *Reconciler) holdObjects(objs *model.Objects, solve []*resourceapi.Resou
 	}
 	if r.holder == nil {
 		// Half the pass's budget for the scenarios, the rest for the solve.
-		r.holder = hold.New(hold.Options{MaxHold: r.Opts.Hold, Timeout: r.Opts.Timeout / 2,
+		r.holder = hold.New(hold.Options{MaxHold: r.Opts.Hold, IdlePerClaim: r.Opts.HoldIdle, Timeout: r.Opts.Timeout / 2,
 			Objective: r.Opts.Objective, Policy: alloc.Binpack})
 	}
 	for _, c := range solve {

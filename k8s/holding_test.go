@@ -13,15 +13,17 @@ import (
 	"github.com/drasat/drasat/hold"
 )
 
-// holdEnv: one node of 4 GPUs, a pending claim for all four and one for a
+// holdEnv: one node of 8 GPUs, a pending claim for four and one for a
 // single GPU (standalone, managed), created at created, and a controller
 // with --hold=30s that has seen 60 one-GPU claims arrive in the last 20 s.
+// Both fit now, but the forecast one-GPU claims would fill the node: holding
+// the large one gains three claims.
 func holdEnv(t *testing.T, created time.Time) *env {
 	managed := map[string]string{ManagedLabel: "true"}
 	big, small := claim("big", 4, managed), claim("small", 1, managed)
 	big.CreationTimestamp = metav1.NewTime(created)
 	small.CreationTimestamp = metav1.NewTime(created)
-	e := newEnv(t, Options{Hold: 30 * time.Second, Policy: "binpack"}, node("n1"), slice("n1", 4), class(), big, small)
+	e := newEnv(t, Options{Hold: 30 * time.Second, Policy: "binpack"}, node("n1"), slice("n1", 8), class(), big, small)
 	e.r.holder = hold.New(hold.Options{MaxHold: 30 * time.Second, Seed: 1})
 	now := time.Now()
 	for i := range 60 {
@@ -138,5 +140,37 @@ func TestHeldStandInsClaimIsDecided(t *testing.T) {
 	}
 	if c := e.claim(t, "big-gpu-abcde"); c.Status.Allocation != nil || c.Annotations[UnallocatableAnnotation] != "" {
 		t.Errorf("held claim written or marked unallocatable")
+	}
+}
+
+// --hold-idle-per-claim: at 1 s of idle device per claim gained, the three
+// claims holding the large claim gains do not pay for its 4 devices left
+// idle while the forecast claims that take their room arrive (about 4 s,
+// half of it on average: 7.7 device-seconds): both claims are allocated
+// now, and drasat_holds_declined_total counts it.
+func TestHoldDeclinedWhenIdleCostsMore(t *testing.T) {
+	e := holdEnv(t, time.Now())
+	e.r.Opts.HoldIdle = time.Second
+	e.r.holder = hold.New(hold.Options{MaxHold: 30 * time.Second, IdlePerClaim: e.r.Opts.HoldIdle, Seed: 1})
+	now := time.Now()
+	for i := range 60 {
+		c := claim(fmt.Sprintf("old-%d", i), 1, nil)
+		e.r.holder.Observe(now.Add(-20*time.Second+time.Duration(i)*time.Second/3), "old-"+fmt.Sprint(i), c)
+	}
+	res := e.pass(t)
+	if res.Held != 0 || res.Allocated != 2 {
+		t.Fatalf("result %+v, want both allocated, none held", res)
+	}
+	if got := counterValue(t, e.r.Metrics.HoldsDeclined); got != 1 {
+		t.Fatalf("drasat_holds_declined_total %v, want 1", got)
+	}
+	e.allFeasible(t)
+
+	// The option reaches the holder a pass creates.
+	e = newEnv(t, Options{Hold: 30 * time.Second, HoldIdle: 7 * time.Second, Policy: "binpack"}, node("n1"), slice("n1", 4), class(),
+		claim("c", 1, map[string]string{ManagedLabel: "true"}))
+	e.pass(t)
+	if e.r.holder == nil || e.r.holder.Options().IdlePerClaim != 7*time.Second {
+		t.Fatalf("holder %v: want IdlePerClaim from Options.HoldIdle", e.r.holder)
 	}
 }

@@ -22,6 +22,14 @@ type liveMetrics struct {
 	// HeldDeviceSeconds: the devices held claims need, times how long they
 	// were held (holding.go): capacity left free on purpose.
 	HeldDeviceSeconds prometheus.Counter
+	// HoldsDeclined: claims the scenarios would have held, admitted instead
+	// because the expected gain did not pay for the idle devices.
+	HoldsDeclined prometheus.Counter
+	// PhaseSeconds: where a pass's time goes, by phase: solve (build,
+	// hold, solve), recheck (each claim re-checked before its write),
+	// write (the writes, with the gates removed as pods complete) and
+	// ungate (waiting for the cache, then the remaining gates).
+	PhaseSeconds *prometheus.HistogramVec
 	// AllocationsUndone: allocations drasat wrote that another component
 	// removed before any pod used them (podrules.go); it must stay 0.
 	AllocationsUndone prometheus.Counter
@@ -48,7 +56,12 @@ func (m *Metrics) registerLive(f func(prometheus.Collector)) {
 		Help: "Devices the held claims need (the fewest per request), times the seconds from the pass that held them to the next pass: capacity left free on purpose for forecast demand (--hold)."})
 	m.AllocationsUndone = prometheus.NewCounter(prometheus.CounterOpts{Name: "drasat_allocations_undone_total",
 		Help: "Allocations drasat wrote that another component (the kube-scheduler) removed before any pod used them; should stay 0."})
-	for _, c := range []prometheus.Collector{m.ParkedClaims, m.WindowSeconds, m.Writes, m.PassesToFirstTry, m.ProjectedClaims, m.PlannedClaims, m.BatchLimit, m.HeldClaims, m.HeldDeviceSeconds, m.AllocationsUndone} {
+	m.HoldsDeclined = prometheus.NewCounter(prometheus.CounterOpts{Name: "drasat_holds_declined_total",
+		Help: "Claims the forecast's scenarios would have held, decided at once instead: the claims holding was expected to gain, times --hold-idle-per-claim, did not pay for the device-seconds they would have left idle."})
+	m.PhaseSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "drasat_pass_phase_seconds",
+		Help:    "Time a pass spent per phase: solve (build, hold, solve), recheck (claims re-checked before writing), write (allocations written, gates removed as pods complete), ungate (the cache caught up, remaining gates removed).",
+		Buckets: prometheus.ExponentialBuckets(0.01, 2, 14)}, []string{"phase"})
+	for _, c := range []prometheus.Collector{m.ParkedClaims, m.WindowSeconds, m.Writes, m.PassesToFirstTry, m.ProjectedClaims, m.PlannedClaims, m.BatchLimit, m.HeldClaims, m.HeldDeviceSeconds, m.HoldsDeclined, m.PhaseSeconds, m.AllocationsUndone} {
 		f(c)
 	}
 }

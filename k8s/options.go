@@ -55,6 +55,11 @@ type Options struct {
 	// a claim is first seen (package hold, holding.go); 0: off. drasat
 	// controller's default is DefaultHold.
 	Hold time.Duration
+	// HoldIdle: a pass holds claims only while the claims holding is
+	// expected to gain, times HoldIdle, are at least the device-seconds
+	// the held claims are expected to leave idle
+	// (hold.Options.IdlePerClaim); 0 means hold.DefaultIdlePerClaim.
+	HoldIdle time.Duration
 
 	// Identity names this replica (Lease holder, allocated-by annotation).
 	Identity string
@@ -149,8 +154,8 @@ func (o *Options) Validate() error {
 	if err := model.CheckCompat(o.Compat); err != nil {
 		return err
 	}
-	if o.BatchWindow < 0 || o.MaxBatch < 0 || o.Timeout < 0 || o.StuckAfter < 0 || o.Hold < 0 || o.WriteTimeout < 0 || o.StaleAfter < 0 || o.UnusedAfter < 0 || o.UngateAfter < 0 {
-		return fmt.Errorf("batch window, max batch, timeout, stuck-after, hold and write timeout must not be negative")
+	if o.BatchWindow < 0 || o.MaxBatch < 0 || o.Timeout < 0 || o.StuckAfter < 0 || o.Hold < 0 || o.HoldIdle < 0 || o.WriteTimeout < 0 || o.StaleAfter < 0 || o.UnusedAfter < 0 || o.UngateAfter < 0 {
+		return fmt.Errorf("batch window, max batch, timeout, stuck-after, hold, hold idle per claim and write timeout must not be negative")
 	}
 	return nil
 }

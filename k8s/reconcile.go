@@ -172,10 +172,13 @@ func (r *Reconciler) Pass(ctx context.Context) (PassResult, error) {
 	if r.Opts.DryRun {
 		return res, nil
 	}
+	ungating := time.Now()
 	if len(written) > 0 {
 		r.settle(ctx, written)
 	}
-	if err := r.ungate(ctx, written, &res); err != nil {
+	err = r.ungate(ctx, written, &res)
+	r.Metrics.PhaseSeconds.WithLabelValues("ungate").Observe(time.Since(ungating).Seconds())
+	if err != nil {
 		return res, err
 	}
 	r.releaseUnused(ctx, snap, &res)
@@ -324,6 +327,7 @@ func (r *Reconciler) solveAndWrite(ctx context.Context, snap *Snapshot, batch, p
 	elapsed := time.Since(start)
 	r.Metrics.BatchSize.Observe(float64(len(solve)))
 	r.Metrics.SolveSeconds.Observe(elapsed.Seconds())
+	r.Metrics.PhaseSeconds.WithLabelValues("solve").Observe(elapsed.Seconds())
 	res.Optimal = out.Stats.Optimal
 	if out.Stats.Optimal {
 		r.Metrics.Optimal.Set(1)
@@ -542,30 +546,43 @@ func objects(snap *Snapshot, batch []*resourceapi.ResourceClaim) *model.Objects 
 // show them yet): its devices must be free, counters must not be exceeded,
 // selectors and constraints must hold.
 func (r *Reconciler) checkWith(written map[string]*resourceapi.ResourceClaim, c *resourceapi.ResourceClaim) error {
+	return r.checkAll(written, []*resourceapi.ResourceClaim{c})
+}
+
+// checkAll is checkWith for several claims allocated together: it fails
+// if any of them fails, or if they do not fit together.
+func (r *Reconciler) checkAll(written map[string]*resourceapi.ResourceClaim, cs []*resourceapi.ResourceClaim) error {
 	snap, err := r.Cache.Snapshot()
 	if err != nil {
 		return err
 	}
 	objs := &model.Objects{Slices: snap.Slices, Classes: snap.Classes, Nodes: snap.Nodes, Pods: snap.Pods, TaintRules: snap.TaintRules}
-	key := claimKey(c)
-	found := false
+	checking := make(map[string]bool, len(cs))
+	for _, c := range cs {
+		checking[claimKey(c)] = true
+	}
+	found := 0
 	for _, cl := range snap.Claims {
 		k := claimKey(cl)
 		if w, ok := written[k]; ok && newer(w, cl) {
 			cl = w
 		}
-		if k == key {
-			found = true
+		if checking[k] {
+			found++
 			// The claim itself as it was before allocation.
 			cl = cl.DeepCopy()
 			cl.Status.Allocation = nil
 		}
 		objs.Claims = append(objs.Claims, cl)
 	}
-	if !found {
-		return fmt.Errorf("claim %s no longer exists", key)
+	if found < len(checking) {
+		for _, c := range cs {
+			if !slices.ContainsFunc(snap.Claims, func(cl *resourceapi.ResourceClaim) bool { return claimKey(cl) == claimKey(c) }) {
+				return fmt.Errorf("claim %s no longer exists", claimKey(c))
+			}
+		}
 	}
-	return check.Check(objs, []*resourceapi.ResourceClaim{c}, check.Options{Compat: r.Opts.Compat})
+	return check.Check(objs, cs, check.Options{Compat: r.Opts.Compat})
 }
 
 // newer reports whether a (written by this pass) is at least as recent as b

@@ -37,9 +37,11 @@ func (o *LiveOptions) defaults(batchWindow time.Duration) {
 	o.MaxWindow = max(o.MaxWindow, batchWindow)
 }
 
-// writeAll writes a solved batch: first every claim is re-checked in turn
-// against the latest cache plus the claims approved before it (cheap, and
-// it must be sequential), then the approved claims are written by
+// writeAll writes a solved batch: first every claim is re-checked against
+// the latest cache plus the claims approved before it (all together in one
+// check, which holds for each claim if it holds for all, since the checks
+// only get stricter with more allocations; in turn, one claim at a time,
+// only when that fails), then the approved claims are written by
 // WriteWorkers in parallel, grouped by pod; a gated pod's gate is removed
 // as soon as all its claims are written and verified, not after the pass.
 func (r *Reconciler) writeAll(ctx context.Context, snap *Snapshot, todo []*resourceapi.ResourceClaim,
@@ -50,9 +52,11 @@ func (r *Reconciler) writeAll(ctx context.Context, snap *Snapshot, todo []*resou
 	// and not written by this pass is someone else's, made since.
 	base := r.cachedAllocations()
 	// Phase 1: approve.
+	rechecking := time.Now()
 	approved := map[string]*resourceapi.ResourceClaim{}
 	var order []*resourceapi.ResourceClaim
 	current := map[string]*resourceapi.ResourceClaim{}
+	var unchanged []*resourceapi.ResourceClaim
 	for _, c := range todo {
 		key := claimKey(c)
 		cur, err := r.Cache.Claims.ResourceClaims(c.Namespace).Get(c.Name)
@@ -69,9 +73,22 @@ func (r *Reconciler) writeAll(ctx context.Context, snap *Snapshot, todo []*resou
 			res.Requeue = true
 			continue
 		}
-		// Devices free, counters not exceeded, selectors hold — against the
-		// cache and everything approved so far (an approved claim whose
-		// write then fails only made this check stricter).
+		current[key] = cur
+		unchanged = append(unchanged, c)
+	}
+	// Devices free, counters not exceeded, selectors hold — against the
+	// cache and everything approved so far (an approved claim whose write
+	// then fails only made this check stricter). Checking one claim
+	// builds the checker's view of every allocation, so a batch is
+	// checked at once, and claim by claim only if it fails.
+	together := len(unchanged) > 1 && r.checkAll(approved, unchanged) == nil
+	for _, c := range unchanged {
+		key := claimKey(c)
+		if together {
+			approved[key] = c
+			order = append(order, c)
+			continue
+		}
 		if err := r.checkWith(approved, c); err != nil {
 			log.Warn("re-check failed; not writing", zap.String("claim", key), zap.Error(err))
 			r.Metrics.CheckRejections.Inc()
@@ -79,10 +96,12 @@ func (r *Reconciler) writeAll(ctx context.Context, snap *Snapshot, todo []*resou
 			continue
 		}
 		approved[key] = c
-		current[key] = cur
 		order = append(order, c)
 	}
 
+	r.Metrics.PhaseSeconds.WithLabelValues("recheck").Observe(time.Since(rechecking).Seconds())
+	writing := time.Now()
+	defer func() { r.Metrics.PhaseSeconds.WithLabelValues("write").Observe(time.Since(writing).Seconds()) }()
 	// Pods waiting for claims of this batch.
 	pw := newPodWaiter(snap, approved, r.Opts.Namespace)
 	slices.SortStableFunc(order, func(a, b *resourceapi.ResourceClaim) int { return pw.rank(a) - pw.rank(b) })

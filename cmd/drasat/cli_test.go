@@ -207,3 +207,29 @@ func TestHoldDefaults(t *testing.T) {
 		}
 	}
 }
+
+// --hold-idle-per-claim: both commands take it, with hold's default (90 s), and
+// refuse a value that is not positive before connecting to any cluster.
+func TestHoldIdlePerClaimFlag(t *testing.T) {
+	for _, cmd := range []string{"controller", "reconcile"} {
+		stdout, _, err := runApp(t, cmd, "--help")
+		if err != nil {
+			t.Fatal(err)
+		}
+		line := ""
+		for _, l := range strings.Split(stdout, "\n") {
+			if strings.Contains(l, "--hold-idle-per-claim ") {
+				line = l
+			}
+		}
+		if !strings.HasSuffix(strings.TrimSpace(line), "(default: 1m30s)") {
+			t.Errorf("%s --help: --hold-idle-per-claim line %q, want it to end (default: 1m30s)", cmd, line)
+		}
+		for _, v := range []string{"0s", "-5s"} {
+			_, _, err := runApp(t, cmd, "--hold-idle-per-claim="+v, "--kubeconfig=/nonexistent")
+			if err == nil || !strings.Contains(err.Error(), "--hold-idle-per-claim must be positive") {
+				t.Errorf("%s --hold-idle-per-claim=%s: error %v, want it refused", cmd, v, err)
+			}
+		}
+	}
+}

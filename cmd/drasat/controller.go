@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/drasat/drasat/alloc"
+	"github.com/drasat/drasat/hold"
 	"github.com/drasat/drasat/k8s"
 	"github.com/drasat/drasat/model"
 )
@@ -61,7 +62,7 @@ func controllerCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "controller",
 		Usage: "allocate the cluster's drasat-managed ResourceClaims continuously (see docs/adapter.md)",
-		Flags: append(clusterFlags(), holdFlag(k8s.DefaultHold),
+		Flags: append(append(clusterFlags(), holdFlags(k8s.DefaultHold)...),
 			&cli.StringFlag{Name: "metrics-addr", Value: ":8080", Usage: "serve /metrics, /healthz and /readyz on this address (host:port; empty: off)"},
 			&cli.DurationFlag{Name: "stuck-after", Usage: "/healthz fails while a pass has run longer than this (default: 5 x (timeout + 5s), at least 1m)"},
 			&cli.BoolFlag{Name: "leader-elect", Value: true, Usage: "run only while holding the Lease (safe with several replicas)"},
@@ -71,21 +72,26 @@ func controllerCommand() *cli.Command {
 	}
 }
 
-// holdFlag is --hold with the command's default: the controller holds by
-// default (k8s.DefaultHold), reconcile --once does not (it has no later
-// pass to decide held claims in).
-func holdFlag(value time.Duration) cli.Flag {
-	return &cli.DurationFlag{Name: "hold", Value: value, Usage: "under contention, hold claims back for forecast demand, at most this long after a claim is first seen: solve sampled scenarios of the claims to come, learnt from the claims seen, and admit now what they agree on (docs/adapter.md); 0: off"}
+// holdFlags are --hold with the command's default (the controller holds by
+// default, k8s.DefaultHold; reconcile --once does not: it has no later
+// pass to decide held claims in) and --hold-idle-per-claim.
+func holdFlags(value time.Duration) []cli.Flag {
+	return []cli.Flag{
+		&cli.DurationFlag{Name: "hold", Value: value, Usage: "under contention, hold claims back for forecast demand, at most this long after a claim is first seen: solve sampled scenarios of the claims to come, learnt from the claims seen, and admit now what they agree on (docs/adapter.md); 0: off"},
+		&cli.DurationFlag{Name: "hold-idle-per-claim", Value: hold.DefaultIdlePerClaim, Usage: "what one more claim admitted is worth in idle device time: claims are held only while the claims holding is expected to gain, times this, outweigh the device-seconds the held claims are expected to leave idle (docs/adapter.md); must be positive"},
+	}
 }
 
 // setup parses the common flags.
-func setup(c *cli.Context) (*zap.Logger, kubernetes.Interface, k8s.Options, error) {
+// It returns two clients, each with its own rate limiter (--kube-api-qps,
+// --kube-api-burst): one for the allocations and gates, one for Events.
+func setup(c *cli.Context) (*zap.Logger, kubernetes.Interface, kubernetes.Interface, k8s.Options, error) {
 	log, err := k8s.NewLogger(c.String("log-level"), c.Bool("log-console"))
 	if err != nil {
-		return nil, nil, k8s.Options{}, err
+		return nil, nil, nil, k8s.Options{}, err
 	}
 	if _, err := timeoutFlag(c); err != nil {
-		return nil, nil, k8s.Options{}, err
+		return nil, nil, nil, k8s.Options{}, err
 	}
 	opts := k8s.Options{
 		Namespace:    c.String("namespace"),
@@ -95,6 +101,7 @@ func setup(c *cli.Context) (*zap.Logger, kubernetes.Interface, k8s.Options, erro
 		Objective:    c.String("objective"),
 		Reserve:      c.Bool("reserve"),
 		Hold:         c.Duration("hold"),
+		HoldIdle:     c.Duration("hold-idle-per-claim"),
 		Policy:       c.String("policy"),
 		Compat:       c.String("compat"),
 		Timeout:      c.Duration("timeout"),
@@ -102,6 +109,9 @@ func setup(c *cli.Context) (*zap.Logger, kubernetes.Interface, k8s.Options, erro
 		StaleAfter:   c.Duration("stale-after"),
 		UnusedAfter:  c.Duration("unused-after"),
 		UngateAfter:  c.Duration("ungate-after"),
+	}
+	if opts.HoldIdle <= 0 {
+		return nil, nil, nil, k8s.Options{}, fmt.Errorf("--hold-idle-per-claim must be positive (got %s)", opts.HoldIdle)
 	}
 	if c.IsSet("stuck-after") {
 		opts.StuckAfter = c.Duration("stuck-after")
@@ -111,32 +121,36 @@ func setup(c *cli.Context) (*zap.Logger, kubernetes.Interface, k8s.Options, erro
 	}
 	opts.Defaults()
 	if err := opts.Validate(); err != nil {
-		return nil, nil, opts, err
+		return nil, nil, nil, opts, err
 	}
 	cfg, err := k8s.RESTConfig(c.String("kubeconfig"), c.String("context"))
 	if err != nil {
-		return nil, nil, opts, err
+		return nil, nil, nil, opts, err
 	}
 	if err := applyLiveFlags(c, cfg, &opts); err != nil {
-		return nil, nil, opts, err
+		return nil, nil, nil, opts, err
 	}
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return nil, nil, opts, err
+		return nil, nil, nil, opts, err
 	}
-	return log, client, opts, nil
+	events, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, nil, opts, err
+	}
+	return log, client, events, opts, nil
 }
 
 func runController(c *cli.Context) error {
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	log, client, opts, err := setup(c)
+	log, client, events, opts, err := setup(c)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = log.Sync() }()
 	metrics := k8s.NewMetrics()
-	ctl := k8s.NewController(client, opts, log, metrics, os.Stdout)
+	ctl := k8s.NewControllerWithEvents(client, events, opts, log, metrics, os.Stdout)
 	if addr := c.String("metrics-addr"); addr != "" {
 		bound, err := k8s.Serve(ctx, addr, metrics.Handler(ctl.Health), log)
 		if err != nil {

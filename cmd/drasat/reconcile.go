@@ -19,7 +19,7 @@ func reconcileCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "reconcile",
 		Usage: "allocate the cluster's drasat-managed pending ResourceClaims once, then exit (see docs/adapter.md)",
-		Flags: append(clusterFlags(), holdFlag(0),
+		Flags: append(append(clusterFlags(), holdFlags(0)...),
 			&cli.BoolFlag{Name: "once", Value: true, Usage: "run one pass and exit (the only mode; for a loop use `drasat controller`)"},
 			&cli.StringFlag{Name: "identity", Usage: "this run's name in the Lease and in drasat.dev/allocated-by (default: drasat-reconcile-<host>-<pid>-<random>, unique, so that two concurrent runs never both believe they hold the Lease)"},
 		),
@@ -42,7 +42,7 @@ func runReconcile(c *cli.Context) error {
 			return err
 		}
 	}
-	log, client, opts, err := setup(c)
+	log, client, events, opts, err := setup(c)
 	if err != nil {
 		return err
 	}
@@ -52,7 +52,7 @@ func runReconcile(c *cli.Context) error {
 			return err
 		}
 	}
-	ctl := k8s.NewController(client, opts, log, k8s.NewMetrics(), os.Stdout)
+	ctl := k8s.NewControllerWithEvents(client, events, opts, log, k8s.NewMetrics(), os.Stdout)
 	ctx, cancel := context.WithCancel(ctx)
 	defer func() {
 		cancel() // the informers stop, then Stop waits for them

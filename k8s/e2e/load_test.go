@@ -25,8 +25,15 @@ package e2e
 //     of the pods that stay.
 // LOAD_MAX_WINDOW, LOAD_MAX_BATCH, LOAD_BATCH_WINDOW and LOAD_HOLD set drasat's
 // --max-window, --max-batch, --batch-window and --hold (default: the controller's
-// defaults); LOAD_SKIP_SCHEDULER=1
-// skips the scheduler-alone run; LOAD_OUT appends the result line to a file.
+// defaults); LOAD_FLAGS adds drasat flags (space-separated, e.g.
+// "--kube-api-qps=200 --write-workers=16"); LOAD_SKIP_SCHEDULER=1
+// skips the scheduler-alone run; LOAD_OUT appends the run's rows of the
+// table in docs/performance.md (loadTableHeader) to a file.
+//
+// Besides the result it reports where the time went: per bound pod, from
+// its claim's creation to its allocation, to its gate's removal and to its
+// bind (read from the objects' timestamps), and drasat's time per pass
+// phase (drasat_pass_phase_seconds).
 
 import (
 	"context"
@@ -62,6 +69,84 @@ type loadResult struct {
 	lastClaim   time.Duration
 	solves, cpu string // drasat's solves and process CPU seconds
 	planned     string // claims written from a plan, without a solve
+	// Where the time went (stages): the last allocation written and the
+	// last gate removed, after the start; per bound pod, from its claim's
+	// creation to its allocation, from the allocation to the gate's
+	// removal (drasat only), from both to the bind.
+	lastAlloc, lastUngate     time.Duration
+	toAlloc, toUngate, toBind durations
+	idle                      string // drasat_held_device_seconds_total
+	phases                    string // drasat's pass time per phase, summed
+}
+
+// loadTableHeader heads the rows loadResult.row makes.
+const loadTableHeader = `| size, arrivals | mode | bound / offline | last claim created | last bind | bind p50 / p90 | idle device-s | claim → allocated, → ungated, → bound (median/max) | drasat's time per phase (solve, recheck, write, ungate) |
+|---|---|---|---|---|---|---|---|---|`
+
+// row is the run's line of the load table.
+func (r loadResult) row(size string, lp loadPattern, offline int) string {
+	mode, idle, phases := "scheduler alone", "-", "-"
+	if r.mode == "drasat" {
+		mode, idle, phases = "drasat", r.idle, r.phases
+	}
+	return fmt.Sprintf("| %s, %s | %s | %d / %d (%.0f %%) | %.0fs | %.0fs | %.0fs / %.0fs | %s | %s, %s, %s | %s |",
+		size, lp, mode, r.bound, offline, 100*float64(r.bound)/float64(max(offline, 1)), r.lastClaim.Seconds(), r.lastBind.Seconds(),
+		r.p50.Seconds(), r.p90.Seconds(), idle, r.toAlloc, r.toUngate, r.toBind, phases)
+}
+
+// durations are per-pod stage times; String gives their median and max.
+type durations []time.Duration
+
+func (d durations) String() string {
+	if len(d) == 0 {
+		return "-"
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return fmt.Sprintf("%.0f/%.0fs", s[len(s)/2].Seconds(), s[len(s)-1].Seconds())
+}
+
+// stages is where each bound pod's time went (loadResult), read from the
+// objects (second resolution): the claim's creation, its allocation's
+// timestamp (drasat's write or the scheduler's), drasat's Event on the
+// pod when it removed the gate (ungated: pod name -> time), and the
+// PodScheduled condition.
+func (res *loadResult) stages(pods []corev1.Pod, claims []resourceapi.ResourceClaim, ungated map[string]time.Time, start time.Time) {
+	byName := map[string]*resourceapi.ResourceClaim{}
+	for i := range claims {
+		byName[claims[i].Name] = &claims[i]
+	}
+	origin := start.Truncate(time.Second)
+	for _, p := range pods {
+		if p.Spec.NodeName == "" || p.DeletionTimestamp != nil || len(p.Status.ResourceClaimStatuses) == 0 || p.Status.ResourceClaimStatuses[0].ResourceClaimName == nil {
+			continue
+		}
+		cl := byName[*p.Status.ResourceClaimStatuses[0].ResourceClaimName]
+		if cl == nil || cl.Status.Allocation == nil || cl.Status.Allocation.AllocationTimestamp == nil {
+			continue
+		}
+		allocated := cl.Status.Allocation.AllocationTimestamp.Time
+		res.lastAlloc = max(res.lastAlloc, allocated.Sub(origin))
+		res.toAlloc = append(res.toAlloc, allocated.Sub(cl.CreationTimestamp.Time))
+		ready := allocated
+		if u, ok := ungated[p.Name]; ok {
+			ready = later(allocated, u)
+			res.lastUngate = max(res.lastUngate, u.Sub(origin))
+			res.toUngate = append(res.toUngate, u.Sub(allocated))
+		}
+		for _, cond := range p.Status.Conditions {
+			if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionTrue {
+				res.toBind = append(res.toBind, cond.LastTransitionTime.Sub(ready))
+			}
+		}
+	}
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // loadPattern is how the pods arrive (LOAD_PATTERN and its parameters).
@@ -177,16 +262,29 @@ func TestLoadMIG(t *testing.T) {
 	if live.lastBind > 2*sched.lastBind+window {
 		timeTarget = "missed"
 	}
-	report := fmt.Sprintf("| %s, seed 1, %s, flags: max-window %s, max-batch %s, batch-window %s, hold %s | offline %d | scheduler alone: %d bound, last bind %.1fs, p50 %.1fs, p90 %.1fs, last claim created %.1fs | drasat: %d bound (%.0f %% of offline), last bind %.1fs (time target %s), last claim created %.1fs, p50 %.1fs, p90 %.1fs, passes %s, solves %s, planned %s, parked at end %s, first tried within 2 passes %s, CPU %ss |",
-		sizeSpec, lp, envOr("LOAD_MAX_WINDOW", "default"), envOr("LOAD_MAX_BATCH", "default"), envOr("LOAD_BATCH_WINDOW", "default"), envOr("LOAD_HOLD", "default"), offline,
+	report := fmt.Sprintf("| %s, seed 1, %s, flags: max-window %s, max-batch %s, batch-window %s, hold %s, other %q | offline %d | scheduler alone: %d bound, last bind %.1fs, p50 %.1fs, p90 %.1fs, last claim created %.1fs | drasat: %d bound (%.0f %% of offline), last bind %.1fs (time target %s), last claim created %.1fs, p50 %.1fs, p90 %.1fs, passes %s, solves %s, planned %s, parked at end %s, first tried within 2 passes %s, CPU %ss |",
+		sizeSpec, lp, envOr("LOAD_MAX_WINDOW", "default"), envOr("LOAD_MAX_BATCH", "default"), envOr("LOAD_BATCH_WINDOW", "default"), envOr("LOAD_HOLD", "default"), os.Getenv("LOAD_FLAGS"), offline,
 		sched.bound, sched.lastBind.Seconds(), sched.p50.Seconds(), sched.p90.Seconds(), sched.lastClaim.Seconds(),
 		live.bound, 100*float64(live.bound)/float64(max(offline, 1)), live.lastBind.Seconds(), timeTarget, live.lastClaim.Seconds(), live.p50.Seconds(), live.p90.Seconds(),
 		live.passes, live.solves, live.planned, live.parks, live.firstTry, live.cpu)
 	t.Log(report)
+	// The table of docs/performance.md: one row per run and mode.
+	rows := ""
+	for _, r := range []loadResult{sched, live} {
+		if r.mode == "" {
+			continue // skipped
+		}
+		rows += r.row(sizeSpec, lp, offline) + "\n"
+	}
+	t.Logf("\n%s\n%s", loadTableHeader, rows)
 	if f := os.Getenv("LOAD_OUT"); f != "" {
+		_, statErr := os.Stat(f)
 		fh, err := os.OpenFile(f, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 		must(t, err)
-		fmt.Fprintln(fh, report)
+		if os.IsNotExist(statErr) {
+			fmt.Fprintln(fh, loadTableHeader)
+		}
+		fmt.Fprint(fh, rows)
 		fh.Close()
 	}
 	if live.bound < sched.bound {
@@ -233,6 +331,7 @@ func runLoad(t *testing.T, objs *model.Objects, lp loadPattern, gated bool) load
 		if h := os.Getenv("LOAD_HOLD"); h != "" {
 			flags = append(flags, "--hold="+h)
 		}
+		flags = append(flags, strings.Fields(os.Getenv("LOAD_FLAGS"))...)
 		d = c.startDrasat("drasat-load", flags...)
 	}
 	// The instance's allocated claims are devices already in use: created
@@ -310,8 +409,12 @@ func runLoad(t *testing.T, objs *model.Objects, lp loadPattern, gated bool) load
 		}
 	}
 	// Held claims are admitted at the latest --hold after they were first
-	// seen: binding may pause that long.
-	settle("", max(45*time.Second, loadHold(t)+15*time.Second))
+	// seen: drasat's binding may pause that long; the scheduler's does not.
+	quiet := 45 * time.Second
+	if gated {
+		quiet = max(quiet, loadHold(t)+15*time.Second)
+	}
+	settle("", quiet)
 	t.Logf("%s: %d pods created, the last at %.1fs (%d claims already allocated)", res.mode, len(pending), lp.createAt(len(pending)-1, len(pending)).Seconds(), len(objs.Claims)-len(pending))
 	if lp.depart > 0 {
 		gone := 0
@@ -340,11 +443,25 @@ func runLoad(t *testing.T, objs *model.Objects, lp loadPattern, gated bool) load
 			}
 		}
 	}
-	for _, cl := range c.claims(ns) {
+	claims := c.claims(ns)
+	for _, cl := range claims {
 		if len(cl.OwnerReferences) > 0 { // created from a template for a pod
 			res.lastClaim = max(res.lastClaim, cl.CreationTimestamp.Sub(start.Truncate(time.Second)))
 		}
 	}
+	ungated := map[string]time.Time{}
+	evs, err := c.admin.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{})
+	must(t, err)
+	for _, ev := range evs.Items {
+		if ev.Reason == k8s.ReasonUngated && ev.InvolvedObject.Kind == "Pod" {
+			at := ev.FirstTimestamp.Time
+			if !ev.EventTime.IsZero() {
+				at = ev.EventTime.Time
+			}
+			ungated[ev.InvolvedObject.Name] = at
+		}
+	}
+	res.stages(c.pods(ns), claims, ungated, start)
 	slices.Sort(lat)
 	if len(lat) > 0 {
 		res.p50, res.p90 = lat[len(lat)*50/100], lat[min(len(lat)*90/100, len(lat)-1)]
@@ -355,12 +472,29 @@ func runLoad(t *testing.T, objs *model.Objects, lp loadPattern, gated bool) load
 		res.firstTry = metricValue(m, `drasat_passes_to_first_try_bucket{le="1"}`) + "/" + metricValue(m, "drasat_passes_to_first_try_count")
 		res.solves, res.cpu = metricValue(m, "drasat_solve_seconds_count"), metricValue(m, "process_cpu_seconds_total")
 		res.planned = metricValue(m, "drasat_planned_claims_total")
+		res.idle = rounded(metricValue(m, "drasat_held_device_seconds_total"), 0)
+		var ph []string
+		for _, phase := range []string{"solve", "recheck", "write", "ungate"} {
+			ph = append(ph, rounded(metricValue(m, `drasat_pass_phase_seconds_sum{phase="`+phase+`"}`), 1)+"s")
+		}
+		res.phases = strings.Join(ph, ", ")
 		t.Logf("drasat metrics:\n%s", grepMetrics(m, "drasat_"))
 	}
 	t.Logf("%s: %d of %d pods bound, last bind %.1fs, p50 %.1fs, p90 %.1fs; last claim created at %.1fs", res.mode, res.bound, res.pods,
 		res.lastBind.Seconds(), res.p50.Seconds(), res.p90.Seconds(), res.lastClaim.Seconds())
+	t.Logf("%s: stages: last allocation %.0fs, last ungate %.0fs; per pod (median/max): claim created -> allocated %s, allocated -> ungated %s, -> bound %s; drasat's passes: %s",
+		res.mode, res.lastAlloc.Seconds(), res.lastUngate.Seconds(), res.toAlloc, res.toUngate, res.toBind, res.phases)
 	c.assertFeasible()
 	return res
+}
+
+// rounded is a metric's value with prec decimals ("?" stays).
+func rounded(v string, prec int) string {
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		return v
+	}
+	return strconv.FormatFloat(f, 'f', prec, 64)
 }
 
 func metricValue(m, name string) string {
