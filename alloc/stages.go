@@ -35,14 +35,33 @@ func aloneBound(ctx context.Context, cs *componentState, _ time.Time) outcome {
 		}
 	}
 	cs.undecided = undecided
+	// Claims of one class fit alone or not alike (search is
+	// deterministic): one search per class, not per claim. Claims of
+	// pods, or kept off nodes, are searched each.
+	type alone struct{ ok, decided bool }
+	byClass := map[string]alone{}
 	for i, c := range cs.claims {
 		if i%64 == 0 && ctx.Err() != nil {
 			return outcome{}
 		}
-		a, ok, decided := search(s, c, nil, steps)
+		perClaim := c.Group != nil || len(c.ExcludedNodes) > 0
+		r, seen := alone{}, false
+		if !perClaim {
+			r, seen = byClass[c.ClassKey()]
+		}
+		if !seen {
+			a, ok, decided := search(s, c, nil, steps)
+			if ok {
+				a.release(s)
+			}
+			r = alone{ok, decided}
+			if !perClaim {
+				byClass[c.ClassKey()] = r
+			}
+		}
+		ok, decided := r.ok, r.decided
 		switch {
 		case ok:
-			a.release(s)
 		case decided:
 			if c.Err == nil {
 				cs.unplaceable = append(cs.unplaceable, c)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -15,6 +16,10 @@ import (
 // counter sets, nodes, and the pending claims with their candidate devices.
 // Everything is indexed by position so encoders can use dense slices.
 type Problem struct {
+	// nodesByClass shares CandidateNodes among the claims of a class.
+	nodesMu      sync.Mutex
+	nodesByClass map[string][]int
+
 	// searchLate marks devices of pools with binding conditions, which the
 	// allocator's search tries last (for PlaceLast).
 	searchLate []bool
@@ -256,6 +261,30 @@ func (c *Claim) CandidateNodes(p *Problem) []int {
 	if c.nodes != nil {
 		return c.nodes
 	}
+	// Claims of one class (same requests, so the same candidates) reach
+	// the same nodes, unless pods tie them to theirs: computed once per
+	// class, not once per claim over every node.
+	if c.Group != nil || len(c.ExcludedNodes) > 0 {
+		return c.candidateNodes(p)
+	}
+	key := c.ClassKey()
+	p.nodesMu.Lock()
+	nodes, ok := p.nodesByClass[key]
+	p.nodesMu.Unlock()
+	if !ok {
+		nodes = c.candidateNodes(p)
+		p.nodesMu.Lock()
+		if p.nodesByClass == nil {
+			p.nodesByClass = map[string][]int{}
+		}
+		p.nodesByClass[key] = nodes
+		p.nodesMu.Unlock()
+	}
+	c.nodes = nodes
+	return nodes
+}
+
+func (c *Claim) candidateNodes(p *Problem) []int {
 	set := map[int]bool{}
 	needNode := false
 	for _, r := range c.Requests {
