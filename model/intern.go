@@ -13,7 +13,9 @@ import (
 // attributes, so at a thousand nodes most of these maps are copies. Nothing
 // writes to a slice's maps once it is read, so sharing is safe. Maps with
 // values that have no short exact key (list attributes, capacities with a
-// request policy) are kept as they are.
+// request policy) are kept as they are. Quantities are compared as CEL
+// sees them (encodeCELQuantity): 0.3 and 300m print alike but are not
+// interchangeable.
 type interner struct {
 	attrs map[string]map[resourceapi.QualifiedName]resourceapi.DeviceAttribute
 	caps  map[string]map[resourceapi.QualifiedName]resourceapi.DeviceCapacity
@@ -132,7 +134,7 @@ func (in *interner) capacity(m map[resourceapi.QualifiedName]resourceapi.DeviceC
 			return m
 		}
 		in.field(k)
-		in.field(c.Value.String())
+		in.field(encodeCELQuantity(c.Value))
 	}
 	if prev, ok := in.caps[string(in.buf)]; ok {
 		return prev
@@ -155,7 +157,7 @@ func (in *interner) counters(m map[string]resourceapi.Counter) map[string]resour
 	}) {
 		c := m[k]
 		in.field(k)
-		in.field(c.Value.String())
+		in.field(encodeCELQuantity(c.Value))
 	}
 	if prev, ok := in.ctrs[string(in.buf)]; ok {
 		return prev

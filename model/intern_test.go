@@ -67,3 +67,25 @@ func distinct(t *testing.T, objs *model.Objects, f func(resourceapi.Device) any)
 	}
 	return len(seen)
 }
+
+// Quantities equal in value but held differently (CEL tells 0.3 and 300m
+// apart) do not share a map.
+func TestLoadKeepsQuantityRepresentations(t *testing.T) {
+	slice := func(name, mem string) string {
+		return "apiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {name: " + name + "}\n" +
+			"spec: {driver: d.io, pool: {name: " + name + ", generation: 1, resourceSliceCount: 1}, nodeName: node-1, " +
+			"devices: [{name: a, capacity: {mem: {value: \"" + mem + "\"}}}]}\n"
+	}
+	in := slice("s1", "0.3") + "---\n" + slice("s2", "300m") + "---\n" + slice("s3", "0.3")
+	objs, _, err := model.Load([]string{"-"}, bytes.NewReader([]byte(in)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ptr := func(i int) uintptr { return reflect.ValueOf(objs.Slices[i].Spec.Devices[0].Capacity).Pointer() }
+	if ptr(0) == ptr(1) {
+		t.Error("0.3 and 300m share a capacity map")
+	}
+	if ptr(0) != ptr(2) {
+		t.Error("two capacities of 0.3 do not share their map")
+	}
+}
