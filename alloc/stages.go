@@ -26,7 +26,11 @@ import (
 // cannot allocate but that are not proven unallocatable (undecided) are
 // counted apart, in cs.undecided.
 func aloneBound(ctx context.Context, cs *componentState, _ time.Time) outcome {
-	s := model.NewState(cs.p)
+	// The state is the whole problem's: made only when a claim needs a
+	// search, so that a component of claims that cannot be served (no
+	// candidates, errors; thousands of them when a short --timeout ends
+	// the build) costs nothing per device.
+	var s *model.State
 	steps := cs.limits().SearchSteps
 	var b, undecided int64
 	for _, c := range cs.claims {
@@ -50,6 +54,9 @@ func aloneBound(ctx context.Context, cs *componentState, _ time.Time) outcome {
 			r, seen = byClass[c.ClassKey()]
 		}
 		if !seen {
+			if s == nil && c.Err == nil && servable(c) {
+				s = model.NewState(cs.p)
+			}
 			a, ok, decided := search(s, c, nil, steps)
 			if ok {
 				a.release(s)
