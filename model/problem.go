@@ -16,9 +16,10 @@ import (
 // counter sets, nodes, and the pending claims with their candidate devices.
 // Everything is indexed by position so encoders can use dense slices.
 type Problem struct {
-	// nodesByClass shares CandidateNodes among the claims of a class.
-	nodesMu      sync.Mutex
-	nodesByClass map[string][]int
+	// nodesByClass shares CandidateNodes among the claims of a class
+	// (set by Build; a copy of the Problem shares it, as it shares the
+	// devices the nodes come from).
+	nodesByClass *classNodes
 
 	// searchLate marks devices of pools with binding conditions, which the
 	// allocator's search tries last (for PlaceLast).
@@ -267,21 +268,28 @@ func (c *Claim) CandidateNodes(p *Problem) []int {
 	if c.Group != nil || len(c.ExcludedNodes) > 0 {
 		return c.candidateNodes(p)
 	}
+	cn := p.nodesByClass
+	if cn == nil {
+		return c.candidateNodes(p)
+	}
 	key := c.ClassKey()
-	p.nodesMu.Lock()
-	nodes, ok := p.nodesByClass[key]
-	p.nodesMu.Unlock()
+	cn.mu.Lock()
+	nodes, ok := cn.m[key]
+	cn.mu.Unlock()
 	if !ok {
 		nodes = c.candidateNodes(p)
-		p.nodesMu.Lock()
-		if p.nodesByClass == nil {
-			p.nodesByClass = map[string][]int{}
-		}
-		p.nodesByClass[key] = nodes
-		p.nodesMu.Unlock()
+		cn.mu.Lock()
+		cn.m[key] = nodes
+		cn.mu.Unlock()
 	}
 	c.nodes = nodes
 	return nodes
+}
+
+// classNodes is the candidate nodes by class key.
+type classNodes struct {
+	mu sync.Mutex
+	m  map[string][]int
 }
 
 func (c *Claim) candidateNodes(p *Problem) []int {
