@@ -12,6 +12,7 @@ import (
 	"sort"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/drasat/drasat/bound"
 	"github.com/drasat/drasat/encode"
@@ -260,15 +261,16 @@ func realiseGroups(ctx context.Context, cs *componentState, groups []realisation
 				defer wg.Done()
 				for i, groupEnd := take(); i >= 0; i, groupEnd = take() {
 					g := &groups[i]
-					allowed := make(map[int]bool)
+					allowed := []int{} // none allowed is not nil: nil allows all
 					for _, b := range g.bins {
 						for _, d := range cs.rel.Bins[b].Devices {
 							if keep[d] {
-								allowed[d] = true
+								allowed = append(allowed, d)
 							}
 						}
 					}
-					got[i], errs[i] = realiseGroup(ctx, cs, g.claims, func(d int) bool { return allowed[d] }, groupEnd)
+					slices.Sort(allowed)
+					got[i], errs[i] = realiseGroup(ctx, cs, g.claims, slices.Compact(allowed), groupEnd)
 					for _, a := range got[i] {
 						a.Claim = orig[a.Claim.Index]
 					}
@@ -376,8 +378,8 @@ func assignmentNode(cs *componentState, a *Assignment) int {
 // realiseGroup places the most weight of a group's held claims on the
 // devices allowed: all of them first (usually at once), else more and
 // more from nothing, until the deadline.
-func realiseGroup(ctx context.Context, cs *componentState, held []*model.Claim, allowed func(int) bool, end time.Time) ([]*Assignment, error) {
-	m, err := encode.Encode(ctx, cs.p, held, encode.Options{Symmetry: true, DeviceSymmetry: true, Allowed: allowed})
+func realiseGroup(ctx context.Context, cs *componentState, held []*model.Claim, allowed []int, end time.Time) ([]*Assignment, error) {
+	m, err := encode.Encode(ctx, cs.p, held, encode.Options{Symmetry: true, DeviceSymmetry: true, AllowedDevices: allowed})
 	if err != nil {
 		return nil, err
 	}
@@ -511,12 +513,24 @@ func isOptimal(status string) bool { return len(status) >= 7 && status[:7] == "O
 // bound but not for the integer optimum (seen on consumable-capacity
 // instances), so their optimum is no bound.
 func plainDevices(cs *componentState) bool {
+	// Claims of one class share their candidate list: each list is
+	// looked at once, not once per claim.
+	type list struct {
+		first *int
+		n     int
+	}
+	seen := map[list]bool{}
 	for _, c := range cs.claims {
 		for _, r := range c.Requests {
 			for _, a := range r.Alternatives {
 				if a.All || a.AdminAccess {
 					return false
 				}
+				k := list{unsafe.SliceData(a.Candidates), len(a.Candidates)}
+				if seen[k] {
+					continue
+				}
+				seen[k] = true
 				for _, d := range a.Candidates {
 					if cs.p.Devices[d].MultiAlloc {
 						return false

@@ -119,15 +119,19 @@ func firstLine(s string) string {
 
 // Report is the machine-readable summary written by --report.
 type Report struct {
-	Pending            int               `json:"pending"`
-	Allocated          int               `json:"allocated"`
-	Unallocated        int               `json:"unallocated"`
-	Objective          string            `json:"objective"`
-	Policy             string            `json:"policy"`
-	Values             map[string]int64  `json:"objectiveValues"`
-	Optimal            bool              `json:"optimal"`
-	Bound              int64             `json:"bound"`
-	Gap                float64           `json:"gap"`
+	Pending     int              `json:"pending"`
+	Allocated   int              `json:"allocated"`
+	Unallocated int              `json:"unallocated"`
+	Objective   string           `json:"objective"`
+	Policy      string           `json:"policy"`
+	Values      map[string]int64 `json:"objectiveValues"`
+	Optimal     bool             `json:"optimal"`
+	Bound       int64            `json:"bound"`
+	Gap         float64          `json:"gap"`
+	// ReadSeconds is reading and decoding the input, outside --timeout
+	// (set by the caller); BuildSeconds building the problem, inside it.
+	ReadSeconds        float64           `json:"readSeconds"`
+	BuildSeconds       float64           `json:"buildSeconds"`
 	EncodeSeconds      float64           `json:"encodeSeconds"`
 	SolveSeconds       float64           `json:"solveSeconds"`
 	BoundSeconds       float64           `json:"boundSeconds"`

@@ -26,7 +26,11 @@ import (
 // cannot allocate but that are not proven unallocatable (undecided) are
 // counted apart, in cs.undecided.
 func aloneBound(ctx context.Context, cs *componentState, _ time.Time) outcome {
-	s := model.NewState(cs.p)
+	// The state is the whole problem's: made only when a claim needs a
+	// search, so that a component of claims that cannot be served (no
+	// candidates, errors; thousands of them when a short --timeout ends
+	// the build) costs nothing per device.
+	var s *model.State
 	steps := cs.limits().SearchSteps
 	var b, undecided int64
 	for _, c := range cs.claims {
@@ -35,14 +39,36 @@ func aloneBound(ctx context.Context, cs *componentState, _ time.Time) outcome {
 		}
 	}
 	cs.undecided = undecided
+	// Claims of one class fit alone or not alike (search is
+	// deterministic): one search per class, not per claim. Claims of
+	// pods, or kept off nodes, are searched each.
+	type alone struct{ ok, decided bool }
+	byClass := map[string]alone{}
 	for i, c := range cs.claims {
 		if i%64 == 0 && ctx.Err() != nil {
 			return outcome{}
 		}
-		a, ok, decided := search(s, c, nil, steps)
+		perClaim := c.Group != nil || len(c.ExcludedNodes) > 0
+		r, seen := alone{}, false
+		if !perClaim {
+			r, seen = byClass[c.ClassKey()]
+		}
+		if !seen {
+			if s == nil && c.Err == nil && servable(c) {
+				s = model.NewState(cs.p)
+			}
+			a, ok, decided := search(s, c, nil, steps)
+			if ok {
+				a.release(s)
+			}
+			r = alone{ok, decided}
+			if !perClaim {
+				byClass[c.ClassKey()] = r
+			}
+		}
+		ok, decided := r.ok, r.decided
 		switch {
 		case ok:
-			a.release(s)
 		case decided:
 			if c.Err == nil {
 				cs.unplaceable = append(cs.unplaceable, c)

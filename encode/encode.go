@@ -17,7 +17,9 @@ package encode
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -50,6 +52,23 @@ type Model struct {
 	groupsOn     bool
 	guard        z.Lit // current group's literal while its clauses are added
 	allowed      func(dev int) bool
+	allowedList  []int // Options.AllowedDevices
+}
+
+// within returns the devices of cands (ascending, a claim's candidates)
+// the model may use, in their order; when the allowed devices are not
+// listed, or are more, cands itself: callers still check candidate.
+func (m *Model) within(cands []int) []int {
+	if m.allowedList == nil || len(cands) <= len(m.allowedList) {
+		return cands
+	}
+	var out []int
+	for _, d := range m.allowedList {
+		if _, ok := slices.BinarySearch(cands, d); ok {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // candidate tells whether device d may get a variable: it is reachable from
@@ -128,6 +147,11 @@ type Options struct {
 	// allocation mode All must not be limited (they need every matching
 	// device of their node).
 	Allowed func(dev int) bool
+	// AllowedDevices, when set, is Allowed for exactly these devices
+	// (ascending). A claim's candidates are then looked up from this list
+	// when it is the shorter, instead of all being scanned: repacking a
+	// GPU costs what the GPU holds, not what the cluster holds.
+	AllowedDevices []int
 	// DeviceSymmetry orders interchangeable devices (see
 	// breakDeviceSymmetry). It is sound for finding allocations, but a
 	// caller that assumes a given allocation (a hint) may find it
@@ -207,6 +231,17 @@ func (m *Model) guarded(g *Group, f func()) {
 // to build, and the caller's budget comes first).
 func Encode(ctx context.Context, p *model.Problem, claims []*model.Claim, opts Options) (*Model, error) {
 	m := &Model{P: p, C: logic.NewC(), Used: map[int]z.Lit{}, impliedCache: map[string][]bool{}, groupsOn: opts.Groups, allowed: opts.Allowed}
+	if opts.AllowedDevices != nil {
+		if opts.Allowed != nil {
+			return nil, errors.New("encode: Allowed and AllowedDevices are both set")
+		}
+		set := make(map[int]bool, len(opts.AllowedDevices))
+		for _, d := range opts.AllowedDevices {
+			set[d] = true
+		}
+		m.allowedList = opts.AllowedDevices
+		m.allowed = func(d int) bool { return set[d] }
+	}
 	if err := m.buildUnits(ctx, claims, opts); err != nil {
 		return nil, err
 	}
@@ -443,7 +478,7 @@ func (m *Model) buildUnits(ctx context.Context, claims []*model.Claim, opts Opti
 		}
 		alt := u.Claims[0].Requests[0].Alternatives[0]
 		var lits []z.Lit
-		for _, d := range alt.Candidates {
+		for _, d := range m.within(alt.Candidates) {
 			if !m.candidate(d) {
 				continue
 			}
@@ -470,7 +505,7 @@ func (m *Model) claimUnit(c *model.Claim) *Unit {
 		!c.Requests[0].Alternatives[0].All && c.Requests[0].Alternatives[0].Count == 1
 	for _, r := range c.Requests {
 		for _, a := range r.Alternatives {
-			for _, d := range a.Candidates {
+			for _, d := range m.within(a.Candidates) {
 				if m.allowed != nil && !m.allowed(d) {
 					continue
 				}
@@ -552,7 +587,7 @@ func (m *Model) claimUnit(c *model.Claim) *Unit {
 		u.Sel = append(u.Sel, sels)
 		for ai, a := range r.Alternatives {
 			var xs []z.Lit
-			for _, d := range a.Candidates {
+			for _, d := range m.within(a.Candidates) {
 				dev := m.P.Devices[d]
 				if !m.candidate(d) || (c.FixedNode >= 0 && !dev.Reaches(c.FixedNode) && !m.groupsOn) {
 					continue

@@ -50,7 +50,7 @@ func build(ctx context.Context, objs *Objects, opts Options) (*Problem, error) {
 	if opts.Compat == "" {
 		opts.Compat = CompatKEP5963
 	}
-	b := &builder{objs: objs, p: &Problem{Options: opts}, cel: newCELEnv(ctx, opts.CELCost),
+	b := &builder{objs: objs, p: &Problem{Options: opts, nodesByClass: &classNodes{m: map[string][]int{}}}, cel: newCELEnv(ctx, opts.CELCost),
 		deviceByID: map[DeviceID][]int{}, matchCache: map[string]matchResult{}, valuesCache: map[string]map[int][]string{}, setByName: map[[3]string]int{}, nodeByName: map[string]int{}}
 	b.buildNodes()
 	nodeObjs := make([]*corev1.Node, len(b.p.Nodes))

@@ -48,6 +48,9 @@ type celProjection struct {
 	paths []celPath // distinct, in order of appearance
 	// byKey holds the shared answers, by the device's key (see key).
 	byKey map[string]bool
+	// byDevice holds the same answers by the device's CEL view (shared
+	// among devices with identical maps) and allowMultipleAllocations.
+	byDevice map[celDeviceKey]bool
 }
 
 // celPaths parses expr in env and returns the device values it reads; ok is
@@ -156,6 +159,11 @@ type celDevice struct {
 	// on map order). Such a device is always evaluated on its own.
 	shareable   bool
 	attrs, caps map[string]map[string]string
+}
+
+type celDeviceKey struct {
+	c     *celDevice
+	multi bool
 }
 
 func newCELDevice(driver string, dev *resourceapi.Device) *celDevice {

@@ -273,3 +273,44 @@ func TestCELDeviceShareable(t *testing.T) {
 		}
 	}
 }
+
+// Devices holding the same maps (as slices read from files do) share one
+// CEL view and its answers; the answers stay those of evaluating each
+// device, also across drivers and allowMultipleAllocations, which the
+// shared maps do not carry.
+func TestCELSharedMapsMatchDirect(t *testing.T) {
+	rng := rand.New(rand.NewSource(2))
+	devs := celTestDevices(rng, 300)
+	for i := range devs {
+		if i%3 != 0 {
+			// Share the maps of an earlier device; keep the driver and
+			// allowMultipleAllocations of this one.
+			j := rng.Intn(i)
+			devs[i].Spec.Attributes, devs[i].Spec.Capacity = devs[j].Spec.Attributes, devs[j].Spec.Capacity
+		}
+	}
+	exprs := []string{
+		"device.driver == 'gpu.example.com' && device.attributes['gpu.example.com'].type == 'mig'",
+		".device.driver == 'x.io' || device.allowMultipleAllocations",
+		"device.attributes['gpu.example.com'].profile == '1g'",
+		"device.capacity['gpu.example.com'].memory.asApproximateFloat() == 0.3",
+		"int(device.attributes['gpu.example.com'].type) > 0",
+	}
+	direct := newCELEnv(context.Background(), 0)
+	for _, expr := range exprs {
+		if err := direct.compile(expr); err != nil {
+			t.Fatalf("%s: %v", expr, err)
+		}
+		e := newCELEnv(context.Background(), 0)
+		for _, i := range rng.Perm(len(devs)) {
+			want, werr := direct.eval(expr, devs[i].ID.Driver, devs[i].Spec)
+			got, gerr := e.matches(expr, devs[i], len(devs))
+			if fmt.Sprint(got, gerr) != fmt.Sprint(want, werr) {
+				t.Fatalf("%s on %s: memoised %v %v, direct %v %v", expr, devs[i].Spec.Name, got, gerr, want, werr)
+			}
+		}
+		if len(e.byMaps) >= len(devs) {
+			t.Fatalf("%d CEL views for %d devices: none shared", len(e.byMaps), len(devs))
+		}
+	}
+}

@@ -4,12 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"strconv"
-
-	yamlv2 "go.yaml.in/yaml/v2"
 )
 
 // docSplitter cuts a YAML stream into documents at "---" and "..." marker
@@ -173,25 +170,4 @@ func duplicateJSONKey(js []byte) error {
 			stack[len(stack)-1].expect = true
 		}
 	}
-}
-
-// singleYAMLDocument fails when doc holds more than one YAML document
-// (e.g. two flow mappings one after the other), which the YAML to JSON
-// conversion would silently cut to the first.
-func singleYAMLDocument(doc []byte) error {
-	d := yamlv2.NewDecoder(bytes.NewReader(doc))
-	var v struct{}
-	if err := d.Decode(&v); err != nil && !isTypeError(err) {
-		return nil // reported by the conversion
-	}
-	err := d.Decode(&v)
-	if err == io.EOF {
-		return nil
-	}
-	return errors.New(`more than one object or value in one document; separate objects with "---"`)
-}
-
-func isTypeError(err error) bool {
-	var te *yamlv2.TypeError
-	return errors.As(err, &te)
 }

@@ -17,7 +17,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	sigsjson "sigs.k8s.io/json"
-	"sigs.k8s.io/yaml"
 )
 
 // Limits keep a run bounded; past them loading fails with a clear error
@@ -35,6 +34,7 @@ type Loader struct {
 	objs     *Objects
 	count    int
 	read     int64 // bytes read from all inputs so far
+	intern   *interner
 }
 
 // budgetReader fails a read once the loader's inputs together pass
@@ -135,30 +135,52 @@ func (l *Loader) loadPath(p string) error {
 // load fails naming it.
 func (l *Loader) loadStream(name string, r io.Reader) error {
 	docs := newDocSplitter(budgetReader{r, l, name})
+	// Documents are decoded (YAML or JSON to JSON) by workers, a few
+	// documents ahead, and added in stream order here: the objects, their
+	// numbering and the first error are those of reading one by one.
+	dec := newDocDecoders()
+	defer dec.stop()
+	var ahead []*decodedDoc
+	aheadBytes, eof, first := 0, false, true
 	for doc := 1; ; doc++ {
-		raw, err := docs.next()
-		if err == io.EOF {
+		for !eof && (len(ahead) == 0 || len(ahead) < maxDocsAhead && aheadBytes < maxBytesAhead) {
+			raw, err := docs.next()
+			if err == io.EOF {
+				eof = true
+				break
+			}
+			if err != nil {
+				eof = true // reported in its turn
+			}
+			if first {
+				raw = bytes.TrimPrefix(raw, []byte("\xef\xbb\xbf")) // UTF-8 byte order mark
+				first = false
+			}
+			ahead = append(ahead, dec.submit(raw, err))
+			aheadBytes += len(raw)
+		}
+		if len(ahead) == 0 {
 			return nil
 		}
-		if err != nil {
+		d := ahead[0]
+		ahead = ahead[1:]
+		aheadBytes -= len(d.raw)
+		<-d.done
+		if d.readErr != nil {
 			var be budgetError
-			if errors.As(err, &be) {
-				return err
+			if errors.As(d.readErr, &be) {
+				return d.readErr
 			}
-			return fmt.Errorf("%s: document %d: %w", name, doc, err)
+			return fmt.Errorf("%s: document %d: %w", name, doc, d.readErr)
 		}
-		if doc == 1 {
-			raw = bytes.TrimPrefix(raw, []byte("\xef\xbb\xbf")) // UTF-8 byte order mark
-		}
-		if len(bytes.TrimSpace(raw)) == 0 {
+		if d.blank {
 			continue
 		}
-		objs, isJSON, err := jsonObjects(raw)
-		if err != nil {
-			return fmt.Errorf("%s: document %d: %w", name, doc+len(objs), err)
+		if d.jsonErr != nil {
+			return fmt.Errorf("%s: document %d: %w", name, doc+len(d.objs), d.jsonErr)
 		}
-		if isJSON {
-			for i, js := range objs {
+		if d.isJSON {
+			for i, js := range d.objs {
 				if i > 0 {
 					doc++
 				}
@@ -168,19 +190,13 @@ func (l *Loader) loadStream(name string, r io.Reader) error {
 			}
 			continue
 		}
-		// Strict: a duplicate key is an error, not a silent merge. Files
-		// concatenated without "---" would otherwise lose objects.
-		js, err := yaml.YAMLToJSONStrict(raw)
-		if err != nil {
-			return fmt.Errorf("%s: document %d: %w", name, doc, duplicateKeyError(err))
+		if d.err != nil {
+			return fmt.Errorf("%s: document %d: %w", name, doc, d.err)
 		}
-		if err := singleYAMLDocument(raw); err != nil {
-			return fmt.Errorf("%s: document %d: %w", name, doc, err)
-		}
-		if string(js) == "null" {
+		if string(d.js) == "null" {
 			continue
 		}
-		if err := l.addObject(fmt.Sprintf("%s#%d", name, doc), js); err != nil {
+		if err := l.addObject(fmt.Sprintf("%s#%d", name, doc), d.js); err != nil {
 			return err
 		}
 	}
@@ -269,6 +285,12 @@ func (l *Loader) addObject(where string, js []byte) error {
 				return wrap(errors.New("field spec.pool.name: missing"))
 			}
 			l.objs.CompatibleOnlyWith[DeviceID{s.Spec.Driver, s.Spec.Pool.Name, s.Spec.Devices[i].Name}] = expr
+		}
+		if len(exts) == 0 {
+			if l.intern == nil {
+				l.intern = newInterner()
+			}
+			l.intern.slice(s)
 		}
 		l.objs.Slices = append(l.objs.Slices, s)
 	case "DeviceClass":

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -15,6 +16,11 @@ import (
 // counter sets, nodes, and the pending claims with their candidate devices.
 // Everything is indexed by position so encoders can use dense slices.
 type Problem struct {
+	// nodesByClass shares CandidateNodes among the claims of a class
+	// (set by Build; a copy of the Problem shares it, as it shares the
+	// devices the nodes come from).
+	nodesByClass *classNodes
+
 	// searchLate marks devices of pools with binding conditions, which the
 	// allocator's search tries last (for PlaceLast).
 	searchLate []bool
@@ -256,6 +262,37 @@ func (c *Claim) CandidateNodes(p *Problem) []int {
 	if c.nodes != nil {
 		return c.nodes
 	}
+	// Claims of one class (same requests, so the same candidates) reach
+	// the same nodes, unless pods tie them to theirs: computed once per
+	// class, not once per claim over every node.
+	if c.Group != nil || len(c.ExcludedNodes) > 0 {
+		return c.candidateNodes(p)
+	}
+	cn := p.nodesByClass
+	if cn == nil {
+		return c.candidateNodes(p)
+	}
+	key := c.ClassKey()
+	cn.mu.Lock()
+	nodes, ok := cn.m[key]
+	cn.mu.Unlock()
+	if !ok {
+		nodes = c.candidateNodes(p)
+		cn.mu.Lock()
+		cn.m[key] = nodes
+		cn.mu.Unlock()
+	}
+	c.nodes = nodes
+	return nodes
+}
+
+// classNodes is the candidate nodes by class key.
+type classNodes struct {
+	mu sync.Mutex
+	m  map[string][]int
+}
+
+func (c *Claim) candidateNodes(p *Problem) []int {
 	set := map[int]bool{}
 	needNode := false
 	for _, r := range c.Requests {

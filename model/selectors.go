@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -24,8 +25,12 @@ type celEnv struct {
 	estimate map[string]uint64 // estimated worst-case cost of one evaluation
 	exprs    map[string]*celExpr
 	devices  []*celDevice // by device index, built when first needed
-	keyBuf   []byte
-	evals    int // DeviceMatches calls, for tests
+	// byMaps shares one celDevice among devices of one driver that hold
+	// the same attribute and capacity maps (slices read from files share
+	// identical maps, model/intern.go).
+	byMaps map[celMaps]*celDevice
+	keyBuf []byte
+	evals  int // DeviceMatches calls, for tests
 	// spent is the actual cost of every evaluation of the build so far,
 	// budget what they may cost together (Options.CELCost): the run-wide
 	// budget every selector draws from.
@@ -118,10 +123,23 @@ func (e *celEnv) matches(expr string, d *Device, nDevices int) (bool, error) {
 	// gets its answer.
 	var key []byte
 	share := x.ok && e.device(d, nDevices).shareable
+	// The key depends on the CEL view of the device and on
+	// allowMultipleAllocations only: devices sharing both share the
+	// answer without building the key again.
+	var dk celDeviceKey
 	if share {
+		dk = celDeviceKey{e.devices[d.Index], d.Spec.AllowMultipleAllocations != nil && *d.Spec.AllowMultipleAllocations}
+		if ok, found := x.byDevice[dk]; found {
+			rs[d.Index] = celFalse
+			if ok {
+				rs[d.Index] = celTrue
+			}
+			return ok, nil
+		}
 		key = x.key(e.keyBuf[:0], d.ID.Driver, d.Spec, e.devices[d.Index])
 		e.keyBuf = key
 		if ok, found := x.byKey[string(key)]; found {
+			x.byDevice[dk] = ok
 			rs[d.Index] = celFalse
 			if ok {
 				rs[d.Index] = celTrue
@@ -153,6 +171,7 @@ func (e *celEnv) matches(expr string, d *Device, nDevices int) (bool, error) {
 	}
 	if share {
 		x.byKey[string(key)] = ok
+		x.byDevice[dk] = ok
 	}
 	return ok, nil
 }
@@ -162,7 +181,7 @@ func (e *celEnv) expr(expr string, nDevices int) *celExpr {
 	x := e.exprs[expr]
 	if x == nil {
 		x = &celExpr{results: make([]celResult, nDevices)}
-		x.byKey = map[string]bool{}
+		x.byKey, x.byDevice = map[string]bool{}, map[celDeviceKey]bool{}
 		if res := e.cache.GetOrCompile(expr); res.Error == nil {
 			x.paths, x.ok = celPaths(res.Environment, expr)
 		}
@@ -177,9 +196,24 @@ func (e *celEnv) device(d *Device, nDevices int) *celDevice {
 		e.devices = make([]*celDevice, nDevices)
 	}
 	if e.devices[d.Index] == nil {
-		e.devices[d.Index] = newCELDevice(d.ID.Driver, d.Spec)
+		k := celMaps{d.ID.Driver, reflect.ValueOf(d.Spec.Attributes).Pointer(), reflect.ValueOf(d.Spec.Capacity).Pointer()}
+		c := e.byMaps[k]
+		if c == nil {
+			c = newCELDevice(d.ID.Driver, d.Spec)
+			if e.byMaps == nil {
+				e.byMaps = map[celMaps]*celDevice{}
+			}
+			e.byMaps[k] = c
+		}
+		e.devices[d.Index] = c
 	}
 	return e.devices[d.Index]
+}
+
+// celMaps identifies what newCELDevice reads: the driver and the maps.
+type celMaps struct {
+	driver      string
+	attrs, caps uintptr
 }
 
 // refuse tells why expr may not be evaluated any more in this build, or

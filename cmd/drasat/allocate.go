@@ -38,6 +38,8 @@ func allocateCommand() *cli.Command {
 			&cli.DurationFlag{Name: "timeout", Value: 30 * time.Second, Usage: "solve budget; the best allocation found so far is returned"},
 			&cli.BoolFlag{Name: "strict", Usage: "fail when a pool is incomplete or invalid instead of leaving it out"},
 			&cli.StringFlag{Name: "report", Usage: "write a JSON report to this file"},
+			&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile of the whole run (reading included) to this file, for go tool pprof"},
+			&cli.StringFlag{Name: "memprofile", Usage: "write a heap profile (allocations over the run, and what is live once the solve ends) to this file, for go tool pprof"},
 		},
 		Action: runAllocate,
 	}
@@ -54,9 +56,17 @@ func runAllocate(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	stopCPU, writeHeap, err := startProfiles(c.String("cpuprofile"), c.String("memprofile"))
+	if err != nil {
+		return err
+	}
+	defer stopCPU()
 	// Loading stops on Ctrl-C; --timeout is the solve budget, after which
-	// the best allocation found is still written.
+	// the best allocation found is still written. The report states the
+	// reading time apart.
+	readStart := time.Now()
 	objs, warnings, err := loadObjects(ctx, c)
+	readTime := time.Since(readStart)
 	if err != nil {
 		return err
 	}
@@ -78,6 +88,7 @@ func runAllocate(c *cli.Context) error {
 		}
 		return err
 	}
+	buildTime := time.Since(start)
 	for _, is := range p.Issues {
 		if c.Bool("strict") {
 			return fmt.Errorf("%s", is)
@@ -108,6 +119,7 @@ func runAllocate(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	writeHeap()
 	// Why claims fit nowhere: within what is left of --timeout; Ctrl-C
 	// stops it.
 	for i, why := range explain.Reasons(ctx, p, res.Unplaceable, deadline) {
@@ -131,7 +143,9 @@ func runAllocate(c *cli.Context) error {
 		return err
 	}
 	if path := c.String("report"); path != "" {
-		if err := writeJSONFile(path, alloc.NewReport(p, res, opts)); err != nil {
+		rep := alloc.NewReport(p, res, opts)
+		rep.ReadSeconds, rep.BuildSeconds = readTime.Seconds(), buildTime.Seconds()
+		if err := writeJSONFile(path, rep); err != nil {
 			return err
 		}
 	}
