@@ -74,10 +74,11 @@ test: e2e-bin
 # The packages that start goroutines (the engine's parallel stages, the
 # solver's background search, the controller and its leader election and
 # health, bench's heap sampler, the CLI's interruptible loading, explain's
-# parallel reasons) again under the race detector. -short skips the long
+# parallel reasons, the model's decoding ahead of the input) again under
+# the race detector. -short skips the long
 # scenario sweeps (race-instrumented code runs several times slower);
 # k8s/e2e is not included (its components are separate processes).
-RACE_PKGS ?= ./alloc/ ./solver/ ./k8s/ ./bench/ ./cmd/drasat/ ./explain/
+RACE_PKGS ?= ./alloc/ ./solver/ ./k8s/ ./bench/ ./cmd/drasat/ ./explain/ ./model/
 race:
 	$(GO) test -race -short -count=1 -timeout 20m $(RACE_PKGS)
 

@@ -73,6 +73,10 @@ type OpenBConfig struct {
 	// both replays; in the dropping one it is dropped only when a window
 	// after its hold leaves it out.
 	Hold time.Duration
+	// HoldIdlePerClaim is the holder's rate (hold.Options.IdlePerClaim:
+	// what one more task admitted is worth in idle device time; 0: its
+	// default).
+	HoldIdlePerClaim time.Duration
 	// Batch is the number of tasks per batch of the inflation simulation.
 	Batch int
 	// Step, when set, is told how far a long simulation has come (the
@@ -497,7 +501,7 @@ func RunOpenB(ctx context.Context, cfg OpenBConfig, sz Size, seed uint64, policy
 	if policy == PolicyDrasat && cfg.Hold > 0 {
 		// Trace time: the rate is measured over a window at least, and the
 		// scenarios get half the batch's budget, as in the controller.
-		life.holder = hold.New(hold.Options{MaxHold: cfg.Hold, Lookback: max(time.Minute, cfg.Window),
+		life.holder = hold.New(hold.Options{MaxHold: cfg.Hold, IdlePerClaim: cfg.HoldIdlePerClaim, Lookback: max(time.Minute, cfg.Window),
 			Timeout: timeout / 2, Objective: cfg.Objective, Policy: alloc.Binpack, Seed: seed})
 	}
 	heldEver := map[int]bool{} // tasks held back at least once

@@ -118,8 +118,13 @@ func TestOpenBHold(t *testing.T) {
 	if _, err := OpenBDir(""); err != nil {
 		t.Skipf("trace not available: %v", err)
 	}
-	cfg := OpenBConfig{Hold: 5 * time.Minute}
-	rep := runSim(t, "openb", "6:120", cfg, PolicyDrasat)
+	// At the holder's default rate no hold pays on a small cluster (its
+	// gain is a task or two against minutes of idle GPUs); a rate of an
+	// hour per task makes every hold with a gain pay, which is what this
+	// test is about: holding in the replay, and its bound. (6:120 has no
+	// hold with a gain at all.)
+	cfg := OpenBConfig{Hold: 5 * time.Minute, HoldIdlePerClaim: time.Hour}
+	rep := runSim(t, "openb", "8:200", cfg, PolicyDrasat)
 	r := rep.Rows[0]
 	if r.Replay.HeldTasks == 0 {
 		t.Fatalf("no task held back on a contended cluster (%d of %d admitted)", r.Admitted, r.Claims)

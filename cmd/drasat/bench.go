@@ -67,6 +67,7 @@ an invalid one fails the run.`,
 			&cli.BoolFlag{Name: "openb-no-reserve", Usage: "openb, openb-wait: the drasat policy without its node reservation for a task that waits because it fits nowhere (to measure it)"},
 			&cli.StringFlag{Name: "openb-objective", Value: "max-claims", Usage: "openb, openb-wait, inflation: the objective of the drasat policies, max-claims or ordered (admit in arrival order, each task iff it fits with those before it)"},
 			&cli.DurationFlag{Name: "openb-hold", Usage: "openb, openb-wait: the drasat policy holds tasks back for forecast demand, each at most this long after its arrival (trace time; 0: off), as drasat controller --hold does"},
+			&cli.DurationFlag{Name: "openb-hold-idle-per-claim", Usage: "with --openb-hold: what one more task admitted is worth in idle device time, as drasat controller --hold-idle-per-claim (0: its default)"},
 			&cli.DurationFlag{Name: "openb-aging", Usage: "openb-wait: a waiting task's weight (drasat.dev/weight) grows by 1 per this much wait (0: off)"},
 			&cli.IntFlag{Name: "inflation-batch", Value: bench.DefaultInflationBatch, Usage: "inflation: tasks per batch (a size NODES:BATCH overrides it)"},
 			&cli.IntFlag{Name: "seeds", Value: 10, Usage: "fgd-paper: seeds per policy and list (--seed, --seed+1, ...); the table gives median and min–max"},
@@ -211,7 +212,7 @@ func benchConfig(c *cli.Context) (bench.Config, error) {
 		MIGGPU:    strings.ToLower(strings.TrimSpace(c.String("mig-gpu"))),
 		OpenB: bench.OpenBConfig{Dir: c.String("openb-data"), Pods: c.String("openb-pods"), GPU: c.String("openb-gpu"),
 			Window: c.Duration("openb-window"), Load: c.Float64("openb-load"),
-			MaxWait: c.Duration("openb-max-wait"), Aging: c.Duration("openb-aging"), NoReserve: c.Bool("openb-no-reserve"), Hold: c.Duration("openb-hold"), Objective: c.String("openb-objective"), Batch: c.Int("inflation-batch")},
+			MaxWait: c.Duration("openb-max-wait"), Aging: c.Duration("openb-aging"), NoReserve: c.Bool("openb-no-reserve"), Hold: c.Duration("openb-hold"), HoldIdlePerClaim: c.Duration("openb-hold-idle-per-claim"), Objective: c.String("openb-objective"), Batch: c.Int("inflation-batch")},
 	}
 	for _, s := range c.StringSlice("size") {
 		scs := cfg.Scenarios
