@@ -79,8 +79,11 @@ func (in *interner) attributes(m map[resourceapi.QualifiedName]resourceapi.Devic
 		}
 	}) {
 		a := m[resourceapi.QualifiedName(k)]
-		if a.IntValues != nil || a.BoolValues != nil || a.StringValues != nil || countSet(a) > 1 {
-			return m // lists, or several values (invalid, reported as read)
+		if a.IntValues != nil || a.BoolValues != nil || a.StringValues != nil || a.VersionValues != nil || countSet(a) != 1 {
+			// Lists, several values (invalid, reported as read) or none
+			// of the scalars the key spells (a field this code does not
+			// know): the map is kept as it is, never shared.
+			return m
 		}
 		in.field(k)
 		switch {
@@ -96,8 +99,6 @@ func (in *interner) attributes(m map[resourceapi.QualifiedName]resourceapi.Devic
 		case a.VersionValue != nil:
 			in.buf = append(in.buf, 'v')
 			in.field(*a.VersionValue)
-		default:
-			in.buf = append(in.buf, '-')
 		}
 	}
 	if prev, ok := in.attrs[string(in.buf)]; ok {

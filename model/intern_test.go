@@ -2,8 +2,10 @@ package model_test
 
 import (
 	"bytes"
+	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	resourceapi "k8s.io/api/resource/v1"
@@ -87,5 +89,39 @@ func TestLoadKeepsQuantityRepresentations(t *testing.T) {
 	}
 	if ptr(0) != ptr(2) {
 		t.Error("two capacities of 0.3 do not share their map")
+	}
+}
+
+// Attribute maps that differ only in a list value (versions, ints,
+// strings, bools) are never shared: each device reads back its own
+// values. (A list of versions once fell through to an empty key, and two
+// devices with different versions read as one.)
+func TestLoadKeepsListAttributesApart(t *testing.T) {
+	lists := map[string][2]string{
+		"versions": {`["1.0.0", "2.0.0"]`, `["3.0.0"]`},
+		"ints":     {`[1]`, `[2]`},
+		"strings":  {`["a"]`, `["b"]`},
+		"bools":    {`[true]`, `[false]`},
+	}
+	for kind, vals := range lists {
+		in := fmt.Sprintf(`apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: s}
+spec:
+  driver: driver-a
+  pool: {name: p, generation: 1, resourceSliceCount: 1}
+  nodeName: node-1
+  devices:
+  - {name: d1, attributes: {l: {%[1]s: %[2]s}, model: {string: x}}}
+  - {name: d2, attributes: {l: {%[1]s: %[3]s}, model: {string: x}}}
+`, kind, vals[0], vals[1])
+		got, _, err := model.Load([]string{"-"}, strings.NewReader(in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		devs := got.Slices[0].Spec.Devices
+		if equality.Semantic.DeepEqual(devs[0].Attributes["l"], devs[1].Attributes["l"]) {
+			t.Errorf("%s: d1 and d2 read the same list %+v", kind, devs[1].Attributes["l"])
+		}
 	}
 }
