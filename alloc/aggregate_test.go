@@ -42,17 +42,8 @@ func testAggregateStage(t *testing.T, opts Options, stage func(context.Context, 
 		for _, objs := range []*model.Objects{randomInstance(seed), sharesInstance(seed), RandomCapacityInstance(seed + 18)} {
 			p := build(t, objs, "")
 			best := newBruteForce(p).best()
-			cs := &componentState{p: p, claims: p.Claims, opts: opts, deadline: time.Now().Add(20 * time.Second), plan: newPlan(false, DefaultLimits), workers: 1, noSAT: true}
-			cs.bound = math.MaxInt64
-			ctx := context.Background()
-			cs.accept(relaxation(ctx, cs, cs.deadline))
-			if cs.rel == nil {
-				continue
-			}
-			// Forced: an empty incumbent, so the stage has to find everything.
-			cs.best, cs.value, cs.optimal, cs.bound = nil, 0, false, math.MaxInt64
-			out := stage(ctx, cs, cs.deadline)
-			if out.skip {
+			cs, out, ran := forceStage(p, opts, stage)
+			if !ran {
 				continue
 			}
 			runs++
@@ -79,6 +70,22 @@ func testAggregateStage(t *testing.T, opts Options, stage func(context.Context, 
 	if runs == 0 || optimal*2 < runs || wantBounds && bounds == 0 {
 		t.Fatalf("stage ran on %d instances, proved %d bounds, realised %d optima", runs, bounds, optimal)
 	}
+}
+
+// forceStage runs the relaxation on all of p's claims, then stage from an
+// empty incumbent, so that the stage has to find everything; false when
+// the relaxation or the stage does not run.
+func forceStage(p *model.Problem, opts Options, stage func(context.Context, *componentState, time.Time) outcome) (*componentState, outcome, bool) {
+	cs := &componentState{p: p, claims: p.Claims, opts: opts, deadline: time.Now().Add(20 * time.Second), plan: newPlan(false, DefaultLimits), workers: 1, noSAT: true}
+	cs.bound = math.MaxInt64
+	ctx := context.Background()
+	cs.accept(relaxation(ctx, cs, cs.deadline))
+	if cs.rel == nil {
+		return cs, outcome{}, false
+	}
+	cs.best, cs.value, cs.optimal, cs.bound = nil, 0, false, math.MaxInt64
+	out := stage(ctx, cs, cs.deadline)
+	return cs, out, !out.skip
 }
 
 // TestMergeNodesValid joins a partly realised dive with the greedy
@@ -154,16 +161,8 @@ func TestAggregateDiveWithPods(t *testing.T) {
 	for seed := uint64(1); seed <= 60; seed++ {
 		objs := randomPodInstance(seed)
 		p := build(t, objs, "")
-		cs := &componentState{p: p, claims: p.Claims, deadline: time.Now().Add(20 * time.Second), plan: newPlan(false, DefaultLimits), workers: 1, noSAT: true}
-		cs.bound = math.MaxInt64
-		ctx := context.Background()
-		cs.accept(relaxation(ctx, cs, cs.deadline))
-		if cs.rel == nil {
-			continue
-		}
-		cs.best, cs.value, cs.optimal, cs.bound = nil, 0, false, math.MaxInt64
-		out := aggregateDive(ctx, cs, cs.deadline)
-		if out.skip {
+		cs, out, ran := forceStage(p, Options{}, aggregateDive)
+		if !ran {
 			continue
 		}
 		runs++

@@ -209,14 +209,7 @@ func WriteFPHTML(w io.Writer, rep *FPReport) error {
 		"<style>body{font-family:sans-serif;max-width:1100px;margin:auto}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}td:first-child{text-align:left}</style></head><body>\n")
 	fmt.Fprintf(&b, "<h1>The FGD paper's experiment on DRA</h1>\n<p>%d nodes, %d GPUs; tasks arrive until %.0f %% of the GPUs are requested; %d seed(s) from %d. Lines: median over the seeds; bands: min–max. %s/%s, %d CPUs, %s.</p>\n",
 		rep.Nodes, rep.GPUs, 100*rep.Ratio, len(rep.Seeds), rep.Seeds[0], html.EscapeString(rep.Machine.GOOS), html.EscapeString(rep.Machine.GOARCH), rep.Machine.CPUs, html.EscapeString(rep.Machine.GoVersion))
-	var lists []string
-	by := map[string][]*FPResult{}
-	for _, r := range rep.Results {
-		if _, ok := by[r.List]; !ok {
-			lists = append(lists, r.List)
-		}
-		by[r.List] = append(by[r.List], r)
-	}
+	lists, by := groupInOrder(rep.Results, func(r *FPResult) string { return r.List })
 	for _, l := range lists {
 		fmt.Fprintf(&b, "<h2>List %s</h2>\n", html.EscapeString(l))
 		for _, z := range [][2]float64{{75, 25}, {0, 100}} {

@@ -47,6 +47,21 @@ svg text { font-family: inherit; }
 <body>
 `
 
+// groupInOrder groups xs by key, the keys in the order they first
+// appear.
+func groupInOrder[T any](xs []T, key func(T) string) ([]string, map[string][]T) {
+	var keys []string
+	by := map[string][]T{}
+	for _, x := range xs {
+		k := key(x)
+		if _, ok := by[k]; !ok {
+			keys = append(keys, k)
+		}
+		by[k] = append(by[k], x)
+	}
+	return keys, by
+}
+
 // WriteHTML writes the report as a self-contained HTML page with inline
 // SVG charts: admitted claims per policy for every instance, time against
 // size per scenario, whole GPUs free over the openb replay, and for small
@@ -63,14 +78,7 @@ func WriteHTML(w io.Writer, rep *Report) error {
 	b.WriteString("</p>\n")
 
 	// Group rows by scenario, then instance, keeping order.
-	var scenarios []string
-	byScenario := map[string][]*Row{}
-	for _, r := range rep.Rows {
-		if _, ok := byScenario[r.Scenario]; !ok {
-			scenarios = append(scenarios, r.Scenario)
-		}
-		byScenario[r.Scenario] = append(byScenario[r.Scenario], r)
-	}
+	scenarios, byScenario := groupInOrder(rep.Rows, func(r *Row) string { return r.Scenario })
 	for _, sc := range scenarios {
 		rows := byScenario[sc]
 		fmt.Fprintf(&b, "<h2>%s</h2>\n", html.EscapeString(sc))
@@ -80,14 +88,7 @@ func WriteHTML(w io.Writer, rep *Report) error {
 				return err
 			}
 		}
-		var instances []string
-		byInst := map[string][]*Row{}
-		for _, r := range rows {
-			if _, ok := byInst[r.Instance]; !ok {
-				instances = append(instances, r.Instance)
-			}
-			byInst[r.Instance] = append(byInst[r.Instance], r)
-		}
+		instances, byInst := groupInOrder(rows, func(r *Row) string { return r.Instance })
 		b.WriteString("<div class=\"charts\">\n")
 		for _, in := range instances {
 			admittedChart(&b, in, byInst[in])

@@ -689,17 +689,13 @@ func writeResearchHTML(b *strings.Builder, rows []*Row) error {
 			html.EscapeString(r.Instance), html.EscapeString(r.Policy), r.Admitted, r.Claims, opt, 100*r.Util, st.Violations, st.Reconfigurations, html.EscapeString(modeMix(st)))
 	}
 	b.WriteString("</table>\n<div class=\"charts\">\n")
-	var instances []string
-	byInst := map[string][]*Row{}
+	var drasat []*Row
 	for _, r := range rows {
-		if r.Research == nil || r.Optimal == nil { // drasat rows only
-			continue
+		if r.Research != nil && r.Optimal != nil { // drasat rows only
+			drasat = append(drasat, r)
 		}
-		if _, ok := byInst[r.Instance]; !ok {
-			instances = append(instances, r.Instance)
-		}
-		byInst[r.Instance] = append(byInst[r.Instance], r)
 	}
+	instances, byInst := groupInOrder(drasat, func(r *Row) string { return r.Instance })
 	for _, in := range instances {
 		modeMixChart(b, in, byInst[in])
 	}

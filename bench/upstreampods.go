@@ -101,11 +101,7 @@ func (u *upstreamPods) fits(p *corev1.Pod, n *corev1.Node) string {
 		if v == 0 {
 			continue
 		}
-		q := alloc[r]
-		have := q.Value()
-		if r == corev1.ResourceCPU {
-			have = q.MilliValue()
-		}
+		have := model.ResourceAmount(r, alloc[r])
 		if u.used[n.Name][r]+v > have {
 			return fmt.Sprintf("needs %s %s, %s has %s free", model.FormatResource(r, v), r, n.Name, model.FormatResource(r, max(have-u.used[n.Name][r], 0)))
 		}

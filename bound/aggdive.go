@@ -359,7 +359,7 @@ func (na *NodeAggregate) Global() *NodeAggregate {
 // needing the most items first, each to the first node whose patterns
 // still supply all its items. Claims that find no node are left out, so
 // the answer may weigh less than the global one; it is a solution of the
-// per-node model.
+// per-node model without node resources (with them, DistributeByNode).
 func (na *NodeAggregate) Distribute(global *NodeAggregate, values map[string]float64) (map[string]float64, int64) {
 	out := map[string]float64{}
 	type sn struct{ s, n int }
@@ -413,59 +413,28 @@ func (na *NodeAggregate) Distribute(global *NodeAggregate, values map[string]flo
 		}
 		return len(ka.Demand) > len(kb.Demand)
 	})
-	type jn struct{ j, n int }
-	capacity, size := map[jn]int64{}, map[jn]int64{}
-	for _, c := range na.Capacities {
-		capacity[jn{c.Resource, c.Node}] = c.Free
-		size[jn{c.Resource, c.Node}] = max(c.Free, 1)
-	}
-	// slack is what node n would keep of its scarcest resource after
-	// taking one claim of k (as a share of what it had), -1 when the
-	// claim does not fit there.
-	slack := func(k *NodeClass, n int) float64 {
-		for _, d := range k.Demand {
-			if supply[sn{d.Shape, n}] < d.N-1e-9 {
-				return -1
-			}
-		}
-		least := 1.0
-		for j, v := range k.Requests {
-			if left, ok := capacity[jn{j, n}]; ok {
-				if v > left {
-					return -1
-				}
-				least = min(least, float64(left-v)/float64(size[jn{j, n}]))
-			}
-		}
-		return least
-	}
-	// Claims go, one at a time, to the node where they leave the most of
-	// the scarcest node resource (without node resources: the first
-	// node that fits), so that no node runs out of CPU while others keep
-	// the patterns its claims need.
 	var weight float64
 	for _, ki := range order {
 		k := &na.Classes[ki]
-		for want := int(math.Round(values[global.Classes[ki].Var(-1)])); want > 0; want-- {
-			best, bestSlack := -1, -1.0
-			for _, n := range k.Nodes {
-				if sl := slack(k, n); sl > bestSlack {
-					best, bestSlack = n, sl
+		want := int(math.Round(values[global.Classes[ki].Var(-1)]))
+		for _, n := range k.Nodes {
+			for want > 0 {
+				fits := true
+				for _, d := range k.Demand {
+					if supply[sn{d.Shape, n}] < d.N-1e-9 {
+						fits = false
+					}
 				}
-			}
-			if best < 0 {
-				break
-			}
-			for _, d := range k.Demand {
-				supply[sn{d.Shape, best}] -= d.N
-			}
-			for j, v := range k.Requests {
-				if _, ok := capacity[jn{j, best}]; ok {
-					capacity[jn{j, best}] -= v
+				if !fits {
+					break
 				}
+				for _, d := range k.Demand {
+					supply[sn{d.Shape, n}] -= d.N
+				}
+				out[k.Var(n)]++
+				weight += k.Weight
+				want--
 			}
-			out[k.Var(best)]++
-			weight += k.Weight
 		}
 	}
 	return out, int64(math.Round(weight))
@@ -476,9 +445,9 @@ func (na *NodeAggregate) Distribute(global *NodeAggregate, values map[string]flo
 // most weight it can of the global answer's claims not taken yet, by a
 // dive on the model of that node alone (its bins, its capacity rows, the
 // classes' counts left); then the nodes, in order again, take what they
-// still can of the other claims. Where the pods' node resources bind, the
-// greedy spread (Distribute) loses claims that each node's own model
-// keeps: the nodes' patterns are chosen for the claims they get. While
+// still can of the other claims. Where the pods' node resources bind, a
+// greedy spread (Distribute, checking each node's capacity) loses claims
+// that each node's own model keeps: the nodes' patterns are chosen for the claims they get. While
 // time is left, pairs of nodes then trade: the model of both, with their
 // claims and those no node took, dived for more than they hold. The
 // answer is a solution of the per-node model; it bounds nothing.
@@ -515,6 +484,9 @@ func (na *NodeAggregate) distributeFrom(ctx context.Context, deadline time.Time,
 	// on[n] is node n's part of the answer, held[n] its claims by class.
 	on := map[int]AggregateSolution{}
 	held := map[int][]int{}
+	for _, n := range order {
+		held[n] = make([]int, len(na.Classes))
+	}
 	unheld := make([]int, len(na.Classes)) // claims no node holds
 	for ki, k := range na.Classes {
 		unheld[ki] = k.Max
@@ -540,7 +512,6 @@ func (na *NodeAggregate) distributeFrom(ctx context.Context, deadline time.Time,
 				unheld[ki] += v
 			}
 			part := AggregateSolution{Values: map[string]float64{}}
-			held[n] = make([]int, len(na.Classes))
 			for _, g := range sub.Groups {
 				if g.Node != n {
 					continue
@@ -605,7 +576,7 @@ func (na *NodeAggregate) distributeFrom(ctx context.Context, deadline time.Time,
 				}
 				most := slices.Clone(unheld)
 				for ki := range most {
-					most[ki] += at(held[a], ki) + at(held[b], ki)
+					most[ki] += held[a][ki] + held[b][ki]
 				}
 				if take([]int{a, b}, most) {
 					gained = true
@@ -628,13 +599,6 @@ func (na *NodeAggregate) distributeFrom(ctx context.Context, deadline time.Time,
 // node may take in DistributeByNode's first pass: 1, 2 and 3 did the same
 // within a claim on the measured batches (docs/performance.md).
 const fairShare = 2.0
-
-func at(xs []int, i int) int {
-	if i < len(xs) {
-		return xs[i]
-	}
-	return 0
-}
 
 // onNodes is the model of the given nodes alone, with at most most[k]
 // claims of each class k (classes with none left are dropped).

@@ -25,13 +25,7 @@ func TestDistributeByNode(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var live []*model.Claim
-		for _, c := range p.Claims {
-			if c.Err == nil {
-				live = append(live, c)
-			}
-		}
-		na, err := bound.New(p, live, func(*model.Claim) int64 { return 1 }).NodeAggregateBy(time.Time{})
+		na, err := bound.New(p, p.Claims, func(*model.Claim) int64 { return 1 }).NodeAggregateBy(time.Time{})
 		if err != nil {
 			t.Fatal(err)
 		}

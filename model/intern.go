@@ -49,14 +49,26 @@ func (in *interner) slice(s *resourceapi.ResourceSlice) {
 	}
 }
 
-// sorted returns the keys of a map in order, in a reused buffer.
-func (in *interner) sorted(keys func(yield func(string) bool)) []string {
-	in.names = in.names[:0]
-	for k := range keys {
-		in.names = append(in.names, k)
+// appendSortedKeys returns m's keys in order, in the reused buffer names
+// (sortedKeys without the allocation: the interner runs on every device
+// read).
+func appendSortedKeys[K ~string, V any](names []string, m map[K]V) []string {
+	names = names[:0]
+	for k := range m {
+		names = append(names, string(k))
 	}
-	slices.Sort(in.names)
-	return in.names
+	slices.Sort(names)
+	return names
+}
+
+// shared returns the map seen before under the key built in buf, or
+// records m under it.
+func shared[M any](seen map[string]M, buf []byte, m M) M {
+	if prev, ok := seen[string(buf)]; ok {
+		return prev
+	}
+	seen[string(buf)] = m
+	return m
 }
 
 // field appends s with its length, so that keys cannot run together.
@@ -71,13 +83,8 @@ func (in *interner) attributes(m map[resourceapi.QualifiedName]resourceapi.Devic
 		return m
 	}
 	in.buf = in.buf[:0]
-	for _, k := range in.sorted(func(yield func(string) bool) {
-		for k := range m {
-			if !yield(string(k)) {
-				return
-			}
-		}
-	}) {
+	in.names = appendSortedKeys(in.names, m)
+	for _, k := range in.names {
 		a := m[resourceapi.QualifiedName(k)]
 		if a.IntValues != nil || a.BoolValues != nil || a.StringValues != nil || a.VersionValues != nil || countSet(a) != 1 {
 			// Lists, several values (invalid, reported as read) or none
@@ -101,11 +108,7 @@ func (in *interner) attributes(m map[resourceapi.QualifiedName]resourceapi.Devic
 			in.field(*a.VersionValue)
 		}
 	}
-	if prev, ok := in.attrs[string(in.buf)]; ok {
-		return prev
-	}
-	in.attrs[string(in.buf)] = m
-	return m
+	return shared(in.attrs, in.buf, m)
 }
 
 func countSet(a resourceapi.DeviceAttribute) int {
@@ -123,13 +126,8 @@ func (in *interner) capacity(m map[resourceapi.QualifiedName]resourceapi.DeviceC
 		return m
 	}
 	in.buf = in.buf[:0]
-	for _, k := range in.sorted(func(yield func(string) bool) {
-		for k := range m {
-			if !yield(string(k)) {
-				return
-			}
-		}
-	}) {
+	in.names = appendSortedKeys(in.names, m)
+	for _, k := range in.names {
 		c := m[resourceapi.QualifiedName(k)]
 		if c.RequestPolicy != nil {
 			return m
@@ -137,11 +135,7 @@ func (in *interner) capacity(m map[resourceapi.QualifiedName]resourceapi.DeviceC
 		in.field(k)
 		in.field(encodeCELQuantity(c.Value))
 	}
-	if prev, ok := in.caps[string(in.buf)]; ok {
-		return prev
-	}
-	in.caps[string(in.buf)] = m
-	return m
+	return shared(in.caps, in.buf, m)
 }
 
 func (in *interner) counters(m map[string]resourceapi.Counter) map[string]resourceapi.Counter {
@@ -149,20 +143,11 @@ func (in *interner) counters(m map[string]resourceapi.Counter) map[string]resour
 		return m
 	}
 	in.buf = in.buf[:0]
-	for _, k := range in.sorted(func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}) {
+	in.names = appendSortedKeys(in.names, m)
+	for _, k := range in.names {
 		c := m[k]
 		in.field(k)
 		in.field(encodeCELQuantity(c.Value))
 	}
-	if prev, ok := in.ctrs[string(in.buf)]; ok {
-		return prev
-	}
-	in.ctrs[string(in.buf)] = m
-	return m
+	return shared(in.ctrs, in.buf, m)
 }

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	resourcehelper "k8s.io/component-helpers/resource"
@@ -148,14 +149,19 @@ func PodClaimNames(pod *corev1.Pod) []string {
 func PodRequests(pod *corev1.Pod) map[corev1.ResourceName]int64 {
 	out := map[corev1.ResourceName]int64{}
 	for name, q := range resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}) {
-		if name == corev1.ResourceCPU {
-			out[name] = q.MilliValue()
-		} else {
-			out[name] = q.Value()
-		}
+		out[name] = ResourceAmount(name, q)
 	}
 	out[corev1.ResourcePods] = 1
 	return out
+}
+
+// ResourceAmount is q in the units the scheduler's NodeResourcesFit
+// counts resource r in: milli-CPU, and Value() for everything else.
+func ResourceAmount(r corev1.ResourceName, q resource.Quantity) int64 {
+	if r == corev1.ResourceCPU {
+		return q.MilliValue()
+	}
+	return q.Value()
 }
 
 // podResources fills Problem.Resources, each pod's Requests and each
@@ -220,10 +226,8 @@ func (b *builder) podResources() {
 				continue
 			case !ok:
 				p.NodeFree[ni][j] = 0
-			case r == corev1.ResourceCPU:
-				p.NodeFree[ni][j] = q.MilliValue()
 			default:
-				p.NodeFree[ni][j] = q.Value()
+				p.NodeFree[ni][j] = ResourceAmount(r, q)
 			}
 			p.NodeFree[ni][j] -= used[n.Name][r]
 		}
