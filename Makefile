@@ -78,7 +78,7 @@ test: e2e-bin
 # the race detector. -short skips the long
 # scenario sweeps (race-instrumented code runs several times slower);
 # k8s/e2e is not included (its components are separate processes).
-RACE_PKGS ?= ./alloc/ ./solver/ ./k8s/ ./bench/ ./cmd/drasat/ ./explain/ ./model/
+RACE_PKGS ?= ./alloc/ ./solver/ ./k8s/ ./bench/ ./cmd/drasat/ ./explain/ ./model/ ./input/
 race:
 	$(GO) test -race -short -count=1 -timeout 20m $(RACE_PKGS)
 

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/mip"
 	"github.com/drasat/drasat/model"
 )
@@ -39,7 +40,7 @@ func testAggregateStage(t *testing.T, opts Options, stage func(context.Context, 
 	for seed := uint64(1); seed <= 10; seed++ {
 		// Capacity seeds 19-28: seed 28 once had an aggregated optimum below
 		// the true one (shared devices), which must give no bound.
-		for _, objs := range []*model.Objects{randomInstance(seed), sharesInstance(seed), RandomCapacityInstance(seed + 18)} {
+		for _, objs := range []*input.Objects{randomInstance(seed), sharesInstance(seed), RandomCapacityInstance(seed + 18)} {
 			p := build(t, objs, "")
 			best := newBruteForce(p).best()
 			cs, out, ran := forceStage(p, opts, stage)

@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/drasat/drasat/bound"
+	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/model"
 )
 
@@ -29,10 +30,10 @@ const nicDriver = "nic.example.com"
 // capacity requests, two requests (matchAttribute / distinctAttribute on
 // the NIC), count 2, firstAvailable, allocationMode All and admin access.
 // Exported for the differential test against the upstream allocator.
-func RandomCapacityInstance(seed uint64) *model.Objects {
+func RandomCapacityInstance(seed uint64) *input.Objects {
 	rng := rand.New(rand.NewPCG(seed, 11))
 	q := resource.MustParse
-	objs := &model.Objects{CompatibleOnlyWith: map[model.DeviceID]string{}, Origin: map[string]string{}}
+	objs := &input.Objects{CompatibleOnlyWith: map[input.DeviceID]string{}, Origin: map[string]string{}}
 	objs.Classes = append(objs.Classes, &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "nic"},
 		Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
 			Expression: `device.driver == "` + nicDriver + `"`}}}}})

@@ -4,12 +4,13 @@ import (
 	"testing"
 
 	"github.com/drasat/drasat/check"
+	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/model"
 )
 
 // checkAllocations validates the run's allocations with the independent
 // checker, which re-derives every rule from the Kubernetes objects.
-func checkAllocations(t *testing.T, p *model.Problem, objs *model.Objects, res *Result, compat string) {
+func checkAllocations(t *testing.T, p *model.Problem, objs *input.Objects, res *Result, compat string) {
 	t.Helper()
 	claims, err := Allocated(p, res)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/drasat/drasat/bound"
 	"github.com/drasat/drasat/encode"
+	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/model"
 	"github.com/drasat/drasat/solver"
 )
@@ -25,7 +26,7 @@ import (
 // "shared" group, and two time-slice slots without groups, all drawing on
 // memory and multiprocessors. Claims ask for one device of a mode, or for
 // two quarters of one GPU.
-func sharesInstance(seed uint64) *model.Objects {
+func sharesInstance(seed uint64) *input.Objects {
 	rng := rand.New(rand.NewPCG(seed, 11))
 	objs := testObjects()
 	q := func(v int64) resourceapi.Counter {
@@ -137,7 +138,7 @@ func TestNeighbourhoodSearch(t *testing.T) {
 	improved, reached, runs := 0, 0, 0
 	for seed := uint64(1); seed <= 80; seed++ {
 		for _, compat := range []string{model.CompatKEP5963, model.CompatWildcard} {
-			for _, objs := range []*model.Objects{randomInstance(seed), sharesInstance(seed)} {
+			for _, objs := range []*input.Objects{randomInstance(seed), sharesInstance(seed)} {
 				p := build(t, objs, compat)
 				want := newBruteForce(p).best()
 				start := firstFitInOrder(context.Background(), p, p.Claims, DefaultLimits.SearchSteps)

@@ -5,10 +5,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/model"
 )
 
-func build(t *testing.T, objs *model.Objects, compat string) *model.Problem {
+func build(t *testing.T, objs *input.Objects, compat string) *model.Problem {
 	t.Helper()
 	p, err := model.Build(context.Background(), objs, model.Options{Compat: compat})
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/model"
 )
 
@@ -46,7 +47,7 @@ func TestPipelineUnderBudgets(t *testing.T) {
 	ran := map[string]bool{}
 	noSATOptimal, noSATRuns := 0, 0
 	for seed := uint64(1); seed <= 12; seed++ {
-		for _, objs := range []*model.Objects{randomInstance(seed), sharesInstance(seed)} {
+		for _, objs := range []*input.Objects{randomInstance(seed), sharesInstance(seed)} {
 			p := build(t, objs, "")
 			bf := newBruteForce(p)
 			best, order := bf.best(), bf.ordered()
@@ -107,7 +108,7 @@ func TestPipelineUnderBudgets(t *testing.T) {
 func TestOrderedRepackAgainstBruteForce(t *testing.T) {
 	exact, runs := 0, 0
 	for seed := uint64(1); seed <= 60; seed++ {
-		for _, objs := range []*model.Objects{randomInstance(seed), sharesInstance(seed)} {
+		for _, objs := range []*input.Objects{randomInstance(seed), sharesInstance(seed)} {
 			p := build(t, objs, "")
 			want := newBruteForce(p).ordered()
 			res := run(t, p, Options{Objective: Ordered, MaxVariables: -1})
@@ -170,7 +171,7 @@ func TestCancelledContext(t *testing.T) {
 // math.MinInt64).
 func TestTinyBudgetSoundBound(t *testing.T) {
 	for seed := uint64(1); seed <= 20; seed++ {
-		for _, objs := range []*model.Objects{randomInstance(seed), sharesInstance(seed)} {
+		for _, objs := range []*input.Objects{randomInstance(seed), sharesInstance(seed)} {
 			p := build(t, objs, "")
 			best := newBruteForce(p).best()
 			ff := claimWeight(firstFitInOrder(context.Background(), p, p.Claims, DefaultLimits.SearchSteps))
@@ -201,7 +202,7 @@ var tinyLimits = Limits{SearchSteps: 3, BestFitSteps: 2, BestFitMinSteps: 1, Bes
 func TestPipelineUnderSmallLimits(t *testing.T) {
 	undecided := 0
 	for seed := uint64(1); seed <= 12; seed++ {
-		for _, objs := range []*model.Objects{randomInstance(seed), sharesInstance(seed)} {
+		for _, objs := range []*input.Objects{randomInstance(seed), sharesInstance(seed)} {
 			p := build(t, objs, "")
 			bf := newBruteForce(p)
 			best, order := bf.best(), bf.ordered()
@@ -252,7 +253,7 @@ func TestPipelineUnderSmallLimits(t *testing.T) {
 // never below arrival-order greedy with the same steps.
 func TestOrderedRepackSmallLimitsAgainstBruteForce(t *testing.T) {
 	for seed := uint64(1); seed <= 30; seed++ {
-		for _, objs := range []*model.Objects{randomInstance(seed), sharesInstance(seed)} {
+		for _, objs := range []*input.Objects{randomInstance(seed), sharesInstance(seed)} {
 			p := build(t, objs, "")
 			want := newBruteForce(p).ordered()
 			res := run(t, p, Options{Objective: Ordered, MaxVariables: -1, Limits: tinyLimits})

@@ -22,6 +22,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
+	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/mip"
 	"github.com/drasat/drasat/model"
 )
@@ -32,9 +33,9 @@ import (
 // requests (also in init containers), node selectors, required node
 // affinity and tolerations, using one to three claims, some claims shared
 // by two pods.
-func randomPodInstance(seed uint64) *model.Objects {
+func randomPodInstance(seed uint64) *input.Objects {
 	r := rand.New(rand.NewPCG(seed, 26))
-	objs := &model.Objects{}
+	objs := &input.Objects{}
 	sel := func(driver string) []resourceapi.DeviceSelector {
 		return []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: fmt.Sprintf("device.driver == %q", driver)}}}
 	}
@@ -157,7 +158,7 @@ func podWith(name string, cpu, mem int64, claims []string, node string) *corev1.
 // that NodeUnschedulable, TaintToleration and NodeAffinity accept, and on
 // every node the pods placed there and the bound pods must fit in its
 // allocatable (NodeResourcesFit, including the pod count).
-func schedulerAccepts(objs *model.Objects, placed map[string]string) error {
+func schedulerAccepts(objs *input.Objects, placed map[string]string) error {
 	nodes := map[string]*corev1.Node{}
 	for _, n := range objs.Nodes {
 		nodes[n.Name] = n
@@ -238,7 +239,7 @@ func schedulerAccepts(objs *model.Objects, placed map[string]string) error {
 
 // placedNodes maps the claims of res to the node their allocation's node
 // selector admits (the devices are node-local: exactly one).
-func placedNodes(t *testing.T, p *model.Problem, objs *model.Objects, res *Result) map[string]string {
+func placedNodes(t *testing.T, p *model.Problem, objs *input.Objects, res *Result) map[string]string {
 	t.Helper()
 	claims, err := Allocated(p, res)
 	if err != nil {
@@ -267,7 +268,7 @@ func placedNodes(t *testing.T, p *model.Problem, objs *model.Objects, res *Resul
 
 // podBruteForce is the most claims any combination of the claims' device
 // options admits that schedulerAccepts accepts.
-func podBruteForce(t *testing.T, objs *model.Objects) int {
+func podBruteForce(t *testing.T, objs *input.Objects) int {
 	// The problem without pods: every device placement of each claim.
 	bare := *objs
 	bare.Pods = nil

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/model"
 )
 
@@ -17,8 +18,8 @@ const testDriver = "gpu.example.com"
 
 // testObjects starts a test instance: no objects yet but the device class
 // "gpu", every device of testDriver.
-func testObjects() *model.Objects {
-	objs := &model.Objects{CompatibleOnlyWith: map[model.DeviceID]string{}, Origin: map[string]string{}}
+func testObjects() *input.Objects {
+	objs := &input.Objects{CompatibleOnlyWith: map[input.DeviceID]string{}, Origin: map[string]string{}}
 	objs.Classes = append(objs.Classes, &resourceapi.DeviceClass{
 		ObjectMeta: metav1.ObjectMeta{Name: "gpu"},
 		Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
@@ -31,7 +32,7 @@ func testObjects() *model.Objects {
 // four memory slices, partitions of size 1, 2 and 4 (some with
 // compatibility groups), claims of one to three devices with constraints,
 // firstAvailable and weights, and sometimes an existing allocation.
-func randomInstance(seed uint64) *model.Objects {
+func randomInstance(seed uint64) *input.Objects {
 	rng := rand.New(rand.NewPCG(seed, 7))
 	objs := testObjects()
 	nodes := 1 + rng.IntN(2)

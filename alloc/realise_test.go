@@ -10,6 +10,7 @@ import (
 
 	"github.com/drasat/drasat/bound"
 	"github.com/drasat/drasat/encode"
+	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/mip"
 	"github.com/drasat/drasat/model"
 	"github.com/drasat/drasat/solver"
@@ -29,7 +30,7 @@ func TestRealiseAggregate(t *testing.T) {
 	if _, err := sscanSpec(spec, &path, &target); err != nil {
 		t.Fatal(err)
 	}
-	objs, _, err := model.Load([]string{path}, nil)
+	objs, _, err := input.Load([]string{path}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

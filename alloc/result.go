@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
+	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/model"
 )
 
@@ -214,7 +215,7 @@ var shareNamespace = uuid.NewSHA1(uuid.NameSpaceURL, []byte("https://drasat.dev/
 // one (UUID version 5) from the claim, the result's position and the
 // device, so that the same input gives the same output. Both are valid
 // UUIDs, unique per share, which is all the API asks of them.
-func shareID(c *model.Claim, i int, dev model.DeviceID) *types.UID {
+func shareID(c *model.Claim, i int, dev input.DeviceID) *types.UID {
 	name := fmt.Sprintf("%s/%s/%s/%d/%s/%s/%s", c.Obj.Namespace, c.Obj.Name, c.Obj.UID, i, dev.Driver, dev.Pool, dev.Device)
 	id := types.UID(uuid.NewSHA1(shareNamespace, []byte(name)).String())
 	return &id

@@ -7,6 +7,7 @@ import (
 
 	resourceapi "k8s.io/api/resource/v1"
 
+	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/model"
 )
 
@@ -119,9 +120,9 @@ status:
 	return b.String()
 }
 
-func load(t *testing.T, docs ...string) *model.Objects {
+func load(t *testing.T, docs ...string) *input.Objects {
 	t.Helper()
-	l := &model.Loader{Stdin: strings.NewReader(strings.Join(docs, "\n"))}
+	l := &input.Loader{Stdin: strings.NewReader(strings.Join(docs, "\n"))}
 	objs, err := l.Load([]string{"-"})
 	if err != nil {
 		t.Fatal(err)
@@ -130,7 +131,7 @@ func load(t *testing.T, docs ...string) *model.Objects {
 }
 
 // solve runs the engine and returns claim key -> allocation (nil if none).
-func solve(t *testing.T, objs *model.Objects, opts Options, compat string) (map[string]*resourceapi.AllocationResult, *Result) {
+func solve(t *testing.T, objs *input.Objects, opts Options, compat string) (map[string]*resourceapi.AllocationResult, *Result) {
 	t.Helper()
 	p := build(t, objs, compat)
 	res := run(t, p, opts)

@@ -11,6 +11,7 @@ import (
 	"github.com/drasat/drasat/alloc"
 	"github.com/drasat/drasat/check"
 	"github.com/drasat/drasat/frag"
+	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/model"
 )
 
@@ -28,7 +29,7 @@ var sweepBudgets = []time.Duration{
 // semantics.
 type sweepInstance struct {
 	name   string
-	objs   *model.Objects
+	objs   *input.Objects
 	compat string
 }
 

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/drasat/drasat/alloc"
+	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/model"
 )
 
@@ -67,7 +68,7 @@ var indepDrivers = []string{"gpu.example.com", "nic.example.org", "dra"}
 type indepGen struct {
 	r     *rand.Rand
 	nodes []*corev1.Node
-	objs  *model.Objects
+	objs  *input.Objects
 	// devices published, for existing allocations: driver/pool/name with
 	// the device itself.
 	devs []indepDev
@@ -590,8 +591,8 @@ func (g *indepGen) existing() {
 
 // indepInstance draws one instance: the cluster with its existing claims,
 // and the pending claims to try one at a time.
-func indepInstance(seed uint64) (*model.Objects, []*resourceapi.ResourceClaim) {
-	g := &indepGen{r: rand.New(rand.NewPCG(seed, 0x1de9)), objs: &model.Objects{}}
+func indepInstance(seed uint64) (*input.Objects, []*resourceapi.ResourceClaim) {
+	g := &indepGen{r: rand.New(rand.NewPCG(seed, 0x1de9)), objs: &input.Objects{}}
 	for i := 0; i < 1+g.r.IntN(3); i++ {
 		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("node-%d", i+1), Labels: map[string]string{
 			"zone": indepZones[g.r.IntN(2)]}}}
@@ -633,7 +634,7 @@ func indepInstance(seed uint64) (*model.Objects, []*resourceapi.ResourceClaim) {
 
 // indepSliceErrors are the findings of model.Validate that the API server
 // would reject (slice-level errors): a generator bug.
-func indepSliceErrors(objs *model.Objects) []string {
+func indepSliceErrors(objs *input.Objects) []string {
 	fs, err := model.Validate(context.Background(), objs)
 	if err != nil {
 		return []string{err.Error()}
@@ -718,7 +719,7 @@ func TestIndependentSingleClaimMatchesUpstream(t *testing.T) {
 
 // indepRunDrasat is runDrasatAs returning drasat's errors, so that a long
 // run goes on past one.
-func indepRunDrasat(t *testing.T, label string, objs *model.Objects) ([]*resourceapi.ResourceClaim, error) {
+func indepRunDrasat(t *testing.T, label string, objs *input.Objects) ([]*resourceapi.ResourceClaim, error) {
 	t.Helper()
 	p, err := model.Build(context.Background(), objs, model.Options{Compat: model.CompatKEP5963})
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"k8s.io/dynamic-resource-allocation/structured"
 	"k8s.io/utils/ptr"
 
+	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/model"
 )
 
@@ -40,9 +41,9 @@ var allFeatures = structured.Features{
 // scalar and list attributes.
 // diffExtend adds the rest (see there), among it selectors that fail at
 // run time on some devices.
-func diffInstance(seed uint64) (*model.Objects, []*resourceapi.ResourceClaim) {
+func diffInstance(seed uint64) (*input.Objects, []*resourceapi.ResourceClaim) {
 	rng := rand.New(rand.NewPCG(seed, 37))
-	objs := &model.Objects{Classes: []*resourceapi.DeviceClass{upClass()}}
+	objs := &input.Objects{Classes: []*resourceapi.DeviceClass{upClass()}}
 	attr := func(m map[resourceapi.QualifiedName]resourceapi.DeviceAttribute, name string, v resourceapi.DeviceAttribute) {
 		m[resourceapi.QualifiedName(name)] = v
 	}
@@ -245,7 +246,7 @@ func diffInstance(seed uint64) (*model.Objects, []*resourceapi.ResourceClaim) {
 // limit of 32 results: the allocator's check before its search (an error
 // on that node), and its search unwinding to a firstAvailable request
 // (sometimes asking for 20 devices).
-func diffWide(seed uint64, objs *model.Objects, claims []*resourceapi.ResourceClaim) {
+func diffWide(seed uint64, objs *input.Objects, claims []*resourceapi.ResourceClaim) {
 	rng := rand.New(rand.NewPCG(seed, 47))
 	if rng.IntN(6) != 0 {
 		return
@@ -281,7 +282,7 @@ func diffWide(seed uint64, objs *model.Objects, claims []*resourceapi.ResourceCl
 // all of them.
 // Sometimes x-0 is also in a slice on all nodes, which makes the pool
 // invalid on every node; sometimes an existing claim holds x-0.
-func diffDuplicateNames(seed uint64, objs *model.Objects) {
+func diffDuplicateNames(seed uint64, objs *input.Objects) {
 	rng := rand.New(rand.NewPCG(seed, 43))
 	if rng.IntN(4) != 0 {
 		return
@@ -344,7 +345,7 @@ func diffDuplicateNames(seed uint64, objs *model.Objects) {
 // that is not shared, admin access, an All subrequest in firstAvailable,
 // constraints limited to some requests, and selectors reading an attribute
 // only some devices have (DRASAT_DIFF_NO_CELERR=1 leaves them out).
-func diffExtend(seed uint64, objs *model.Objects, claims []*resourceapi.ResourceClaim) {
+func diffExtend(seed uint64, objs *input.Objects, claims []*resourceapi.ResourceClaim) {
 	rng := rand.New(rand.NewPCG(seed, 41))
 	zones := []string{"a", "b"}
 	for i, n := range objs.Nodes {
@@ -505,7 +506,7 @@ func diffExtend(seed uint64, objs *model.Objects, claims []*resourceapi.Resource
 // pending claim on each node alone and returns the first error that would
 // abort the scheduling attempt ("" if none): the sequential baseline stops
 // at the first node that fits and never sees errors on later nodes.
-func upstreamErrorsSomewhere(t *testing.T, label string, objs *model.Objects) string {
+func upstreamErrorsSomewhere(t *testing.T, label string, objs *input.Objects) string {
 	for _, n := range objs.Nodes {
 		one := *objs
 		one.Nodes = []*corev1.Node{n}
@@ -594,8 +595,8 @@ func TestSingleClaimFeasibilityMatchesUpstream(t *testing.T) {
 // (19 x and all 14 y: 33): the upstream allocator and drasat agree on
 // both.
 func TestResultLimitFixturesMatchUpstream(t *testing.T) {
-	load := func() *model.Objects {
-		objs, _, err := model.Load([]string{"../testdata/order/limit-unwind.yaml"}, nil)
+	load := func() *input.Objects {
+		objs, _, err := input.Load([]string{"../testdata/order/limit-unwind.yaml"}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -632,7 +633,7 @@ func TestResultLimitFixturesMatchUpstream(t *testing.T) {
 // instance one at a time, in input order, each with the claims before it
 // allocated: the upstream allocator on every node, an error on any node
 // rejecting the claim, else the first node where it fits.
-func upstreamInOrder(t *testing.T, label string, base *model.Objects, claims []*resourceapi.ResourceClaim) []*resourceapi.ResourceClaim {
+func upstreamInOrder(t *testing.T, label string, base *input.Objects, claims []*resourceapi.ResourceClaim) []*resourceapi.ResourceClaim {
 	var placed []*resourceapi.ResourceClaim
 	for _, c := range claims {
 		one := *base
@@ -700,7 +701,7 @@ func TestPlacedLastMatchesUpstream(t *testing.T) {
 		return resourceapi.Device{Name: name, Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{
 			"numa": {IntValue: ptr.To(numa)}, "kind": {StringValue: ptr.To(kind)}}}
 	}
-	objs := &model.Objects{Classes: []*resourceapi.DeviceClass{upClass()},
+	objs := &input.Objects{Classes: []*resourceapi.DeviceClass{upClass()},
 		Nodes: []*corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}},
 		Slices: []*resourceapi.ResourceSlice{{ObjectMeta: metav1.ObjectMeta{Name: "s1"}, Spec: resourceapi.ResourceSliceSpec{
 			Driver: upDriver, NodeName: ptr.To("node-1"), Pool: resourceapi.ResourcePool{Name: "p1", Generation: 1, ResourceSliceCount: 1},

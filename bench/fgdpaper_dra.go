@@ -13,7 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/drasat/drasat/check"
-	"github.com/drasat/drasat/model"
+	"github.com/drasat/drasat/input"
 )
 
 // The fgd-paper cluster in DRA terms. Each trace node is a Node with its
@@ -35,8 +35,8 @@ const FGDPaperDriver = "gpu.openb.example"
 // and every CPU-only task's pod are bound when bound is set, else only
 // the CPU-only pods are (a pending pod whose claims pin it to a node
 // counts there for the checker's pod rules).
-func fpObjects(s *fpSim, upto int, bound bool) *model.Objects {
-	objs := &model.Objects{Origin: map[string]string{}}
+func fpObjects(s *fpSim, upto int, bound bool) *input.Objects {
+	objs := &input.Objects{Origin: map[string]string{}}
 	objs.Classes = append(objs.Classes, &resourceapi.DeviceClass{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "resource.k8s.io/v1", Kind: "DeviceClass"},
 		ObjectMeta: metav1.ObjectMeta{Name: FGDPaperDriver},

@@ -13,6 +13,7 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 
 	"github.com/drasat/drasat/check"
+	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/model"
 )
 
@@ -156,17 +157,17 @@ func TestMIGDefaultFleetUnchanged(t *testing.T) {
 
 // deviceIndex maps devices to their attributes and counter consumption.
 type deviceIndex struct {
-	attrs map[model.DeviceID]map[resourceapi.QualifiedName]resourceapi.DeviceAttribute
-	cons  map[model.DeviceID]map[string]int64
-	node  map[model.DeviceID]string
+	attrs map[input.DeviceID]map[resourceapi.QualifiedName]resourceapi.DeviceAttribute
+	cons  map[input.DeviceID]map[string]int64
+	node  map[input.DeviceID]string
 }
 
-func indexDevices(objs *model.Objects) deviceIndex {
-	x := deviceIndex{attrs: map[model.DeviceID]map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{},
-		cons: map[model.DeviceID]map[string]int64{}, node: map[model.DeviceID]string{}}
+func indexDevices(objs *input.Objects) deviceIndex {
+	x := deviceIndex{attrs: map[input.DeviceID]map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{},
+		cons: map[input.DeviceID]map[string]int64{}, node: map[input.DeviceID]string{}}
 	for _, s := range objs.Slices {
 		for _, d := range s.Spec.Devices {
-			id := model.DeviceID{Driver: s.Spec.Driver, Pool: s.Spec.Pool.Name, Device: d.Name}
+			id := input.DeviceID{Driver: s.Spec.Driver, Pool: s.Spec.Pool.Name, Device: d.Name}
 			x.attrs[id] = d.Attributes
 			x.node[id] = *s.Spec.NodeName
 			x.cons[id] = map[string]int64{}
@@ -180,7 +181,7 @@ func indexDevices(objs *model.Objects) deviceIndex {
 	return x
 }
 
-func (x deviceIndex) str(id model.DeviceID, attr resourceapi.QualifiedName) string {
+func (x deviceIndex) str(id input.DeviceID, attr resourceapi.QualifiedName) string {
 	if a, ok := x.attrs[id][attr]; ok && a.StringValue != nil {
 		return *a.StringValue
 	}
@@ -354,7 +355,7 @@ func TestMIGMixedFleetPolicies(t *testing.T) {
 				onH100 := 0
 				for _, c := range out.allocated {
 					for _, r := range c.Status.Allocation.Devices.Results {
-						id := model.DeviceID{Driver: r.Driver, Pool: r.Pool, Device: r.Device}
+						id := input.DeviceID{Driver: r.Driver, Pool: r.Pool, Device: r.Device}
 						want := requestedModel(t, c, r.Request)
 						got := x.str(id, "productName")
 						if got != want {

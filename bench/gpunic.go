@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/drasat/drasat/driverprofile"
-	"github.com/drasat/drasat/model"
+	"github.com/drasat/drasat/input"
 )
 
 // GPUNICConfig sizes a gpu-nic scenario.
@@ -28,9 +28,9 @@ type GPUNICConfig struct {
 // (ingest): these leave roots unevenly filled, a GPU beside a drained NIC
 // or a NIC beside taken GPUs, and an arrival-order allocator then strands
 // the larger claims that a different placement of the small ones fits.
-func GPUNIC(cfg GPUNICConfig) *model.Objects {
+func GPUNIC(cfg GPUNICConfig) *input.Objects {
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x67706e))
-	objs := &model.Objects{CompatibleOnlyWith: map[model.DeviceID]string{}, Origin: map[string]string{}}
+	objs := &input.Objects{CompatibleOnlyWith: map[input.DeviceID]string{}, Origin: map[string]string{}}
 	objs.Classes = append(driverprofile.NVIDIAClasses(), driverprofile.NICClass())
 	for n := 0; n < cfg.Nodes; n++ {
 		node := fmt.Sprintf("node-%03d", n)

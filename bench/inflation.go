@@ -11,6 +11,7 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 
 	"github.com/drasat/drasat/frag"
+	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/model"
 )
 
@@ -203,7 +204,7 @@ func RunInflation(ctx context.Context, cfg OpenBConfig, sz Size, seed uint64, po
 }
 
 // clusterState is the model state with the running claims allocated.
-func clusterState(ctx context.Context, base *model.Objects, running []*resourceapi.ResourceClaim) (*model.State, error) {
+func clusterState(ctx context.Context, base *input.Objects, running []*resourceapi.ResourceClaim) (*model.State, error) {
 	objs := *base
 	objs.Claims = running
 	p, err := model.Build(ctx, &objs, model.Options{Compat: model.CompatKEP5963})
@@ -224,7 +225,7 @@ func untouched(s *model.State, g int) bool {
 }
 
 // inflationPoint measures the cluster with the running claims.
-func inflationPoint(ctx context.Context, base *model.Objects, running []*resourceapi.ResourceClaim, target *frag.Workload) (InflationPoint, error) {
+func inflationPoint(ctx context.Context, base *input.Objects, running []*resourceapi.ResourceClaim, target *frag.Workload) (InflationPoint, error) {
 	st, err := clusterState(ctx, base, running)
 	if err != nil {
 		return InflationPoint{}, err

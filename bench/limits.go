@@ -2,8 +2,7 @@ package bench
 
 import (
 	"fmt"
-
-	"github.com/drasat/drasat/model"
+	"github.com/drasat/drasat/input"
 )
 
 // CheckSize refuses a size whose instance would pass drasat's input limits
@@ -13,11 +12,11 @@ import (
 // per 16-host TPU pool) are counted on a one-unit instance, so the check
 // follows the generators.
 func CheckSize(scenario string, sz Size, opts GenerateOptions) error {
-	if sz.Claims > model.MaxClaims {
-		return fmt.Errorf("size %s: %d claims, more than drasat's limit of %d", sz, sz.Claims, model.MaxClaims)
+	if sz.Claims > input.MaxClaims {
+		return fmt.Errorf("size %s: %d claims, more than drasat's limit of %d", sz, sz.Claims, input.MaxClaims)
 	}
-	if sz.Nodes > model.MaxNodes {
-		return fmt.Errorf("size %s: %d nodes, more than drasat's limit of %d", sz, sz.Nodes, model.MaxNodes)
+	if sz.Nodes > input.MaxNodes {
+		return fmt.Errorf("size %s: %d nodes, more than drasat's limit of %d", sz, sz.Nodes, input.MaxNodes)
 	}
 	var units int // GPUs, or 16-host TPU pools
 	var probe Size
@@ -27,8 +26,8 @@ func CheckSize(scenario string, sz Size, opts GenerateOptions) error {
 		if g == 0 {
 			g = 8 // the generators' default; modes' is smaller
 		}
-		if g > model.MaxDevices || sz.Nodes > model.MaxDevices/g {
-			return fmt.Errorf("size %s: %d nodes of %d GPUs, more devices than drasat's limit of %d", sz, sz.Nodes, g, model.MaxDevices)
+		if g > input.MaxDevices || sz.Nodes > input.MaxDevices/g {
+			return fmt.Errorf("size %s: %d nodes of %d GPUs, more devices than drasat's limit of %d", sz, sz.Nodes, g, input.MaxDevices)
 		}
 		units, probe = sz.Nodes*g, Size{Nodes: 2, GPUs: 1} // two nodes: a mixed fleet alternates models
 	case "tpu":
@@ -47,9 +46,9 @@ func CheckSize(scenario string, sz Size, opts GenerateOptions) error {
 	if scenario != "tpu" {
 		perUnit = (perUnit + 1) / 2 // per GPU, rounded up
 	}
-	if perUnit > 0 && units > model.MaxDevices/perUnit {
+	if perUnit > 0 && units > input.MaxDevices/perUnit {
 		return fmt.Errorf("size %s: about %d devices (%d per %s), more than drasat's limit of %d",
-			sz, units*perUnit, perUnit, map[bool]string{true: "16 TPU hosts", false: "GPU"}[scenario == "tpu"], model.MaxDevices)
+			sz, units*perUnit, perUnit, map[bool]string{true: "16 TPU hosts", false: "GPU"}[scenario == "tpu"], input.MaxDevices)
 	}
 	return nil
 }

@@ -2,10 +2,9 @@ package bench
 
 import (
 	"context"
+	"github.com/drasat/drasat/input"
 	"strings"
 	"testing"
-
-	"github.com/drasat/drasat/model"
 )
 
 // Sizes past drasat's limits are refused before anything is generated;
@@ -35,7 +34,7 @@ func TestRunRefusesSizesBeyondLimits(t *testing.T) {
 		t.Errorf("Run: %v, want the size refused", err)
 	}
 	for _, sc := range []string{"mig", "modes", "tpu"} {
-		sz := Size{Nodes: 16, GPUs: 8, Claims: model.MaxClaims}
+		sz := Size{Nodes: 16, GPUs: 8, Claims: input.MaxClaims}
 		if err := CheckSize(sc, sz, GenerateOptions{}); err != nil {
 			t.Errorf("%s %s: %v", sc, sz, err)
 		}

@@ -9,9 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/drasat/drasat/input"
 	resourceapi "k8s.io/api/resource/v1"
-
-	"github.com/drasat/drasat/model"
 )
 
 // Usage is what a set of allocations occupies, read directly from the
@@ -29,28 +28,28 @@ type counterKey struct{ driver, pool, set, counter string }
 // world indexes the devices and counter sets of the objects' slices
 // (highest generation per pool).
 type world struct {
-	devs     map[model.DeviceID][]resourceapi.DeviceCounterConsumption
+	devs     map[input.DeviceID][]resourceapi.DeviceCounterConsumption
 	capacity map[counterKey]float64
 	keys     []counterKey
 	// setOrder lists counter sets (driver/pool/set) in publication order.
 	setOrder []counterKey
 	// devAttrs are the devices' attributes (for MIG pictures, the
 	// profile).
-	devAttrs map[model.DeviceID]map[resourceapi.QualifiedName]resourceapi.DeviceAttribute
+	devAttrs map[input.DeviceID]map[resourceapi.QualifiedName]resourceapi.DeviceAttribute
 	nodeOf   map[string]string // driver/pool -> node name, when the slice names one
 	// product is the productName attribute of the devices consuming a
 	// counter set (key without counter), when they carry one.
 	product map[counterKey]string
 	// shared lists the devices with allowMultipleAllocations, in
 	// publication order, and caps their capacity values.
-	shared []model.DeviceID
-	caps   map[model.DeviceID]map[resourceapi.QualifiedName]float64
+	shared []input.DeviceID
+	caps   map[input.DeviceID]map[resourceapi.QualifiedName]float64
 }
 
-func newWorld(objs *model.Objects) *world {
-	w := &world{devs: map[model.DeviceID][]resourceapi.DeviceCounterConsumption{}, capacity: map[counterKey]float64{},
-		devAttrs: map[model.DeviceID]map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{}, nodeOf: map[string]string{},
-		product: map[counterKey]string{}, caps: map[model.DeviceID]map[resourceapi.QualifiedName]float64{}}
+func newWorld(objs *input.Objects) *world {
+	w := &world{devs: map[input.DeviceID][]resourceapi.DeviceCounterConsumption{}, capacity: map[counterKey]float64{},
+		devAttrs: map[input.DeviceID]map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{}, nodeOf: map[string]string{},
+		product: map[counterKey]string{}, caps: map[input.DeviceID]map[resourceapi.QualifiedName]float64{}}
 	gen := map[string]int64{}
 	for _, s := range objs.Slices {
 		k := s.Spec.Driver + "/" + s.Spec.Pool.Name
@@ -82,7 +81,7 @@ func newWorld(objs *model.Objects) *world {
 		}
 		for i := range s.Spec.Devices {
 			d := &s.Spec.Devices[i]
-			id := model.DeviceID{Driver: s.Spec.Driver, Pool: s.Spec.Pool.Name, Device: d.Name}
+			id := input.DeviceID{Driver: s.Spec.Driver, Pool: s.Spec.Pool.Name, Device: d.Name}
 			w.devs[id] = d.ConsumesCounters
 			w.devAttrs[id] = d.Attributes
 			if d.AllowMultipleAllocations != nil && *d.AllowMultipleAllocations {
@@ -104,7 +103,7 @@ func newWorld(objs *model.Objects) *world {
 
 // consumption sums the counters used by the existing allocations of objs
 // and by the given new ones.
-func (w *world) consumption(objs *model.Objects, added []*resourceapi.ResourceClaim) (map[counterKey]float64, int) {
+func (w *world) consumption(objs *input.Objects, added []*resourceapi.ResourceClaim) (map[counterKey]float64, int) {
 	used := map[counterKey]float64{}
 	add := func(a *resourceapi.AllocationResult) int {
 		n := 0
@@ -113,7 +112,7 @@ func (w *world) consumption(objs *model.Objects, added []*resourceapi.ResourceCl
 			if r.AdminAccess != nil && *r.AdminAccess {
 				continue
 			}
-			for _, cc := range w.devs[model.DeviceID{Driver: r.Driver, Pool: r.Pool, Device: r.Device}] {
+			for _, cc := range w.devs[input.DeviceID{Driver: r.Driver, Pool: r.Pool, Device: r.Device}] {
 				for name, c := range cc.Counters {
 					used[counterKey{r.Driver, r.Pool, cc.CounterSet, name}] += c.Value.AsApproximateFloat64()
 				}
@@ -194,7 +193,7 @@ type SliceUse struct {
 
 // profile is the string value of a device's profile attribute, "" when it
 // has none.
-func (w *world) profile(id model.DeviceID) string {
+func (w *world) profile(id input.DeviceID) string {
 	if a, ok := w.devAttrs[id]["profile"]; ok && a.StringValue != nil {
 		return *a.StringValue
 	}
@@ -203,7 +202,7 @@ func (w *world) profile(id model.DeviceID) string {
 
 // pictures draws the memory slices of every GPU (counter set with
 // memory-slice counters), naming each GPU's model when withModel is set.
-func (w *world) pictures(objs *model.Objects, added []*resourceapi.ResourceClaim, withModel bool) []GPUPicture {
+func (w *world) pictures(objs *input.Objects, added []*resourceapi.ResourceClaim, withModel bool) []GPUPicture {
 	idx := map[counterKey]int{}
 	var out []GPUPicture
 	for _, set := range w.setOrder {
@@ -223,7 +222,7 @@ func (w *world) pictures(objs *model.Objects, added []*resourceapi.ResourceClaim
 	}
 	mark := func(c *resourceapi.ResourceClaim, existing bool) {
 		for _, r := range c.Status.Allocation.Devices.Results {
-			id := model.DeviceID{Driver: r.Driver, Pool: r.Pool, Device: r.Device}
+			id := input.DeviceID{Driver: r.Driver, Pool: r.Pool, Device: r.Device}
 			for _, cc := range w.devs[id] {
 				i, ok := idx[counterKey{r.Driver, r.Pool, cc.CounterSet, ""}]
 				if !ok {
@@ -311,8 +310,8 @@ func (h *heapSampler) Peak() uint64 {
 // share of the instance's capacity (Instance.Capacity) consumed.
 func (w *world) capacityUsage(in *Instance, added []*resourceapi.ResourceClaim) Usage {
 	name := resourceapi.QualifiedName(in.Capacity)
-	used := map[model.DeviceID]float64{}
-	held := map[model.DeviceID]bool{}
+	used := map[input.DeviceID]float64{}
+	held := map[input.DeviceID]bool{}
 	u := Usage{}
 	add := func(a *resourceapi.AllocationResult, isNew bool) {
 		for _, r := range a.Devices.Results {
@@ -322,7 +321,7 @@ func (w *world) capacityUsage(in *Instance, added []*resourceapi.ResourceClaim) 
 			if r.AdminAccess != nil && *r.AdminAccess {
 				continue
 			}
-			id := model.DeviceID{Driver: r.Driver, Pool: r.Pool, Device: r.Device}
+			id := input.DeviceID{Driver: r.Driver, Pool: r.Pool, Device: r.Device}
 			held[id] = true
 			if q, ok := r.ConsumedCapacity[name]; ok {
 				used[id] += q.AsApproximateFloat64()

@@ -13,7 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/drasat/drasat/driverprofile"
-	"github.com/drasat/drasat/model"
+	"github.com/drasat/drasat/input"
 )
 
 // NVIDIADriver is the driver name the MIG scenarios publish under.
@@ -151,7 +151,7 @@ func DefaultMIG(nodes, gpus, claims int, seed uint64) MIGConfig {
 // MIG generates the scenario: Nodes, DeviceClasses, one pool per node (a
 // counters slice and device slices of at most two GPUs, as the API's
 // per-slice limits require), existing allocations and pending claims.
-func MIG(cfg MIGConfig) *model.Objects {
+func MIG(cfg MIGConfig) *input.Objects {
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x6d6967))
 	models := cfg.Models
 	if len(models) == 0 {
@@ -178,7 +178,7 @@ func MIG(cfg MIGConfig) *model.Objects {
 		}
 		return nil
 	}
-	objs := &model.Objects{CompatibleOnlyWith: map[model.DeviceID]string{}, Origin: map[string]string{}}
+	objs := &input.Objects{CompatibleOnlyWith: map[input.DeviceID]string{}, Origin: map[string]string{}}
 	objs.Classes = migClasses()
 	type gpu struct {
 		node  string

@@ -4,19 +4,18 @@ import (
 	"fmt"
 	"math/rand/v2"
 
+	"github.com/drasat/drasat/input"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-
-	"github.com/drasat/drasat/model"
 )
 
 // AddPods gives every pending claim of objs a pending pod of its own (1,
 // 2 or 4 CPUs, 4 to 32Gi of memory, drawn from seed) and every node cpus
 // CPUs, 512Gi of memory and 110 pods allocatable: the MIG batches with
 // node resources that bind (MIGConfig.PodCPUs).
-func AddPods(objs *model.Objects, cpus int64, seed uint64) {
+func AddPods(objs *input.Objects, cpus int64, seed uint64) {
 	r := rand.New(rand.NewPCG(seed, 0x706f6473))
 	for _, n := range objs.Nodes {
 		n.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: *resource.NewQuantity(cpus, resource.DecimalSI),

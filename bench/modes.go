@@ -4,13 +4,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 
+	"github.com/drasat/drasat/input"
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-
-	"github.com/drasat/drasat/model"
 )
 
 // ModesDriver is the driver name of the modes scenario. The devices are
@@ -69,9 +68,9 @@ var modesMIGProfiles = []modesMIG{
 }
 
 // Modes generates the scenario.
-func Modes(cfg ModesConfig) *model.Objects {
+func Modes(cfg ModesConfig) *input.Objects {
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x6d6f6465))
-	objs := &model.Objects{CompatibleOnlyWith: map[model.DeviceID]string{}, Origin: map[string]string{}}
+	objs := &input.Objects{CompatibleOnlyWith: map[input.DeviceID]string{}, Origin: map[string]string{}}
 	for _, m := range gpuModes {
 		objs.Classes = append(objs.Classes, &resourceapi.DeviceClass{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "resource.k8s.io/v1", Kind: "DeviceClass"},

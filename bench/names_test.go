@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/model"
 )
 
@@ -26,11 +27,11 @@ import (
 func TestGeneratorsAPIValid(t *testing.T) {
 	type gen struct {
 		name string
-		objs func(t *testing.T) []*model.Objects
+		objs func(t *testing.T) []*input.Objects
 	}
-	generate := func(scenario string, sz Size, opts GenerateOptions) func(t *testing.T) []*model.Objects {
-		return func(t *testing.T) []*model.Objects {
-			var out []*model.Objects
+	generate := func(scenario string, sz Size, opts GenerateOptions) func(t *testing.T) []*input.Objects {
+		return func(t *testing.T) []*input.Objects {
+			var out []*input.Objects
 			for _, seed := range []uint64{1, 2} {
 				insts, err := Generate(scenario, sz, seed, opts)
 				if err != nil {
@@ -55,7 +56,7 @@ func TestGeneratorsAPIValid(t *testing.T) {
 		gen{"tpu", generate("tpu", Size{Nodes: 32, Claims: 40}, GenerateOptions{})},
 		gen{"modes", generate("modes", Size{Nodes: 2, GPUs: 9, Claims: 120}, GenerateOptions{})},
 		gen{"gpu-nic", generate("gpu-nic", Size{Nodes: 2, Claims: 30}, GenerateOptions{})},
-		gen{"openb", func(t *testing.T) []*model.Objects {
+		gen{"openb", func(t *testing.T) []*input.Objects {
 			if _, err := OpenBDir(""); err != nil {
 				t.Skipf("no openb trace: %v", err)
 			}
@@ -93,7 +94,7 @@ func TestGeneratorsAPIValid(t *testing.T) {
 // -short only a sample of the nodes is published (every node of the whole
 // trace takes seconds to build and validate): each GPU count's first node
 // and every 25th; the names of all the others are checked on their own.
-func openbObjects(t *testing.T) []*model.Objects {
+func openbObjects(t *testing.T) []*input.Objects {
 	var nodes []openbNode
 	var tasks []openbTask
 	// multigpu50 has no arrival times; the replay refuses it.
@@ -122,7 +123,7 @@ func openbObjects(t *testing.T) []*model.Objects {
 		}
 		nodes = sample
 	}
-	var out []*model.Objects
+	var out []*input.Objects
 	for _, gm := range []*GPUModel{&A100, &H100} {
 		objs := openbCluster(nodes, gm)
 		for i := range tasks {
@@ -138,7 +139,7 @@ var cIdentifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // apiNameErrors checks the names of the objects other than ResourceSlices
 // as the API server does (ObjectMeta names, label keys and values, request
 // names, class references, constraint attributes, allocation results).
-func apiNameErrors(objs *model.Objects) []string {
+func apiNameErrors(objs *input.Objects) []string {
 	var out []string
 	add := func(what string, msgs []string) {
 		if len(msgs) > 0 {
@@ -166,10 +167,10 @@ func apiNameErrors(objs *model.Objects) []string {
 			out = append(out, fmt.Sprintf("%s %q: not a C identifier of at most %d characters", what, s, resourceapi.DeviceMaxIDLength))
 		}
 	}
-	devices := map[model.DeviceID]bool{}
+	devices := map[input.DeviceID]bool{}
 	for _, s := range objs.Slices {
 		for _, d := range s.Spec.Devices {
-			devices[model.DeviceID{Driver: s.Spec.Driver, Pool: s.Spec.Pool.Name, Device: d.Name}] = true
+			devices[input.DeviceID{Driver: s.Spec.Driver, Pool: s.Spec.Pool.Name, Device: d.Name}] = true
 		}
 	}
 	for _, n := range objs.Nodes {
@@ -213,7 +214,7 @@ func apiNameErrors(objs *model.Objects) []string {
 			subdomain(what+" allocation driver", r.Driver)
 			pool(what+" allocation pool", r.Pool)
 			label(what+" allocation device", r.Device)
-			if id := (model.DeviceID{Driver: r.Driver, Pool: r.Pool, Device: r.Device}); !devices[id] {
+			if id := (input.DeviceID{Driver: r.Driver, Pool: r.Pool, Device: r.Device}); !devices[id] {
 				out = append(out, fmt.Sprintf("%s: allocated device %s is not published", what, id))
 			}
 		}
@@ -237,11 +238,11 @@ func TestMIGDeviceNames(t *testing.T) {
 	}
 	// The generator's devices of one A100 node with two GPUs are named as
 	// those of the shipped example.
-	ex, _, err := model.Load([]string{filepath.Join("..", "examples", "mig-a100", "20-slices.yaml")}, nil)
+	ex, _, err := input.Load([]string{filepath.Join("..", "examples", "mig-a100", "20-slices.yaml")}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	names := func(objs *model.Objects, pool string) (out []string) {
+	names := func(objs *input.Objects, pool string) (out []string) {
 		for _, s := range objs.Slices {
 			if s.Spec.Pool.Name != pool {
 				continue
@@ -268,7 +269,7 @@ func TestMIGDeviceNames(t *testing.T) {
 			if u.Claim == "" {
 				continue
 			}
-			id := model.DeviceID{Driver: NVIDIADriver, Pool: strings.Split(g.GPU, "/")[0], Device: u.Device}
+			id := input.DeviceID{Driver: NVIDIADriver, Pool: strings.Split(g.GPU, "/")[0], Device: u.Device}
 			if p := x.str(id, "profile"); u.Profile != p || profileLabel(u) != p || p == "" {
 				t.Errorf("%s slice of %s: profile %q, label %q, want the attribute %q", g.GPU, u.Device, u.Profile, profileLabel(u), p)
 			}

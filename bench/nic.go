@@ -4,14 +4,13 @@ import (
 	"fmt"
 	"math/rand/v2"
 
+	"github.com/drasat/drasat/input"
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
-
-	"github.com/drasat/drasat/model"
 )
 
 // NICDriver is the driver name of the nic scenario. Its NICs are our own
@@ -37,10 +36,10 @@ type NICConfig struct {
 // matchAttribute on the NIC) or on two NICs of one node
 // (distinctAttribute), and some asking for virtual functions. First-fit
 // spreads the small ones over the NICs and strands the large ones.
-func NIC(cfg NICConfig) *model.Objects {
+func NIC(cfg NICConfig) *input.Objects {
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x6e6963))
 	q := resource.MustParse
-	objs := &model.Objects{CompatibleOnlyWith: map[model.DeviceID]string{}, Origin: map[string]string{}}
+	objs := &input.Objects{CompatibleOnlyWith: map[input.DeviceID]string{}, Origin: map[string]string{}}
 	objs.Classes = append(objs.Classes, &resourceapi.DeviceClass{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "resource.k8s.io/v1", Kind: "DeviceClass"},
 		ObjectMeta: metav1.ObjectMeta{Name: NICDriver},

@@ -25,6 +25,7 @@ import (
 	"github.com/drasat/drasat/driverprofile"
 	"github.com/drasat/drasat/frag"
 	"github.com/drasat/drasat/hold"
+	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/model"
 	"github.com/drasat/drasat/reserve"
 )
@@ -310,8 +311,8 @@ func openbProfile(gm *GPUModel, milli int) (MIGProfile, bool) {
 }
 
 // openbCluster publishes the sampled nodes as MIG GPUs.
-func openbCluster(nodes []openbNode, gm *GPUModel) *model.Objects {
-	objs := &model.Objects{CompatibleOnlyWith: map[model.DeviceID]string{}, Origin: map[string]string{}}
+func openbCluster(nodes []openbNode, gm *GPUModel) *input.Objects {
+	objs := &input.Objects{CompatibleOnlyWith: map[input.DeviceID]string{}, Origin: map[string]string{}}
 	objs.Classes = migClasses()
 	for _, n := range nodes {
 		objs.Nodes = append(objs.Nodes, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.name,
@@ -360,7 +361,7 @@ type replayState struct {
 
 func (s *replayState) apply(c *resourceapi.ResourceClaim, sign int) {
 	for _, r := range c.Status.Allocation.Devices.Results {
-		for _, cc := range s.w.devs[model.DeviceID{Driver: r.Driver, Pool: r.Pool, Device: r.Device}] {
+		for _, cc := range s.w.devs[input.DeviceID{Driver: r.Driver, Pool: r.Pool, Device: r.Device}] {
 			n := 0
 			for name := range cc.Counters {
 				if memorySlices(name) {

@@ -20,6 +20,7 @@ import (
 
 	"gonum.org/v1/plot/plotter"
 
+	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/model"
 )
 
@@ -120,7 +121,7 @@ func HardwareCompatible(a, b string) bool {
 type ResearchInstance struct {
 	Model  string
 	Compat string
-	Objs   *model.Objects
+	Objs   *input.Objects
 }
 
 // ResearchInstances publishes one modes workload under every model. All
@@ -158,7 +159,7 @@ func ResearchInstances(cfg ModesConfig) ([]*ResearchInstance, error) {
 func staticGroup(mode string) string { return strings.ToLower(mode) }
 
 // eachModeDevice calls f for every device of the objects with its mode.
-func eachModeDevice(objs *model.Objects, f func(d *resourceapi.Device, mode string)) {
+func eachModeDevice(objs *input.Objects, f func(d *resourceapi.Device, mode string)) {
 	for _, s := range objs.Slices {
 		for i := range s.Spec.Devices {
 			d := &s.Spec.Devices[i]
@@ -171,7 +172,7 @@ func eachModeDevice(objs *model.Objects, f func(d *resourceapi.Device, mode stri
 
 // modesAsCEL drops the groups and writes HardwareCompatible as
 // compatibleOnlyWith expressions over the devices of the pool.
-func modesAsCEL(objs *model.Objects) {
+func modesAsCEL(objs *input.Objects) {
 	for _, s := range objs.Slices {
 		for i := range s.Spec.Devices {
 			d := &s.Spec.Devices[i]
@@ -188,7 +189,7 @@ func modesAsCEL(objs *model.Objects) {
 			if len(with) > 0 {
 				expr += fmt.Sprintf(" || device.attributes['%s'].partitioningMode in [%s]", ModesDriver, strings.Join(with, ", "))
 			}
-			objs.CompatibleOnlyWith[model.DeviceID{Driver: s.Spec.Driver, Pool: s.Spec.Pool.Name, Device: d.Name}] = expr
+			objs.CompatibleOnlyWith[input.DeviceID{Driver: s.Spec.Driver, Pool: s.Spec.Pool.Name, Device: d.Name}] = expr
 		}
 	}
 }
@@ -214,7 +215,7 @@ func draftCapacityName(counter string) resourceapi.QualifiedName {
 // memory slice (a MIG device takes a whole slice, and at most ten of those
 // devices run at once), time slot k draws all of capacity timeSlotK, and
 // fractional and MPS devices a tenth of every timeSlotK.
-func modesAsDraft(objs *model.Objects, tokens bool) error {
+func modesAsDraft(objs *input.Objects, tokens bool) error {
 	sets := map[string]map[string]resourceapi.Counter{} // pool/set -> counters
 	perPool := map[string]int64{}
 	for _, s := range objs.Slices {
@@ -225,23 +226,23 @@ func modesAsDraft(objs *model.Objects, tokens bool) error {
 			perPool[s.Spec.Pool.Name]++
 		}
 	}
-	caps := func(cs map[string]resourceapi.Counter) map[resourceapi.QualifiedName]model.DraftCapacity {
-		out := map[resourceapi.QualifiedName]model.DraftCapacity{}
+	caps := func(cs map[string]resourceapi.Counter) map[resourceapi.QualifiedName]input.DraftCapacity {
+		out := map[resourceapi.QualifiedName]input.DraftCapacity{}
 		for n, c := range cs {
-			out[draftCapacityName(n)] = model.DraftCapacity{Quantity: c.Value.DeepCopy()}
+			out[draftCapacityName(n)] = input.DraftCapacity{Quantity: c.Value.DeepCopy()}
 		}
 		return out
 	}
 	var slices []*resourceapi.ResourceSlice
-	var drafts []*model.DraftResourceSlice
+	var drafts []*input.DraftResourceSlice
 	for _, s := range objs.Slices {
 		if len(s.Spec.Devices) == 0 {
 			continue
 		}
-		ds := &model.DraftResourceSlice{
-			TypeMeta:   metav1.TypeMeta{APIVersion: model.DraftAPIVersion, Kind: "ResourceSlice"},
+		ds := &input.DraftResourceSlice{
+			TypeMeta:   metav1.TypeMeta{APIVersion: input.DraftAPIVersion, Kind: "ResourceSlice"},
 			ObjectMeta: metav1.ObjectMeta{Name: s.Name},
-			Spec: model.DraftSliceSpec{Driver: s.Spec.Driver, NodeName: s.Spec.NodeName,
+			Spec: input.DraftSliceSpec{Driver: s.Spec.Driver, NodeName: s.Spec.NodeName,
 				Pool: resourceapi.ResourcePool{Name: s.Spec.Pool.Name, Generation: s.Spec.Pool.Generation, ResourceSliceCount: perPool[s.Spec.Pool.Name]}},
 		}
 		roots := map[string]string{} // counter set -> whole-GPU device
@@ -256,7 +257,7 @@ func modesAsDraft(objs *model.Objects, tokens bool) error {
 			gpuMixin := set + "-attributes"
 			if !mixins[gpuMixin] {
 				mixins[gpuMixin] = true
-				ds.Spec.DeviceMixins = append(ds.Spec.DeviceMixins, model.DraftDeviceMixin{Name: gpuMixin, Composite: &model.DraftCompositeMixin{
+				ds.Spec.DeviceMixins = append(ds.Spec.DeviceMixins, input.DraftDeviceMixin{Name: gpuMixin, Composite: &input.DraftCompositeMixin{
 					Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{
 						"physicalDevice": d.Attributes["physicalDevice"], "parentUUID": d.Attributes["parentUUID"]}}})
 			}
@@ -266,12 +267,12 @@ func modesAsDraft(objs *model.Objects, tokens bool) error {
 					own[k] = v
 				}
 			}
-			cd := &model.DraftCompositeDevice{Includes: []model.DraftRef{{Name: gpuMixin}}, Attributes: own}
+			cd := &input.DraftCompositeDevice{Includes: []input.DraftRef{{Name: gpuMixin}}, Attributes: own}
 			if root := roots[set]; root == d.Name {
 				cd.Capacity = caps(sets[s.Spec.Pool.Name+"/"+set])
 				if tokens {
 					for k := 0; k < 4; k++ {
-						cd.Capacity[resourceapi.QualifiedName(fmt.Sprintf("timeSlot%d", k))] = model.DraftCapacity{Quantity: resource.MustParse("1")}
+						cd.Capacity[resourceapi.QualifiedName(fmt.Sprintf("timeSlot%d", k))] = input.DraftCapacity{Quantity: resource.MustParse("1")}
 					}
 				}
 			} else {
@@ -279,14 +280,14 @@ func modesAsDraft(objs *model.Objects, tokens bool) error {
 					return fmt.Errorf("slice %s: GPU %s has no whole-GPU device", s.Name, set)
 				}
 				cd.Capacity = caps(d.ConsumesCounters[0].Counters)
-				cd.ConsumesCapacityFrom = []model.DraftRef{{Name: root}}
+				cd.ConsumesCapacityFrom = []input.DraftRef{{Name: root}}
 				if tokens {
 					addTokens(cd.Capacity, *d.Attributes["partitioningMode"].StringValue, d.Name)
 				}
 			}
-			ds.Spec.Devices = append(ds.Spec.Devices, model.DraftDevice{Name: d.Name, Composite: cd})
+			ds.Spec.Devices = append(ds.Spec.Devices, input.DraftDevice{Name: d.Name, Composite: cd})
 		}
-		flat, err := model.FlattenDraft(ds)
+		flat, err := input.FlattenDraft(ds)
 		if err != nil {
 			return fmt.Errorf("draft slice %s: %w", ds.Name, err)
 		}
@@ -298,8 +299,8 @@ func modesAsDraft(objs *model.Objects, tokens bool) error {
 }
 
 // addTokens adds the exclusion capacities of a device of the given mode.
-func addTokens(c map[resourceapi.QualifiedName]model.DraftCapacity, mode, name string) {
-	tenth := model.DraftCapacity{Quantity: resource.MustParse("100m")}
+func addTokens(c map[resourceapi.QualifiedName]input.DraftCapacity, mode, name string) {
+	tenth := input.DraftCapacity{Quantity: resource.MustParse("100m")}
 	switch mode {
 	case modeFractional, modeMPS, modeTimeSlice:
 		for k := 0; k < 8; k++ {
@@ -314,7 +315,7 @@ func addTokens(c map[resourceapi.QualifiedName]model.DraftCapacity, mode, name s
 	case modeTimeSlice:
 		var k int
 		fmt.Sscanf(name[strings.LastIndex(name, "-")+1:], "%d", &k) // gpu-N-ts-K
-		c[resourceapi.QualifiedName(fmt.Sprintf("timeSlot%d", k))] = model.DraftCapacity{Quantity: resource.MustParse("1")}
+		c[resourceapi.QualifiedName(fmt.Sprintf("timeSlot%d", k))] = input.DraftCapacity{Quantity: resource.MustParse("1")}
 	}
 }
 
@@ -324,13 +325,13 @@ func addTokens(c map[resourceapi.QualifiedName]model.DraftCapacity, mode, name s
 // share or time slot 1/4), largest remainders first; GPUs take modes in
 // turn, so every node gets a mix. Only the fixed mode's devices are
 // published on each GPU.
-func modesStaticShare(objs *model.Objects) {
+func modesStaticShare(objs *input.Objects) {
 	fixModes(objs, staticShareModes(objs))
 }
 
 // staticShareModes is modesStaticShare's choice: the mode of every GPU
 // (pool/counter set).
-func staticShareModes(objs *model.Objects) map[string]string {
+func staticShareModes(objs *input.Objects) map[string]string {
 	demand := map[string]float64{}
 	for _, c := range objs.Claims {
 		for _, r := range c.Spec.Devices.Requests {
@@ -381,7 +382,7 @@ func staticShareModes(objs *model.Objects) map[string]string {
 
 // fixModes sets every GPU (pool/counter set) to its mode in fixed: only
 // that mode's devices stay published.
-func fixModes(objs *model.Objects, fixed map[string]string) {
+func fixModes(objs *input.Objects, fixed map[string]string) {
 	for _, s := range objs.Slices {
 		kept := s.Spec.Devices[:0]
 		for _, d := range s.Spec.Devices {
@@ -469,19 +470,19 @@ func largestRemainder(keys []string, w map[string]float64, n int) map[string]int
 }
 
 // modeStats reads the modes of the allocated devices per GPU.
-func modeStats(objs *model.Objects, allocated []*resourceapi.ResourceClaim, static bool) ResearchStats {
+func modeStats(objs *input.Objects, allocated []*resourceapi.ResourceClaim, static bool) ResearchStats {
 	type devInfo struct{ gpu, mode string }
-	devs := map[model.DeviceID]devInfo{}
+	devs := map[input.DeviceID]devInfo{}
 	for _, s := range objs.Slices {
 		for _, d := range s.Spec.Devices {
-			devs[model.DeviceID{Driver: s.Spec.Driver, Pool: s.Spec.Pool.Name, Device: d.Name}] = devInfo{
+			devs[input.DeviceID{Driver: s.Spec.Driver, Pool: s.Spec.Pool.Name, Device: d.Name}] = devInfo{
 				gpu: s.Spec.Pool.Name + "/" + *d.Attributes["physicalDevice"].StringValue, mode: *d.Attributes["partitioningMode"].StringValue}
 		}
 	}
 	modes := map[string]map[string]bool{}
 	for _, c := range allocated {
 		for _, r := range c.Status.Allocation.Devices.Results {
-			di := devs[model.DeviceID{Driver: r.Driver, Pool: r.Pool, Device: r.Device}]
+			di := devs[input.DeviceID{Driver: r.Driver, Pool: r.Pool, Device: r.Device}]
 			if modes[di.gpu] == nil {
 				modes[di.gpu] = map[string]bool{}
 			}

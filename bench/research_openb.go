@@ -21,6 +21,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/drasat/drasat/alloc"
+	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/model"
 )
 
@@ -29,8 +30,8 @@ var researchOpenBModels = ResearchModels
 
 // modesCluster publishes every sampled trace node with its GPU count as
 // modes GPUs.
-func modesCluster(nodes []openbNode) *model.Objects {
-	objs := &model.Objects{CompatibleOnlyWith: map[model.DeviceID]string{}, Origin: map[string]string{}}
+func modesCluster(nodes []openbNode) *input.Objects {
+	objs := &input.Objects{CompatibleOnlyWith: map[input.DeviceID]string{}, Origin: map[string]string{}}
 	for i, n := range nodes {
 		one := Modes(ModesConfig{Nodes: 1, GPUsPerNode: n.gpus})
 		if i == 0 {
@@ -165,7 +166,7 @@ func RunResearchOpenB(ctx context.Context, cfg Config, sz Size, progress func(st
 
 // publication is one model's publication of the replay's nodes. For
 // static-best it is the plain modes cluster: staticBest fixes its modes.
-func (rp *researchReplay) publication(m string) (*model.Objects, string, error) {
+func (rp *researchReplay) publication(m string) (*input.Objects, string, error) {
 	base := modesCluster(rp.nodes)
 	compat := model.CompatKEP5963
 	switch m {
@@ -217,7 +218,7 @@ type StaticCandidate struct {
 // (static-best of the batches). GPUs a configuration leaves open keep
 // their demand-share mode. It returns the chosen publication, its drasat
 // replay row and every candidate's score.
-func (rp *researchReplay) staticBest(ctx context.Context, dynamic map[string]string) (*model.Objects, *Row, []StaticCandidate, error) {
+func (rp *researchReplay) staticBest(ctx context.Context, dynamic map[string]string) (*input.Objects, *Row, []StaticCandidate, error) {
 	share := rp.shareModes()
 	type cand struct {
 		StaticCandidate
@@ -248,7 +249,7 @@ func (rp *researchReplay) staticBest(ctx context.Context, dynamic map[string]str
 		cands = append(cands, cand{StaticCandidate{Name: batch.name, Claims: len(batch.claims), Optimal: optimal}, modes})
 	}
 	var best *Row
-	var bestObjs *model.Objects
+	var bestObjs *input.Objects
 	var out []StaticCandidate
 	for _, c := range cands {
 		objs := modesCluster(rp.nodes)
@@ -301,10 +302,10 @@ func (rp *researchReplay) batchModes(ctx context.Context, claims []*resourceapi.
 	if err := validate(PolicyDrasat, "static sizing batch", objs, model.CompatKEP5963, out.allocated); err != nil {
 		return nil, false, err
 	}
-	gpuOf := map[model.DeviceID][2]string{} // GPU, mode
+	gpuOf := map[input.DeviceID][2]string{} // GPU, mode
 	for _, s := range objs.Slices {
 		for _, d := range s.Spec.Devices {
-			gpuOf[model.DeviceID{Driver: s.Spec.Driver, Pool: s.Spec.Pool.Name, Device: d.Name}] = [2]string{
+			gpuOf[input.DeviceID{Driver: s.Spec.Driver, Pool: s.Spec.Pool.Name, Device: d.Name}] = [2]string{
 				s.Spec.Pool.Name + "/" + d.ConsumesCounters[0].CounterSet, *d.Attributes["partitioningMode"].StringValue}
 		}
 	}
@@ -314,7 +315,7 @@ func (rp *researchReplay) batchModes(ctx context.Context, claims []*resourceapi.
 	}
 	for _, c := range out.allocated {
 		for _, r := range c.Status.Allocation.Devices.Results {
-			gm := gpuOf[model.DeviceID{Driver: r.Driver, Pool: r.Pool, Device: r.Device}]
+			gm := gpuOf[input.DeviceID{Driver: r.Driver, Pool: r.Pool, Device: r.Device}]
 			modes[gm[0]] = gm[1]
 		}
 	}
@@ -327,20 +328,20 @@ func (rp *researchReplay) batchModes(ctx context.Context, claims []*resourceapi.
 // window's problem from it instead of evaluating every pair of a pool's
 // devices anew is what makes the CEL model affordable in a replay.
 type compatCache struct {
-	exprs        map[model.DeviceID]string
-	incompatible map[model.DeviceID][]model.DeviceID
+	exprs        map[input.DeviceID]string
+	incompatible map[input.DeviceID][]input.DeviceID
 }
 
 // newCompatCache evaluates the publication's compatibleOnlyWith
 // expressions (model.Build, without claims).
-func newCompatCache(ctx context.Context, base *model.Objects, compat string) (*compatCache, error) {
+func newCompatCache(ctx context.Context, base *input.Objects, compat string) (*compatCache, error) {
 	objs := *base
 	objs.Claims = nil
 	p, err := model.Build(ctx, &objs, model.Options{Compat: compat})
 	if err != nil {
 		return nil, err
 	}
-	c := &compatCache{exprs: base.CompatibleOnlyWith, incompatible: map[model.DeviceID][]model.DeviceID{}}
+	c := &compatCache{exprs: base.CompatibleOnlyWith, incompatible: map[input.DeviceID][]input.DeviceID{}}
 	for _, d := range p.Devices {
 		for _, o := range d.Incompatible {
 			c.incompatible[d.ID] = append(c.incompatible[d.ID], p.Devices[o].ID)
@@ -351,14 +352,14 @@ func newCompatCache(ctx context.Context, base *model.Objects, compat string) (*c
 
 // build builds a window's problem without evaluating compatibleOnlyWith
 // and sets the cached pairs on its devices, as model.Build would.
-func (c *compatCache) build(ctx context.Context, objs *model.Objects, compat string) (*model.Problem, error) {
+func (c *compatCache) build(ctx context.Context, objs *input.Objects, compat string) (*model.Problem, error) {
 	bare := *objs
 	bare.CompatibleOnlyWith = nil
 	p, err := model.Build(ctx, &bare, model.Options{Compat: compat})
 	if err != nil {
 		return nil, err
 	}
-	index := map[model.DeviceID]int{}
+	index := map[input.DeviceID]int{}
 	for _, d := range p.Devices {
 		index[d.ID] = d.Index
 	}
@@ -378,14 +379,14 @@ func (c *compatCache) build(ctx context.Context, objs *model.Objects, compat str
 // windowSolver allocates one window's pending claims (objs holds the
 // running ones with their allocations): the new allocations, and whether
 // they are a proven optimum.
-type windowSolver func(ctx context.Context, objs *model.Objects) ([]*resourceapi.ResourceClaim, bool, string, error)
+type windowSolver func(ctx context.Context, objs *input.Objects) ([]*resourceapi.ResourceClaim, bool, string, error)
 
 // solver returns the policy's window solver for a publication: drasat
 // (to the optimum; compatibleOnlyWith from a compatCache) or the
 // kube-scheduler's allocator.
-func (rp *researchReplay) solver(ctx context.Context, base *model.Objects, compat, policy string) (windowSolver, error) {
+func (rp *researchReplay) solver(ctx context.Context, base *input.Objects, compat, policy string) (windowSolver, error) {
 	if policy == PolicyUpstream {
-		return func(ctx context.Context, objs *model.Objects) ([]*resourceapi.ResourceClaim, bool, string, error) {
+		return func(ctx context.Context, objs *input.Objects) ([]*resourceapi.ResourceClaim, bool, string, error) {
 			res, err := Upstream(ctx, objs, UpstreamFeaturesFor(objs))
 			if err != nil {
 				return nil, false, "", err
@@ -394,7 +395,7 @@ func (rp *researchReplay) solver(ctx context.Context, base *model.Objects, compa
 		}, nil
 	}
 	if len(base.CompatibleOnlyWith) == 0 {
-		return func(ctx context.Context, objs *model.Objects) ([]*resourceapi.ResourceClaim, bool, string, error) {
+		return func(ctx context.Context, objs *input.Objects) ([]*resourceapi.ResourceClaim, bool, string, error) {
 			out, err := runPolicy(ctx, PolicyDrasatBinpack, objs, compat, rp.timeout, nil, false, nil) // the optimum; no look-ahead needed
 			if err != nil {
 				return nil, false, "", err
@@ -406,7 +407,7 @@ func (rp *researchReplay) solver(ctx context.Context, base *model.Objects, compa
 	if err != nil {
 		return nil, err
 	}
-	return func(ctx context.Context, objs *model.Objects) ([]*resourceapi.ResourceClaim, bool, string, error) {
+	return func(ctx context.Context, objs *input.Objects) ([]*resourceapi.ResourceClaim, bool, string, error) {
 		p, err := cache.build(ctx, objs, compat)
 		if err != nil {
 			return nil, false, "", err
@@ -431,7 +432,7 @@ func (rp *researchReplay) solver(ctx context.Context, base *model.Objects, compa
 
 // replay runs the windows of the replay with one policy on one model's
 // publication, checking each window's result with the independent checker.
-func (rp *researchReplay) replay(ctx context.Context, base *model.Objects, compat, policy string, static bool) (*Row, error) {
+func (rp *researchReplay) replay(ctx context.Context, base *input.Objects, compat, policy string, static bool) (*Row, error) {
 	solve, err := rp.solver(ctx, base, compat, policy)
 	if err != nil {
 		return nil, err
@@ -441,7 +442,7 @@ func (rp *researchReplay) replay(ctx context.Context, base *model.Objects, compa
 		gpu, mode string
 		sms       float64
 	}
-	devs := map[model.DeviceID]devInfo{}
+	devs := map[input.DeviceID]devInfo{}
 	gpus := map[string]bool{}
 	for _, s := range base.Slices {
 		for _, d := range s.Spec.Devices {
@@ -453,7 +454,7 @@ func (rp *researchReplay) replay(ctx context.Context, base *model.Objects, compa
 			}
 			gpu := s.Spec.Pool.Name + "/" + *d.Attributes["physicalDevice"].StringValue
 			gpus[gpu] = true
-			devs[model.DeviceID{Driver: s.Spec.Driver, Pool: s.Spec.Pool.Name, Device: d.Name}] = devInfo{gpu, *d.Attributes["partitioningMode"].StringValue, sms}
+			devs[input.DeviceID{Driver: s.Spec.Driver, Pool: s.Spec.Pool.Name, Device: d.Name}] = devInfo{gpu, *d.Attributes["partitioningMode"].StringValue, sms}
 		}
 	}
 	row := &Row{Scenario: "research", Compat: compat, Policy: policy, Claims: len(tasks), UnitName: "GPUs", Units: len(gpus),
@@ -520,7 +521,7 @@ func (rp *researchReplay) replay(ctx context.Context, base *model.Objects, compa
 		used := 0.0
 		for _, c := range running {
 			for _, r := range c.Status.Allocation.Devices.Results {
-				di := devs[model.DeviceID{Driver: r.Driver, Pool: r.Pool, Device: r.Device}]
+				di := devs[input.DeviceID{Driver: r.Driver, Pool: r.Pool, Device: r.Device}]
 				if modes[di.gpu] == nil {
 					modes[di.gpu] = map[string]bool{}
 				}

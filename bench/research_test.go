@@ -15,12 +15,13 @@ import (
 
 	"github.com/drasat/drasat/alloc"
 	"github.com/drasat/drasat/check"
+	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/model"
 )
 
 // optimum solves objs to a proven optimum, checks the result with the
 // independent checker, and returns the admitted claims.
-func optimum(t *testing.T, objs *model.Objects, compat string) int {
+func optimum(t *testing.T, objs *input.Objects, compat string) int {
 	t.Helper()
 	p, err := model.Build(context.Background(), objs, model.Options{Compat: compat})
 	if err != nil {
@@ -129,8 +130,8 @@ func TestResearchStaticShareAgainstBest(t *testing.T) {
 // groupPool is one node with one pool: devices (name, counter set,
 // groups) of one unit each, counter sets of capacity 3, one class, and a
 // claim per device asking for it by name.
-func groupPool(devs ...[3]string) *model.Objects {
-	objs := &model.Objects{CompatibleOnlyWith: map[model.DeviceID]string{}, Origin: map[string]string{}}
+func groupPool(devs ...[3]string) *input.Objects {
+	objs := &input.Objects{CompatibleOnlyWith: map[input.DeviceID]string{}, Origin: map[string]string{}}
 	objs.Nodes = []*corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}}
 	pool := resourceapi.ResourcePool{Name: "node-a", Generation: 1, ResourceSliceCount: 2}
 	counters := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "counters"}, Spec: resourceapi.ResourceSliceSpec{
@@ -180,7 +181,7 @@ func TestResearchIntersectionAgainstPairwise(t *testing.T) {
 			d := &s.Spec.Devices[i]
 			d.ConsumesCounters[0].CompatibilityGroups = nil
 			// Pairwise: every other device shares a group with this one.
-			cel.CompatibleOnlyWith[model.DeviceID{Driver: "x.example.com", Pool: "node-a", Device: d.Name}] = "true"
+			cel.CompatibleOnlyWith[input.DeviceID{Driver: "x.example.com", Pool: "node-a", Device: d.Name}] = "true"
 		}
 	}
 	if got := optimum(t, cel, model.CompatKEP5963); got != 3 {
@@ -199,7 +200,7 @@ func TestResearchCELAcrossCounterSets(t *testing.T) {
 		t.Errorf("kep5963 admits %d, want 2", got)
 	}
 	cel := groupPool(devs...)
-	cel.CompatibleOnlyWith[model.DeviceID{Driver: "x.example.com", Pool: "node-a", Device: "d1"}] = "device.attributes['x.example.com'].name != 'd2'"
+	cel.CompatibleOnlyWith[input.DeviceID{Driver: "x.example.com", Pool: "node-a", Device: "d1"}] = "device.attributes['x.example.com'].name != 'd2'"
 	if got := optimum(t, cel, model.CompatKEP5963); got != 1 {
 		t.Errorf("compatibleOnlyWith admits %d, want 1", got)
 	}

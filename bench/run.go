@@ -16,6 +16,7 @@ import (
 	"github.com/drasat/drasat/check"
 	"github.com/drasat/drasat/frag"
 	"github.com/drasat/drasat/hold"
+	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/model"
 	"github.com/drasat/drasat/reserve"
 )
@@ -171,7 +172,7 @@ type lifecycle struct {
 // batch's own pending claims. life, for the drasat policy in the
 // simulations over time, gives the objective and the node reservation
 // kept across batches; nil: the defaults, no reservation.
-func runPolicy(ctx context.Context, policy string, objs *model.Objects, compat string, timeout time.Duration, wl *frag.Workload, useCBC bool, life *lifecycle) (*outcome, error) {
+func runPolicy(ctx context.Context, policy string, objs *input.Objects, compat string, timeout time.Duration, wl *frag.Workload, useCBC bool, life *lifecycle) (*outcome, error) {
 	out := &outcome{}
 	switch policy {
 	case PolicyUpstream:
@@ -273,7 +274,7 @@ func runPolicy(ctx context.Context, policy string, objs *model.Objects, compat s
 // holdBack builds the batch with the holder's prototypes and decides which
 // pending claims to hold; it returns the problem to solve (prototypes
 // removed, held claims last) and the decision.
-func holdBack(ctx context.Context, life *lifecycle, objs *model.Objects, compat string) (*model.Problem, *hold.Decision, error) {
+func holdBack(ctx context.Context, life *lifecycle, objs *input.Objects, compat string) (*model.Problem, *hold.Decision, error) {
 	withProtos := *objs
 	withProtos.Claims = append(slices.Clone(objs.Claims), life.holder.Prototypes()...)
 	p, err := model.Build(ctx, &withProtos, model.Options{Compat: compat})
@@ -292,7 +293,7 @@ func holdBack(ctx context.Context, life *lifecycle, objs *model.Objects, compat 
 }
 
 // validate runs the feasibility checker on a policy's result.
-func validate(policy, instance string, objs *model.Objects, compat string, allocated []*resourceapi.ResourceClaim) error {
+func validate(policy, instance string, objs *input.Objects, compat string, allocated []*resourceapi.ResourceClaim) error {
 	if err := check.Check(objs, allocated, check.Options{Compat: compat}); err != nil {
 		return &InvalidError{Policy: policy, Instance: instance, Err: err}
 	}

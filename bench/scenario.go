@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/model"
 )
 
@@ -66,7 +67,7 @@ type Instance struct {
 	Scenario string
 	Size     Size
 	Compat   string // model.CompatKEP5963 or model.CompatWildcard
-	Objs     *model.Objects
+	Objs     *input.Objects
 	// Unit names the physical unit a counter belongs to ("GPU" for a
 	// counter set of a GPU, one node's TPUs for a per-node counter); a unit
 	// is free when none of its counters is consumed.

@@ -8,6 +8,7 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 
 	"github.com/drasat/drasat/alloc"
+	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/model"
 )
 
@@ -15,7 +16,7 @@ import (
 // and the upstream pathological case; each reports admitted claims next to
 // the time, so benchstat tracks quality too.
 
-func benchDrasat(b *testing.B, objs *model.Objects, compat string) {
+func benchDrasat(b *testing.B, objs *input.Objects, compat string) {
 	b.Helper()
 	var admitted float64
 	for i := 0; i < b.N; i++ {
@@ -32,7 +33,7 @@ func benchDrasat(b *testing.B, objs *model.Objects, compat string) {
 	b.ReportMetric(admitted/float64(b.N), "admitted")
 }
 
-func benchFirstFit(b *testing.B, objs *model.Objects, decreasing bool) {
+func benchFirstFit(b *testing.B, objs *input.Objects, decreasing bool) {
 	b.Helper()
 	var admitted float64
 	for i := 0; i < b.N; i++ {
@@ -49,7 +50,7 @@ func benchFirstFit(b *testing.B, objs *model.Objects, decreasing bool) {
 	b.ReportMetric(admitted/float64(b.N), "admitted")
 }
 
-func benchUpstream(b *testing.B, objs *model.Objects) {
+func benchUpstream(b *testing.B, objs *input.Objects) {
 	b.Helper()
 	var admitted float64
 	for i := 0; i < b.N; i++ {
@@ -62,7 +63,7 @@ func benchUpstream(b *testing.B, objs *model.Objects) {
 	b.ReportMetric(admitted/float64(b.N), "admitted")
 }
 
-func tpuObjs(b *testing.B, nodes, claims int) *model.Objects {
+func tpuObjs(b *testing.B, nodes, claims int) *input.Objects {
 	objs, err := TPU(TPUConfig{Nodes: nodes, Claims: claims, Seed: 1, Fragmented: 0.15})
 	if err != nil {
 		b.Fatal(err)
@@ -74,7 +75,7 @@ func BenchmarkTPU64Drasat(b *testing.B)   { benchDrasat(b, tpuObjs(b, 64, 40), "
 func BenchmarkTPU64FirstFit(b *testing.B) { benchFirstFit(b, tpuObjs(b, 64, 40), false) }
 func BenchmarkTPU64Upstream(b *testing.B) { benchUpstream(b, tpuObjs(b, 64, 40)) }
 
-func modesObjs() *model.Objects {
+func modesObjs() *input.Objects {
 	return Modes(ModesConfig{Nodes: 8, GPUsPerNode: 4, Claims: 160, Seed: 1})
 }
 
@@ -95,10 +96,10 @@ func BenchmarkMIG2x8Claims100Upstream(b *testing.B) { benchUpstream(b, MIG(Defau
 // pathologicalObjs: one request for k of n identical devices plus a request
 // nothing matches, then a claim that fits (upstream needs 0.22 s
 // at n=32, k=4 and times out at n=32, k=8).
-func pathologicalObjs(n, k int) *model.Objects {
+func pathologicalObjs(n, k int) *input.Objects {
 	c := upClaim("patho", upExact("a", int64(k), upModelSel("x")), upExact("b", 1, upModelSel("y")))
 	ok := upClaim("ok", upExact("r", 1, nil))
-	return &model.Objects{Slices: upIdentical(n), Classes: []*resourceapi.DeviceClass{upClass()},
+	return &input.Objects{Slices: upIdentical(n), Classes: []*resourceapi.DeviceClass{upClass()},
 		Claims: []*resourceapi.ResourceClaim{c, ok}}
 }
 

@@ -4,13 +4,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 
+	"github.com/drasat/drasat/input"
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-
-	"github.com/drasat/drasat/model"
 )
 
 // TPUDriver is the driver name of the tpu scenario. Its multi-host slices
@@ -45,12 +44,12 @@ var TPUTopologies = []TPUTopology{
 const tpuHostsPerPool = 16
 
 // TPU generates the scenario.
-func TPU(cfg TPUConfig) (*model.Objects, error) {
+func TPU(cfg TPUConfig) (*input.Objects, error) {
 	if cfg.Nodes <= 0 || cfg.Nodes%tpuHostsPerPool != 0 {
 		return nil, fmt.Errorf("tpu: %d nodes: want a positive multiple of %d (pools of 4×4 hosts)", cfg.Nodes, tpuHostsPerPool)
 	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x747075))
-	objs := &model.Objects{CompatibleOnlyWith: map[model.DeviceID]string{}, Origin: map[string]string{}}
+	objs := &input.Objects{CompatibleOnlyWith: map[input.DeviceID]string{}, Origin: map[string]string{}}
 	objs.Classes = []*resourceapi.DeviceClass{{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "resource.k8s.io/v1", Kind: "DeviceClass"},
 		ObjectMeta: metav1.ObjectMeta{Name: TPUDriver},

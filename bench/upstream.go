@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/drasat/drasat/input"
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,8 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	dracel "k8s.io/dynamic-resource-allocation/cel"
 	"k8s.io/dynamic-resource-allocation/structured"
-
-	"github.com/drasat/drasat/model"
 )
 
 // The upstream baseline drives k8s.io/dynamic-resource-allocation/structured,
@@ -95,7 +94,7 @@ type UpstreamFeatures struct {
 // UpstreamFeaturesFor returns the default configuration, with
 // CompatibilityGroups on when some slice of objs declares compatibility
 // groups.
-func UpstreamFeaturesFor(objs *model.Objects) UpstreamFeatures {
+func UpstreamFeaturesFor(objs *input.Objects) UpstreamFeatures {
 	var f UpstreamFeatures
 	for _, s := range objs.Slices {
 		for i := range s.Spec.Devices {
@@ -159,7 +158,7 @@ func (r *UpstreamResult) Admitted() int { return len(r.Allocated) }
 // time in input order. Claims that already have an allocation are in use
 // from the start. objs is not modified. The error is only for a cancelled
 // ctx or unusable input; claims that cannot be allocated are in Rejected.
-func Upstream(ctx context.Context, objs *model.Objects, feats UpstreamFeatures) (*UpstreamResult, error) {
+func Upstream(ctx context.Context, objs *input.Objects, feats UpstreamFeatures) (*UpstreamResult, error) {
 	start := time.Now()
 	features := feats.AllocatorFeatures()
 	timeout := feats.Timeout
@@ -196,7 +195,7 @@ func Upstream(ctx context.Context, objs *model.Objects, feats UpstreamFeatures) 
 
 	// The scheduler's ResourceSlice tracker adds DeviceTaintRules' taints
 	// to the slices the allocator sees.
-	slices := model.ApplyTaintRules(objs.Slices, objs.TaintRules)
+	slices := input.ApplyTaintRules(objs.Slices, objs.TaintRules)
 	for _, claim := range objs.Claims {
 		if claim.Status.Allocation != nil {
 			continue
@@ -337,7 +336,7 @@ func allocateOnNode(ctx context.Context, allocator structured.Allocator, node *c
 // slices and devices use when there are none, in name order. With no node
 // known at all a single nameless node stands in, on which only devices
 // available on all nodes can be allocated (as in the model).
-func upstreamNodes(objs *model.Objects) []*corev1.Node {
+func upstreamNodes(objs *input.Objects) []*corev1.Node {
 	var nodes []*corev1.Node
 	if len(objs.Nodes) > 0 {
 		nodes = append(nodes, objs.Nodes...)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/drasat/drasat/alloc"
 	"github.com/drasat/drasat/check"
+	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/model"
 )
 
@@ -99,7 +100,7 @@ func upGPUs(node string, gpus int, skip map[string]bool, groups map[int][]string
 	return []*resourceapi.ResourceSlice{counters, devices}
 }
 
-func runUpstream(t *testing.T, objs *model.Objects, feats UpstreamFeatures) *UpstreamResult {
+func runUpstream(t *testing.T, objs *input.Objects, feats UpstreamFeatures) *UpstreamResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -125,13 +126,13 @@ func placement(claims []*resourceapi.ResourceClaim) map[string][]string {
 	return out
 }
 
-func runDrasat(t *testing.T, objs *model.Objects, compat string) []*resourceapi.ResourceClaim {
+func runDrasat(t *testing.T, objs *input.Objects, compat string) []*resourceapi.ResourceClaim {
 	t.Helper()
 	return runDrasatAs(t, "drasat", objs, compat)
 }
 
 // runDrasatAs is runDrasat naming the run in its failures.
-func runDrasatAs(t *testing.T, label string, objs *model.Objects, compat string) []*resourceapi.ResourceClaim {
+func runDrasatAs(t *testing.T, label string, objs *input.Objects, compat string) []*resourceapi.ResourceClaim {
 	t.Helper()
 	p, err := model.Build(context.Background(), objs, model.Options{Compat: compat})
 	if err != nil {
@@ -183,7 +184,7 @@ func TestUpstreamFirstFitStrands(t *testing.T) {
 			"c1a": {"gpu-0-q-0"}, "c1b": {"gpu-0-q-1"}, "c2": {"gpu-0-half-1"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			objs := &model.Objects{Slices: upGPUs("node-0", 1, nil, nil), Classes: []*resourceapi.DeviceClass{upClass()}, Claims: tc.claims}
+			objs := &input.Objects{Slices: upGPUs("node-0", 1, nil, nil), Classes: []*resourceapi.DeviceClass{upClass()}, Claims: tc.claims}
 			res := runUpstream(t, objs, UpstreamFeatures{})
 			if got := placement(res.Allocated); !equalPlacement(got, tc.want) {
 				t.Errorf("upstream placement = %v, want %v", got, tc.want)
@@ -243,12 +244,12 @@ func upIdentical(n int) []*resourceapi.ResourceSlice {
 // claim is reported unallocatable well within the 10s deadline. At n=32,
 // k=8 (10.5M subsets) it hits its timeout, which is reported as such.
 func TestUpstreamPathological(t *testing.T) {
-	pathological := func(n, k int) *model.Objects {
+	pathological := func(n, k int) *input.Objects {
 		c := upClaim("patho",
 			upExact("a", int64(k), upModelSel("x")),
 			upExact("b", 1, upModelSel("y")))
 		ok := upClaim("ok", upExact("r", 1, nil))
-		return &model.Objects{Slices: upIdentical(n), Classes: []*resourceapi.DeviceClass{upClass()},
+		return &input.Objects{Slices: upIdentical(n), Classes: []*resourceapi.DeviceClass{upClass()},
 			Claims: []*resourceapi.ResourceClaim{c, ok}}
 	}
 
@@ -295,7 +296,7 @@ func TestUpstreamRespectsExisting(t *testing.T) {
 		{Request: "b", Driver: upDriver, Pool: "plain", Device: "dev-0"},
 	}}}
 	modelX := upModelSel("x")
-	objs := &model.Objects{
+	objs := &input.Objects{
 		Slices:  append(upGPUs("node-0", 1, nil, nil), plain),
 		Classes: []*resourceapi.DeviceClass{upClass()},
 		Claims: []*resourceapi.ResourceClaim{
@@ -328,9 +329,9 @@ func TestUpstreamRespectsExisting(t *testing.T) {
 // missing quarter), perhaps an existing allocation, and two to eight claims
 // of one to two devices with matchAttribute, distinctAttribute and
 // firstAvailable.
-func upRandom(seed uint64) (*model.Objects, bool) {
+func upRandom(seed uint64) (*input.Objects, bool) {
 	rng := rand.New(rand.NewPCG(seed, 11))
-	objs := &model.Objects{Classes: []*resourceapi.DeviceClass{upClass()}}
+	objs := &input.Objects{Classes: []*resourceapi.DeviceClass{upClass()}}
 	var groups map[int][]string
 	if rng.IntN(3) == 0 {
 		groups = map[int][]string{4: {"full"}, 2: {"mig", "half"}, 1: {"mig"}}
@@ -448,7 +449,7 @@ func TestUpstreamVersusDrasat(t *testing.T) {
 // of its own: every result names a published device, no device is
 // allocated twice (admin access aside), no counter is overdrawn, and a
 // claim's node-local devices are on one node.
-func validateAllocations(t *testing.T, who string, objs *model.Objects, allocated []*resourceapi.ResourceClaim) {
+func validateAllocations(t *testing.T, who string, objs *input.Objects, allocated []*resourceapi.ResourceClaim) {
 	t.Helper()
 	if err := check.Check(objs, allocated, check.Options{}); err != nil {
 		t.Errorf("%s: check: %v", who, err)
@@ -542,7 +543,7 @@ func TestFirstFitMatchesUpstreamOnNetworkDevices(t *testing.T) {
 	network := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "network"},
 		Spec: resourceapi.ResourceSliceSpec{Driver: upDriver, AllNodes: ptr.To(true),
 			Pool: resourceapi.ResourcePool{Name: "network", Generation: 1, ResourceSliceCount: 1}, Devices: []resourceapi.Device{{Name: "net"}}}}
-	objs := &model.Objects{
+	objs := &input.Objects{
 		Nodes:   []*corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "node-0"}}, {ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}},
 		Slices:  []*resourceapi.ResourceSlice{local, network},
 		Classes: []*resourceapi.DeviceClass{upClass()},

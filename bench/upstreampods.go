@@ -7,6 +7,7 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
+	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/model"
 )
 
@@ -24,7 +25,7 @@ type upstreamPods struct {
 	nodes   map[string]*corev1.Node
 }
 
-func newUpstreamPods(objs *model.Objects) *upstreamPods {
+func newUpstreamPods(objs *input.Objects) *upstreamPods {
 	u := &upstreamPods{byClaim: map[string][]*corev1.Pod{}, node: map[*corev1.Pod]string{},
 		used: map[string]map[corev1.ResourceName]int64{}, nodes: map[string]*corev1.Node{}}
 	for _, n := range objs.Nodes {

@@ -13,6 +13,7 @@ import (
 	"github.com/drasat/drasat/alloc"
 	"github.com/drasat/drasat/bench"
 	"github.com/drasat/drasat/bound"
+	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/mip"
 	"github.com/drasat/drasat/model"
 )
@@ -28,7 +29,7 @@ func TestAggregateLP(t *testing.T) {
 	}
 	type inst struct {
 		name string
-		objs *model.Objects
+		objs *input.Objects
 		opt  int64 // -1: drasat's proven optimum
 	}
 	var insts []inst

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/drasat/drasat/bound"
+	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/model"
 )
 
@@ -18,7 +19,7 @@ func TestSolveNodeAggregateFile(t *testing.T) {
 	if path == "" {
 		t.Skip("set DRASAT_AGG=objects.yaml")
 	}
-	objs, _, err := model.Load([]string{path}, nil)
+	objs, _, err := input.Load([]string{path}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/drasat/drasat/bench"
 	"github.com/drasat/drasat/bound"
+	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/model"
 )
 
@@ -24,7 +25,7 @@ func TestValueAtMatchesSearch(t *testing.T) {
 	}
 	instances := []struct {
 		name   string
-		objs   *model.Objects
+		objs   *input.Objects
 		compat string
 	}{
 		{"mig", bench.MIG(bench.DefaultMIG(2, 4, 60, 1)), ""},

@@ -4,13 +4,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/drasat/drasat/input"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
-
-	"github.com/drasat/drasat/model"
 )
 
 // capFixture: node-1 has a shared NIC nic-0 (bandwidth 100G: default 10G,
@@ -18,7 +17,7 @@ import (
 // "port" from counter set ports (1 port), a plain NIC nic-1 drawing the same
 // port, and a plain device plain-0 with a capacity "bandwidth: 40G".
 // Pending claims a (37G) and b (two requests of 20G) hold valid shares.
-func capFixture() (*model.Objects, map[string]*resourceapi.ResourceClaim) {
+func capFixture() (*input.Objects, map[string]*resourceapi.ResourceClaim) {
 	q := resource.MustParse
 	bw := resourceapi.DeviceCapacity{Value: q("100G"), RequestPolicy: &resourceapi.CapacityRequestPolicy{
 		Default:    ptr.To(q("10G")),
@@ -59,7 +58,7 @@ func capFixture() (*model.Objects, map[string]*resourceapi.ResourceClaim) {
 	}
 	a := claim("a", req("r", "37G", "2"))
 	b := claim("b", req("x", "20G", "1"), req("y", "20G", "1"))
-	objs := &model.Objects{Slices: slices, Classes: []*resourceapi.DeviceClass{class}, Claims: []*resourceapi.ResourceClaim{a, b}}
+	objs := &input.Objects{Slices: slices, Classes: []*resourceapi.DeviceClass{class}, Claims: []*resourceapi.ResourceClaim{a, b}}
 	share := func(request, id, bandwidth, queues string) resourceapi.DeviceRequestAllocationResult {
 		uid := types.UID(id)
 		return resourceapi.DeviceRequestAllocationResult{Request: request, Driver: netDriver, Pool: "p", Device: "nic-0", ShareID: &uid,
@@ -81,11 +80,11 @@ func TestCheckCapacity(t *testing.T) {
 	q := resource.MustParse
 	cases := []struct {
 		name   string
-		mutate func(objs *model.Objects, out map[string]*resourceapi.ResourceClaim)
+		mutate func(objs *input.Objects, out map[string]*resourceapi.ResourceClaim)
 		want   string // "" means valid
 	}{
-		{name: "valid shares", mutate: func(*model.Objects, map[string]*resourceapi.ResourceClaim) {}},
-		{name: "over capacity", mutate: func(objs *model.Objects, out map[string]*resourceapi.ResourceClaim) {
+		{name: "valid shares", mutate: func(*input.Objects, map[string]*resourceapi.ResourceClaim) {}},
+		{name: "over capacity", mutate: func(objs *input.Objects, out map[string]*resourceapi.ResourceClaim) {
 			for _, c := range []*resourceapi.ResourceClaim{objs.Claims[0], out["a"]} {
 				c.Spec.Devices.Requests[0].Exactly.Capacity.Requests["bandwidth"] = q("65G")
 			}
@@ -94,7 +93,7 @@ func TestCheckCapacity(t *testing.T) {
 		// a's share is admin access (65G): the allocated state does not
 		// know it, so b (40G) placed after it fits; a placed first sees
 		// only the existing shares and its own.
-		{name: "admin-access share unseen by later claims", mutate: func(objs *model.Objects, out map[string]*resourceapi.ResourceClaim) {
+		{name: "admin-access share unseen by later claims", mutate: func(objs *input.Objects, out map[string]*resourceapi.ResourceClaim) {
 			for _, c := range []*resourceapi.ResourceClaim{objs.Claims[0], out["a"]} {
 				c.Spec.Devices.Requests[0].Exactly.Capacity.Requests["bandwidth"] = q("65G")
 				c.Spec.Devices.Requests[0].Exactly.AdminAccess = ptr.To(true)
@@ -102,7 +101,7 @@ func TestCheckCapacity(t *testing.T) {
 			out["a"].Status.Allocation.Devices.Results[0].ConsumedCapacity["bandwidth"] = q("65G")
 			out["a"].Status.Allocation.Devices.Results[0].AdminAccess = ptr.To(true)
 		}},
-		{name: "admin-access share beside an existing share", mutate: func(objs *model.Objects, out map[string]*resourceapi.ResourceClaim) {
+		{name: "admin-access share beside an existing share", mutate: func(objs *input.Objects, out map[string]*resourceapi.ResourceClaim) {
 			for _, c := range []*resourceapi.ResourceClaim{objs.Claims[0], out["a"]} {
 				c.Spec.Devices.Requests[0].Exactly.Capacity.Requests["bandwidth"] = q("65G")
 				c.Spec.Devices.Requests[0].Exactly.AdminAccess = ptr.To(true)
@@ -115,45 +114,45 @@ func TestCheckCapacity(t *testing.T) {
 					Results: []resourceapi.DeviceRequestAllocationResult{{Request: "r", Driver: netDriver, Pool: "p", Device: "nic-0", ShareID: &uid,
 						ConsumedCapacity: map[resourceapi.QualifiedName]resource.Quantity{"bandwidth": q("40G")}}}}}}})
 		}, want: "claim default/a with its admin-access share, after the claims with other admin-access shares: capacity bandwidth: 105G consumed"},
-		{name: "existing share counts", mutate: func(objs *model.Objects, _ map[string]*resourceapi.ResourceClaim) {
+		{name: "existing share counts", mutate: func(objs *input.Objects, _ map[string]*resourceapi.ResourceClaim) {
 			uid := types.UID("0f6a8a62-2bd4-4b1c-9d4e-2f1a6c1b7a09")
 			objs.Claims = append(objs.Claims, &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: "old", Namespace: "default"},
 				Status: resourceapi.ResourceClaimStatus{Allocation: &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{
 					Results: []resourceapi.DeviceRequestAllocationResult{{Request: "r", Driver: netDriver, Pool: "p", Device: "nic-0", ShareID: &uid,
 						ConsumedCapacity: map[resourceapi.QualifiedName]resource.Quantity{"bandwidth": q("25G")}}}}}}})
 		}, want: "device net.example.com/p/nic-0: shares together: capacity bandwidth: 105G consumed, more than its value 100G"},
-		{name: "existing holder", mutate: func(objs *model.Objects, _ map[string]*resourceapi.ResourceClaim) {
+		{name: "existing holder", mutate: func(objs *input.Objects, _ map[string]*resourceapi.ResourceClaim) {
 			objs.Claims = append(objs.Claims, &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: "old", Namespace: "default"},
 				Status: resourceapi.ResourceClaimStatus{Allocation: &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{
 					Results: []resourceapi.DeviceRequestAllocationResult{{Request: "r", Driver: netDriver, Pool: "p", Device: "nic-0"}}}}}})
 		}, want: "is also allocated to claim(s) default/old"},
-		{name: "not rounded up", mutate: func(_ *model.Objects, out map[string]*resourceapi.ResourceClaim) {
+		{name: "not rounded up", mutate: func(_ *input.Objects, out map[string]*resourceapi.ResourceClaim) {
 			out["a"].Status.Allocation.Devices.Results[0].ConsumedCapacity["bandwidth"] = q("37G")
 		}, want: "consumedCapacity is {bandwidth: 37G, queues: 2}, the request consumes {bandwidth: 40G, queues: 2}"},
-		{name: "missing shareID", mutate: func(_ *model.Objects, out map[string]*resourceapi.ResourceClaim) {
+		{name: "missing shareID", mutate: func(_ *input.Objects, out map[string]*resourceapi.ResourceClaim) {
 			out["a"].Status.Allocation.Devices.Results[0].ShareID = nil
 		}, want: "needs a shareID"},
-		{name: "shareID not a UUID", mutate: func(_ *model.Objects, out map[string]*resourceapi.ResourceClaim) {
+		{name: "shareID not a UUID", mutate: func(_ *input.Objects, out map[string]*resourceapi.ResourceClaim) {
 			out["a"].Status.Allocation.Devices.Results[0].ShareID = ptr.To(types.UID("share-1"))
 		}, want: `shareID "share-1" is not a UUID`},
-		{name: "shareID twice", mutate: func(_ *model.Objects, out map[string]*resourceapi.ResourceClaim) {
+		{name: "shareID twice", mutate: func(_ *input.Objects, out map[string]*resourceapi.ResourceClaim) {
 			out["b"].Status.Allocation.Devices.Results[1].ShareID = out["b"].Status.Allocation.Devices.Results[0].ShareID
 		}, want: "shareID 0f6a8a62-2bd4-4b1c-9d4e-2f1a6c1b7a02 is used by"},
-		{name: "above policy max", mutate: func(objs *model.Objects, out map[string]*resourceapi.ResourceClaim) {
+		{name: "above policy max", mutate: func(objs *input.Objects, out map[string]*resourceapi.ResourceClaim) {
 			for _, c := range []*resourceapi.ResourceClaim{objs.Claims[0], out["a"]} {
 				c.Spec.Devices.Requests[0].Exactly.Capacity.Requests["bandwidth"] = q("85G")
 			}
 			out["a"].Status.Allocation.Devices.Results[0].ConsumedCapacity["bandwidth"] = q("85G")
 		}, want: "violates its requestPolicy"},
-		{name: "missing capacity", mutate: func(objs *model.Objects, out map[string]*resourceapi.ResourceClaim) {
+		{name: "missing capacity", mutate: func(objs *input.Objects, out map[string]*resourceapi.ResourceClaim) {
 			for _, c := range []*resourceapi.ResourceClaim{objs.Claims[0], out["a"]} {
 				c.Spec.Devices.Requests[0].Exactly.Capacity.Requests["vlans"] = q("1")
 			}
 		}, want: "lacks a requested capacity"},
-		{name: "same request twice on a shared device", mutate: func(objs *model.Objects, out map[string]*resourceapi.ResourceClaim) {
+		{name: "same request twice on a shared device", mutate: func(objs *input.Objects, out map[string]*resourceapi.ResourceClaim) {
 			out["b"].Status.Allocation.Devices.Results[1].Request = "x"
 		}, want: "device net.example.com/p/nic-0 for request x is allocated 2 times within the claim"},
-		{name: "counters once per shared device", mutate: func(objs *model.Objects, out map[string]*resourceapi.ResourceClaim) {
+		{name: "counters once per shared device", mutate: func(objs *input.Objects, out map[string]*resourceapi.ResourceClaim) {
 			// nic-1 draws the port the shared NIC already draws.
 			c := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "default"},
 				Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{Name: "r",
@@ -164,7 +163,7 @@ func TestCheckCapacity(t *testing.T) {
 				Results: []resourceapi.DeviceRequestAllocationResult{{Request: "r", Driver: netDriver, Pool: "p", Device: "nic-1"}}}}
 			out["c"] = done
 		}, want: "counter set ports, counter port: allocated devices consume 2"},
-		{name: "shareID on a plain device", mutate: func(objs *model.Objects, out map[string]*resourceapi.ResourceClaim) {
+		{name: "shareID on a plain device", mutate: func(objs *input.Objects, out map[string]*resourceapi.ResourceClaim) {
 			r := &out["a"].Status.Allocation.Devices.Results[0]
 			r.Device = "plain-0"
 			objs.Claims[0].Spec.Devices.Requests[0].Exactly.Selectors = nil

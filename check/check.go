@@ -2,8 +2,8 @@
 // results. It re-derives the scheduler's rules directly from the Kubernetes
 // objects (ResourceSlices, DeviceClasses, ResourceClaims, Nodes, Pods),
 // following k8s.io/dynamic-resource-allocation's structured allocator, and
-// shares no code with the engine beyond the plain input struct
-// model.Objects, so that mistakes in model, encode or alloc get caught.
+// shares no code with the engine: it imports only package input (the objects
+// as read), so that mistakes in model, encode or alloc get caught.
 package check
 
 import (
@@ -13,11 +13,10 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/drasat/drasat/input"
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
-
-	"github.com/drasat/drasat/model"
 )
 
 // Compatibility-group semantics.
@@ -49,7 +48,7 @@ type Options struct {
 // devices in use but, like upstream's allocator, count towards counters and
 // compatibility groups. compatibleOnlyWith (not upstream) only considers
 // results that occupy their device (non-admin).
-func Check(objs *model.Objects, allocated []*resourceapi.ResourceClaim, opts Options) error {
+func Check(objs *input.Objects, allocated []*resourceapi.ResourceClaim, opts Options) error {
 	compat := opts.Compat
 	switch compat {
 	case "":
@@ -77,7 +76,7 @@ func Check(objs *model.Objects, allocated []*resourceapi.ResourceClaim, opts Opt
 }
 
 type checker struct {
-	objs    *model.Objects
+	objs    *input.Objects
 	compat  string
 	w       *world
 	classes map[string]*resourceapi.DeviceClass
@@ -354,7 +353,7 @@ type podNode struct{ pod, node string }
 // boundNodes maps claims to the node of a bound pod that uses them: through
 // the claim's status.reservedFor, or the pod's spec.resourceClaims
 // (resourceClaimName) or status.resourceClaimStatuses.
-func boundNodes(objs *model.Objects) map[string]podNode {
+func boundNodes(objs *input.Objects) map[string]podNode {
 	out := map[string]podNode{}
 	pods := map[string]*corev1.Pod{}
 	for _, p := range objs.Pods {
@@ -463,7 +462,7 @@ func sortedKeys[V any](m map[string]V) []string {
 // CheckAll checks every claim that holds an allocation in objs against all
 // the others, as if all were allocated at once: the test of a cluster's
 // whole state (no device twice, no counter overdrawn, every rule met).
-func CheckAll(objs *model.Objects, opts Options) error {
+func CheckAll(objs *input.Objects, opts Options) error {
 	pending := *objs
 	pending.Claims = nil
 	var allocated []*resourceapi.ResourceClaim

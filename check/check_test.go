@@ -6,13 +6,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/drasat/drasat/input"
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-
-	"github.com/drasat/drasat/model"
 )
 
 const (
@@ -33,7 +32,7 @@ const (
 //     access to nic-0, in use), e (all links, distinct ports), f (z-0),
 //     g (never allocated).
 type fixture struct {
-	objs *model.Objects
+	objs *input.Objects
 	out  []*resourceapi.ResourceClaim
 }
 
@@ -119,7 +118,7 @@ func allocation(ns *corev1.NodeSelector, results ...resourceapi.DeviceRequestAll
 }
 
 func newFixture() *fixture {
-	objs := &model.Objects{CompatibleOnlyWith: map[model.DeviceID]string{}, Origin: map[string]string{}}
+	objs := &input.Objects{CompatibleOnlyWith: map[input.DeviceID]string{}, Origin: map[string]string{}}
 	objs.Nodes = []*corev1.Node{
 		{ObjectMeta: metav1.ObjectMeta{Name: "node-1", Labels: map[string]string{"zone": "a"}}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "node-2", Labels: map[string]string{"zone": "b"}}},
@@ -294,7 +293,7 @@ func TestCheck(t *testing.T) {
 			fx.slice("node-1-counters").Spec.SharedCounters[0].Counters["memory"] = resourceapi.Counter{Value: resource.MustParse("42949672960")}
 		}},
 		{name: "compatibleOnlyWith holds", mutate: func(fx *fixture) {
-			fx.objs.CompatibleOnlyWith[model.DeviceID{Driver: gpuDriver, Pool: "node-1", Device: "half-0"}] = `device.attributes["gpu.example.com"].size <= 2`
+			fx.objs.CompatibleOnlyWith[input.DeviceID{Driver: gpuDriver, Pool: "node-1", Device: "half-0"}] = `device.attributes["gpu.example.com"].size <= 2`
 		}},
 		{name: "constraint naming a subrequest", mutate: func(fx *fixture) {
 			fx.spec("c", func(s *resourceapi.ResourceClaimSpec) {
@@ -476,10 +475,10 @@ func TestCheck(t *testing.T) {
 
 		// Rule 7: compatibleOnlyWith.
 		{name: "compatibleOnlyWith violated", mutate: func(fx *fixture) {
-			fx.objs.CompatibleOnlyWith[model.DeviceID{Driver: gpuDriver, Pool: "node-1", Device: "half-0"}] = `device.attributes["gpu.example.com"].size == 2`
+			fx.objs.CompatibleOnlyWith[input.DeviceID{Driver: gpuDriver, Pool: "node-1", Device: "half-0"}] = `device.attributes["gpu.example.com"].size == 2`
 		}, want: []string{`compatibleOnlyWith of claim default/a device gpu.example.com/node-1/half-0: expression "device.attributes[\"gpu.example.com\"].size == 2" is false for claim default/b device gpu.example.com/node-1/quarter-2`}},
 		{name: "compatibleOnlyWith of an existing device", mutate: func(fx *fixture) {
-			fx.objs.CompatibleOnlyWith[model.DeviceID{Driver: gpuDriver, Pool: "node-2", Device: "quarter-0"}] = `device.attributes["gpu.example.com"].size == 1`
+			fx.objs.CompatibleOnlyWith[input.DeviceID{Driver: gpuDriver, Pool: "node-2", Device: "quarter-0"}] = `device.attributes["gpu.example.com"].size == 1`
 		}, want: []string{"compatibleOnlyWith of existing claim default/old-q device gpu.example.com/node-2/quarter-0", "is false for claim default/c device gpu.example.com/node-2/half-1"}},
 
 		// Rule 8: nodes.

@@ -7,9 +7,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/drasat/drasat/input"
 	"k8s.io/apimachinery/pkg/api/resource"
-
-	"github.com/drasat/drasat/model"
 )
 
 // consumers returns the placements that consume counters and compatibility
@@ -393,7 +392,7 @@ func (c *checker) checkCompatibleOnlyWith() {
 		ps := byPool[pl.key]
 		for _, a := range ps {
 			k := a.dev.key
-			expr, ok := c.objs.CompatibleOnlyWith[model.DeviceID{Driver: k.Driver, Pool: k.Pool, Device: k.Device}]
+			expr, ok := c.objs.CompatibleOnlyWith[input.DeviceID{Driver: k.Driver, Pool: k.Pool, Device: k.Device}]
 			if !ok {
 				continue
 			}

@@ -4,10 +4,9 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/drasat/drasat/input"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-
-	"github.com/drasat/drasat/model"
 )
 
 // draftDevice is one device of a slice in the KEP-4815 draft's form, its
@@ -41,13 +40,13 @@ func (c *checker) checkDraft() {
 		if s.Spec.Pool.Generation != gen[[2]string{s.Spec.Driver, s.Spec.Pool.Name}] {
 			continue
 		}
-		mixins := map[string]*model.DraftCompositeMixin{}
+		mixins := map[string]*input.DraftCompositeMixin{}
 		for _, m := range s.Spec.DeviceMixins {
 			mixins[m.Name] = m.Composite
 		}
 		for _, d := range s.Spec.Devices {
 			dd := &draftDevice{name: d.Name, capacity: map[resourceapi.QualifiedName]resource.Quantity{}}
-			set := func(caps map[resourceapi.QualifiedName]model.DraftCapacity) {
+			set := func(caps map[resourceapi.QualifiedName]input.DraftCapacity) {
 				for k, v := range caps {
 					dd.capacity[k] = v.Quantity
 				}

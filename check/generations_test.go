@@ -4,13 +4,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/drasat/drasat/input"
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-
-	"github.com/drasat/drasat/model"
 )
 
 const mvDriver = "mv.example.com"
@@ -19,8 +18,8 @@ const mvDriver = "mv.example.com"
 // m0 and m1 on counter set c of capacity 1) to node-2 (generation 2: m0
 // alone on its own counter set c). Each node still uses the generation
 // published for it.
-func moving() *model.Objects {
-	objs := &model.Objects{CompatibleOnlyWith: map[model.DeviceID]string{}, Origin: map[string]string{}}
+func moving() *input.Objects {
+	objs := &input.Objects{CompatibleOnlyWith: map[input.DeviceID]string{}, Origin: map[string]string{}}
 	objs.Nodes = []*corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}, {ObjectMeta: metav1.ObjectMeta{Name: "node-2"}}}
 	objs.Classes = []*resourceapi.DeviceClass{{ObjectMeta: metav1.ObjectMeta{Name: "mv"}, Spec: resourceapi.DeviceClassSpec{Selectors: sel(`device.driver == "` + mvDriver + `"`)}}}
 	one := map[string]resourceapi.Counter{"n": {Value: resource.MustParse("1")}}
@@ -55,7 +54,7 @@ func TestPoolGenerations(t *testing.T) {
 		name     string
 		existing []claim
 		claims   []claim
-		edit     func(*model.Objects)
+		edit     func(*input.Objects)
 		want     string // substring of the violation; "" for none
 	}{
 		{name: "each node its generation", claims: []claim{{"a", "node-1", []string{"m1"}, nil}}},
@@ -75,12 +74,12 @@ func TestPoolGenerations(t *testing.T) {
 			claims: []claim{{"a", "node-2", []string{"m0"}, sel(`device.attributes["` + mvDriver + `"].ver == 1`)}},
 			want:   "selector #0"},
 		{name: "incomplete newer generation: older node goes on",
-			edit: func(o *model.Objects) {
+			edit: func(o *input.Objects) {
 				o.Slices = o.Slices[:3] // node-2's generation 2 lacks its devices
 			},
 			claims: []claim{{"a", "node-1", []string{"m1"}, nil}}},
 		{name: "incomplete older generation is ignored",
-			edit: func(o *model.Objects) {
+			edit: func(o *input.Objects) {
 				o.Slices = o.Slices[1:] // node-1's generation 1 lacks its counters
 			},
 			claims: []claim{{"a", "node-1", []string{"m1"}, nil}},
@@ -133,7 +132,7 @@ func TestPoolGenerations(t *testing.T) {
 // counters in a third slice. Each node sees one m0: valid on both. An
 // allocated name consumes for every device of that name.
 func TestDuplicateNameAcrossNodes(t *testing.T) {
-	dups := func(extra, free bool) *model.Objects {
+	dups := func(extra, free bool) *input.Objects {
 		objs := moving()
 		two := map[string]resourceapi.Counter{"n": {Value: resource.MustParse("2")}}
 		count := int64(3)

@@ -5,17 +5,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/drasat/drasat/input"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/utils/ptr"
-
-	"github.com/drasat/drasat/model"
 )
 
 // loadFixture reads a YAML fixture of ../testdata (shared with the
 // engine's tests: data, not code).
-func loadFixture(t *testing.T, name string) *model.Objects {
+func loadFixture(t *testing.T, name string) *input.Objects {
 	t.Helper()
-	objs, _, err := model.Load([]string{"../testdata/" + name}, nil)
+	objs, _, err := input.Load([]string{"../testdata/" + name}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,11 +23,11 @@ func loadFixture(t *testing.T, name string) *model.Objects {
 
 // allocate returns a copy of the fixture's only claim with these results
 // (request=device in pool p1 of gpu.example.com), for node-1.
-func allocate(objs *model.Objects, results ...string) *resourceapi.ResourceClaim {
+func allocate(objs *input.Objects, results ...string) *resourceapi.ResourceClaim {
 	return allocateOn(objs, "node-1", "p1", results...)
 }
 
-func allocateOn(objs *model.Objects, node, pool string, results ...string) *resourceapi.ResourceClaim {
+func allocateOn(objs *input.Objects, node, pool string, results ...string) *resourceapi.ResourceClaim {
 	out := objs.Claims[0].DeepCopy()
 	var rs []resourceapi.DeviceRequestAllocationResult
 	for _, r := range results {

@@ -10,9 +10,8 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/drasat/drasat/input"
 	"github.com/google/uuid"
-
-	"github.com/drasat/drasat/model"
 )
 
 // orderSteps bounds the checker's search per claim and node.
@@ -175,7 +174,7 @@ func (c *checker) checkSearchOrders() {
 // predecessors are the new claims placed before the one being searched:
 // the scheduler sees them allocated.
 type predecessors struct {
-	objs   *model.Objects // the input with the predecessors allocated
+	objs   *input.Objects // the input with the predecessors allocated
 	input  map[string]*resourceapi.ResourceClaim
 	claims []*newClaim
 }

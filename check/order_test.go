@@ -5,15 +5,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/drasat/drasat/input"
 	resourceapi "k8s.io/api/resource/v1"
-
-	"github.com/drasat/drasat/model"
 )
 
 // orderObjects: node-1 publishes a, b (kind one) and c (kind all) with the
 // given numa values; claim x asks for one device of kind one, then for all
 // devices of kind all, under matchAttribute numa.
-func orderObjects(t *testing.T, a, b, c int) *model.Objects {
+func orderObjects(t *testing.T, a, b, c int) *input.Objects {
 	t.Helper()
 	docs := fmt.Sprintf(`
 apiVersion: v1
@@ -54,14 +53,14 @@ spec:
         selectors: [{cel: {expression: 'device.attributes["gpu.example.com"].kind == "all"'}}]
     constraints: [{matchAttribute: gpu.example.com/numa}]
 `, a, b, c)
-	objs, _, err := model.Load([]string{"-"}, strings.NewReader(docs))
+	objs, _, err := input.Load([]string{"-"}, strings.NewReader(docs))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return objs
 }
 
-func orderAllocation(objs *model.Objects, one string) []*resourceapi.ResourceClaim {
+func orderAllocation(objs *input.Objects, one string) []*resourceapi.ResourceClaim {
 	out := objs.Claims[0].DeepCopy()
 	res := func(req, dev string) resourceapi.DeviceRequestAllocationResult {
 		return resourceapi.DeviceRequestAllocationResult{Request: req, Driver: gpuDriver, Pool: "p1", Device: dev}
@@ -96,7 +95,7 @@ func TestCheckSearchOrder(t *testing.T) {
 // selectors on the devices it reaches, so an error on a device after the
 // one it takes does not matter, one before it fails the claim.
 func TestCheckSearchOrderSelectorError(t *testing.T) {
-	objs := func(first, second string) *model.Objects {
+	objs := func(first, second string) *input.Objects {
 		docs := `
 apiVersion: v1
 kind: Node
@@ -129,13 +128,13 @@ spec:
         deviceClassName: gpu
         selectors: [{cel: {expression: 'device.attributes["gpu.example.com"].opt >= 1'}}]
 `
-		o, _, err := model.Load([]string{"-"}, strings.NewReader(docs))
+		o, _, err := input.Load([]string{"-"}, strings.NewReader(docs))
 		if err != nil {
 			t.Fatal(err)
 		}
 		return o
 	}
-	alloc := func(o *model.Objects) []*resourceapi.ResourceClaim {
+	alloc := func(o *input.Objects) []*resourceapi.ResourceClaim {
 		out := o.Claims[0].DeepCopy()
 		out.Status.Allocation = &resourceapi.AllocationResult{NodeSelector: nodeSel("node-1"), Devices: resourceapi.DeviceAllocationResult{
 			Results: []resourceapi.DeviceRequestAllocationResult{{Request: "one", Driver: gpuDriver, Pool: "p1", Device: "a"}}}}
@@ -213,7 +212,7 @@ spec:
 // its search looks at that device too and takes p1/a.
 func checkBUntilZoneA(t *testing.T, docs, why, wantErr string) {
 	t.Helper()
-	objs, _, err := model.Load([]string{"-"}, strings.NewReader(docs))
+	objs, _, err := input.Load([]string{"-"}, strings.NewReader(docs))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -334,7 +333,7 @@ spec:
         deviceClassName: gpu
         selectors: [{cel: {expression: 'device.attributes["gpu.example.com"].opt >= 1'}}]
 `
-	o, _, err := model.Load([]string{"-"}, strings.NewReader(docs))
+	o, _, err := input.Load([]string{"-"}, strings.NewReader(docs))
 	if err != nil {
 		t.Fatal(err)
 	}

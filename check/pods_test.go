@@ -4,19 +4,18 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/drasat/drasat/input"
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-
-	"github.com/drasat/drasat/model"
 )
 
 // podWorld: two nodes with 8 CPUs and a GPU and a NIC each; pending pods
 // p1 (gpu-1, nic-1) and p2 (gpu-2), 6 CPUs each.
-func podWorld() *model.Objects {
-	objs := &model.Objects{Classes: []*resourceapi.DeviceClass{{ObjectMeta: metav1.ObjectMeta{Name: "any"}}}}
+func podWorld() *input.Objects {
+	objs := &input.Objects{Classes: []*resourceapi.DeviceClass{{ObjectMeta: metav1.ObjectMeta{Name: "any"}}}}
 	for _, name := range []string{"node-1", "node-2"} {
 		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
 		n.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourcePods: resource.MustParse("10")}
@@ -45,7 +44,7 @@ func podWorld() *model.Objects {
 }
 
 // allocatedOn allocates claim (of objs) the device dev of node.
-func allocatedOn(objs *model.Objects, claim, node, dev string) *resourceapi.ResourceClaim {
+func allocatedOn(objs *input.Objects, claim, node, dev string) *resourceapi.ResourceClaim {
 	for _, c := range objs.Claims {
 		if c.Name != claim {
 			continue
@@ -64,22 +63,22 @@ func allocatedOn(objs *model.Objects, claim, node, dev string) *resourceapi.Reso
 func TestPodRules(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		change func(objs *model.Objects)
+		change func(objs *input.Objects)
 		claims [][3]string // claim, node, device
 		want   string      // "" valid, else part of the error
 	}{
 		{name: "valid", claims: [][3]string{{"gpu-1", "node-1", "gpu"}, {"nic-1", "node-1", "nic"}, {"gpu-2", "node-2", "gpu"}}},
 		{name: "claims of one pod on two nodes", claims: [][3]string{{"gpu-1", "node-1", "gpu"}, {"nic-1", "node-2", "nic"}}, want: "no node its claims allow"},
 		{name: "two pods' CPU on one node", claims: [][3]string{{"gpu-1", "node-1", "gpu"}, {"gpu-2", "node-1", "nic"}}, want: "request 12 cpu, allocatable is 8"},
-		{name: "cordoned", change: func(o *model.Objects) { o.Nodes[1].Spec.Unschedulable = true }, claims: [][3]string{{"gpu-2", "node-2", "gpu"}}, want: "node-2 cordoned"},
-		{name: "cordon tolerated", change: func(o *model.Objects) {
+		{name: "cordoned", change: func(o *input.Objects) { o.Nodes[1].Spec.Unschedulable = true }, claims: [][3]string{{"gpu-2", "node-2", "gpu"}}, want: "node-2 cordoned"},
+		{name: "cordon tolerated", change: func(o *input.Objects) {
 			o.Nodes[1].Spec.Unschedulable = true
 			o.Pods[1].Spec.Tolerations = []corev1.Toleration{{Key: corev1.TaintNodeUnschedulable, Operator: corev1.TolerationOpExists}}
 		}, claims: [][3]string{{"gpu-2", "node-2", "gpu"}}},
-		{name: "taint", change: func(o *model.Objects) {
+		{name: "taint", change: func(o *input.Objects) {
 			o.Nodes[1].Spec.Taints = []corev1.Taint{{Key: "gpu", Value: "maintenance", Effect: corev1.TaintEffectNoSchedule}}
 		}, claims: [][3]string{{"gpu-2", "node-2", "gpu"}}, want: "taint gpu=maintenance:NoSchedule not tolerated"},
-		{name: "affinity", change: func(o *model.Objects) { o.Pods[1].Spec.NodeSelector = map[string]string{"zone": "a"} },
+		{name: "affinity", change: func(o *input.Objects) { o.Pods[1].Spec.NodeSelector = map[string]string{"zone": "a"} },
 			claims: [][3]string{{"gpu-2", "node-2", "gpu"}}, want: "affinity of the pod does not match"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

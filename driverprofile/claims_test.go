@@ -13,6 +13,7 @@ import (
 	"github.com/drasat/drasat/alloc"
 	"github.com/drasat/drasat/check"
 	"github.com/drasat/drasat/explain"
+	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/model"
 )
 
@@ -25,8 +26,8 @@ func allClasses() []*resourceapi.DeviceClass {
 // profileNode is one node of the profile with two devices, beside four of
 // our NICs (unless the profile is the NIC), so that GPU+NIC claims can
 // align by PCIe root.
-func profileNode(p Profile) *model.Objects {
-	objs := &model.Objects{CompatibleOnlyWith: map[model.DeviceID]string{}, Origin: map[string]string{}}
+func profileNode(p Profile) *input.Objects {
+	objs := &input.Objects{CompatibleOnlyWith: map[input.DeviceID]string{}, Origin: map[string]string{}}
 	objs.Nodes = []*corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}}
 	objs.Classes = allClasses()
 	objs.Slices = p.Node("node-1", 2).Slices
@@ -116,7 +117,7 @@ func TestUserClaims(t *testing.T) {
 // one of the two versions alone.
 func TestUserClaimsMixedVersions(t *testing.T) {
 	ctx := context.Background()
-	objs := &model.Objects{CompatibleOnlyWith: map[model.DeviceID]string{}, Origin: map[string]string{}}
+	objs := &input.Objects{CompatibleOnlyWith: map[input.DeviceID]string{}, Origin: map[string]string{}}
 	objs.Classes = allClasses()
 	for _, n := range []struct {
 		node string

@@ -14,6 +14,7 @@ import (
 	"github.com/drasat/drasat/alloc"
 	"github.com/drasat/drasat/bench"
 	"github.com/drasat/drasat/check"
+	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/model"
 )
 
@@ -31,7 +32,7 @@ func TestExamplesAsTheirREADMEsSay(t *testing.T) {
 		{"mixed-versions", []string{"default/mig-devices"}},
 	} {
 		t.Run(tc.dir, func(t *testing.T) {
-			objs, _, err := model.Load([]string{filepath.Join("..", "examples", tc.dir)}, nil)
+			objs, _, err := input.Load([]string{filepath.Join("..", "examples", tc.dir)}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

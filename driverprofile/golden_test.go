@@ -3,11 +3,10 @@ package driverprofile
 import (
 	"bytes"
 	"flag"
+	"github.com/drasat/drasat/input"
 	"os"
 	"path/filepath"
 	"testing"
-
-	"github.com/drasat/drasat/model"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -46,7 +45,7 @@ func TestGolden(t *testing.T) {
 				t.Fatalf("%s differs from the profile (go test ./driverprofile -update, then review the diff)", path)
 			}
 			// The file is valid input: drasat loads and validates it.
-			if _, _, err := model.Load([]string{path}, nil); err != nil {
+			if _, _, err := input.Load([]string{path}, nil); err != nil {
 				t.Fatalf("%s does not load: %v", path, err)
 			}
 		})

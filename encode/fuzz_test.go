@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-air/gini/z"
 
+	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/model"
 	"github.com/drasat/drasat/solver"
 )
@@ -48,7 +49,7 @@ func FuzzEncode(f *testing.F) {
 		f.Add(b.Bytes())
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		objs, _, err := model.Load([]string{"-"}, bytes.NewReader(data))
+		objs, _, err := input.Load([]string{"-"}, bytes.NewReader(data))
 		if err != nil {
 			return
 		}

@@ -25,6 +25,7 @@ import (
 	"github.com/go-air/gini/z"
 
 	"github.com/drasat/drasat/encode"
+	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/model"
 	"github.com/drasat/drasat/solver"
 )
@@ -51,7 +52,7 @@ const (
 type Allocation struct {
 	Claim    string           // namespace/name
 	Existing bool             // in the input; false: made by this run
-	Devices  []model.DeviceID // non-admin results
+	Devices  []input.DeviceID // non-admin results
 	// Requests names the request of each of Devices, as results do
 	// ("req" or "req/sub"): what a share of a shared device consumes
 	// depends on it. Optional for devices that are not shared.
@@ -138,7 +139,7 @@ func shortMemo(p *model.Problem) (*celCache, *sync.Map) {
 
 func newExplainer(p *model.Problem, allocs []Allocation) *explainer {
 	e := &explainer{p: p, cel: newCEL(), allocs: allocs, baked: map[int][]string{}}
-	byID := map[model.DeviceID]int{}
+	byID := map[input.DeviceID]int{}
 	for _, d := range p.Devices {
 		byID[d.ID] = d.Index
 	}
@@ -172,7 +173,7 @@ func newExplainer(p *model.Problem, allocs []Allocation) *explainer {
 			if r.AdminAccess != nil && *r.AdminAccess {
 				continue
 			}
-			if i, ok := byID[model.DeviceID{Driver: r.Driver, Pool: r.Pool, Device: r.Device}]; ok {
+			if i, ok := byID[input.DeviceID{Driver: r.Driver, Pool: r.Pool, Device: r.Device}]; ok {
 				e.baked[i] = append(e.baked[i], c.Namespace+"/"+c.Name)
 			}
 		}

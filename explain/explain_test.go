@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-air/gini/z"
 
+	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/model"
 	"github.com/drasat/drasat/solver"
 )
@@ -141,7 +142,7 @@ func profile(p string) string {
 // problem, existing allocations passed as allocations.
 func explainFree(t *testing.T, docs string, whatIf bool) *Explanation {
 	t.Helper()
-	objs, _, err := model.Load([]string{"-"}, strings.NewReader(header+docs))
+	objs, _, err := input.Load([]string{"-"}, strings.NewReader(header+docs))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +153,7 @@ func explainFree(t *testing.T, docs string, whatIf bool) *Explanation {
 		}
 		a := Allocation{Claim: c.Namespace + "/" + c.Name, Existing: true}
 		for _, r := range c.Status.Allocation.Devices.Results {
-			a.Devices = append(a.Devices, model.DeviceID{Driver: r.Driver, Pool: r.Pool, Device: r.Device})
+			a.Devices = append(a.Devices, input.DeviceID{Driver: r.Driver, Pool: r.Pool, Device: r.Device})
 			a.Requests = append(a.Requests, r.Request)
 		}
 		allocs = append(allocs, a)
@@ -296,7 +297,7 @@ func TestFits(t *testing.T) {
 
 func TestCompatibleOnlyWith(t *testing.T) {
 	docs := strings.Replace(header, "  - name: nic-b\n", "  - name: nic-b\n    compatibleOnlyWith: {expression: \"device.attributes['nic.example.com'].numa == 1\"}\n", 1)
-	objs, _, err := model.Load([]string{"-"}, strings.NewReader(docs+claim("x", "        deviceClassName: nic\n        selectors:\n        - cel: {expression: \"device.attributes['nic.example.com'].numa == 1\"}\n", "")))
+	objs, _, err := input.Load([]string{"-"}, strings.NewReader(docs+claim("x", "        deviceClassName: nic\n        selectors:\n        - cel: {expression: \"device.attributes['nic.example.com'].numa == 1\"}\n", "")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,7 +305,7 @@ func TestCompatibleOnlyWith(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	allocs := []Allocation{{Claim: "ns/a", Existing: true, Devices: []model.DeviceID{{Driver: "nic.example.com", Pool: "nics-1", Device: "nic-a"}}}}
+	allocs := []Allocation{{Claim: "ns/a", Existing: true, Devices: []input.DeviceID{{Driver: "nic.example.com", Pool: "nics-1", Device: "nic-a"}}}}
 	x, err := Explain(context.Background(), p, p.Claims[0], allocs, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -315,7 +316,7 @@ func TestCompatibleOnlyWith(t *testing.T) {
 // TestShortBaked: the engine's path, existing allocations inside the
 // problem; the reason still names the claim holding the counter.
 func TestShortBaked(t *testing.T) {
-	objs, _, err := model.Load([]string{"-"}, strings.NewReader(header+claim("x", profile("full"), "")+held("a", "gpu.example.com", "n1", "half-0-0")))
+	objs, _, err := input.Load([]string{"-"}, strings.NewReader(header+claim("x", profile("full"), "")+held("a", "gpu.example.com", "n1", "half-0-0")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,7 +328,7 @@ func TestShortBaked(t *testing.T) {
 	if !ok || !strings.Contains(reason, "whole-0") || !strings.Contains(reason, "ns/a") {
 		t.Fatalf("Short = %q, %v; want the counter/in-use reason naming ns/a", reason, ok)
 	}
-	objs, _, _ = model.Load([]string{"-"}, strings.NewReader(header+claim("x", profile("half"), "")))
+	objs, _, _ = input.Load([]string{"-"}, strings.NewReader(header+claim("x", profile("half"), "")))
 	p, _ = model.Build(context.Background(), objs, model.Options{})
 	if reason, ok := Short(context.Background(), p, p.Claims[0], time.Now().Add(5*time.Second)); ok {
 		t.Fatalf("Short on a fitting claim = %q, want ok false", reason)
@@ -370,7 +371,7 @@ func TestMinimize(t *testing.T) {
 // Reasons explains within the caller's budget: nothing once the deadline
 // has passed or the context has ended, the reason otherwise.
 func TestReasonsHonourBudget(t *testing.T) {
-	objs, _, err := model.Load([]string{"-"}, strings.NewReader(header+claim("x", "        deviceClassName: nic\n        selectors:\n        - cel: {expression: \"device.attributes['nic.example.com'].numa == 7\"}\n", "")))
+	objs, _, err := input.Load([]string{"-"}, strings.NewReader(header+claim("x", "        deviceClassName: nic\n        selectors:\n        - cel: {expression: \"device.attributes['nic.example.com'].numa == 7\"}\n", "")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -437,7 +438,7 @@ status:
 // --timeout and Ctrl-C), and an unfinished reason is not memoised for
 // the next claim of the same shape.
 func TestStaticReasonHonoursContext(t *testing.T) {
-	objs, _, err := model.Load([]string{"-"}, strings.NewReader(header+claim("x", profile("3g.20gb"), "")))
+	objs, _, err := input.Load([]string{"-"}, strings.NewReader(header+claim("x", profile("3g.20gb"), "")))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,15 +12,16 @@ import (
 
 	"github.com/drasat/drasat/alloc"
 	"github.com/drasat/drasat/check"
+	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/model"
 )
 
 // The fixture is examples/mig-a100: two nodes with two A100-40GB GPUs each,
 // every MIG placement published.
-func loadA100(t *testing.T, claims ...*resourceapi.ResourceClaim) (*model.Objects, *model.Problem) {
+func loadA100(t *testing.T, claims ...*resourceapi.ResourceClaim) (*input.Objects, *model.Problem) {
 	t.Helper()
 	paths, _ := filepath.Glob("../examples/mig-a100/[012]*.yaml")
-	objs, _, err := model.Load(paths, nil)
+	objs, _, err := input.Load(paths, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	resourceapi "k8s.io/api/resource/v1"
 
+	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/model"
 )
 
@@ -86,7 +87,7 @@ type shape struct {
 // devices are matched by ID. Shapes that are not one request for Count
 // devices (firstAvailable, allocationMode All, constraints) are measured by
 // their first alternative.
-func (w *Workload) Bind(ctx context.Context, objs *model.Objects, p *model.Problem) (*Measure, error) {
+func (w *Workload) Bind(ctx context.Context, objs *input.Objects, p *model.Problem) (*Measure, error) {
 	m := newMeasure(p)
 	if w.Shapes() == 0 {
 		return m, nil
@@ -104,7 +105,7 @@ func (w *Workload) Bind(ctx context.Context, objs *model.Objects, p *model.Probl
 	if err != nil {
 		return nil, fmt.Errorf("frag: workload shapes: %w", err)
 	}
-	byID := make(map[model.DeviceID]int, len(p.Devices))
+	byID := make(map[input.DeviceID]int, len(p.Devices))
 	for _, d := range p.Devices {
 		byID[d.ID] = d.Index
 	}
@@ -144,7 +145,7 @@ func (w *Workload) Bind(ctx context.Context, objs *model.Objects, p *model.Probl
 // For is the frag policy's measure for problem p: against w when it has
 // seen claims, else against the claims of objs (allocated and pending), the
 // only workload known then.
-func For(ctx context.Context, objs *model.Objects, p *model.Problem, w *Workload) (*Measure, error) {
+func For(ctx context.Context, objs *input.Objects, p *model.Problem, w *Workload) (*Measure, error) {
 	if w.Shapes() == 0 {
 		w = NewWorkload()
 		for _, c := range objs.Claims {

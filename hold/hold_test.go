@@ -17,6 +17,7 @@ import (
 
 	"github.com/drasat/drasat/alloc"
 	"github.com/drasat/drasat/check"
+	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/model"
 )
 
@@ -25,7 +26,7 @@ const driver = "gpu.example.com"
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // cluster: one node with n whole GPUs.
-func cluster(n int) *model.Objects {
+func cluster(n int) *input.Objects {
 	s := &resourceapi.ResourceSlice{
 		ObjectMeta: metav1.ObjectMeta{Name: "n1-gpus"},
 		Spec: resourceapi.ResourceSliceSpec{Driver: driver, NodeName: ptr.To("n1"),
@@ -34,7 +35,7 @@ func cluster(n int) *model.Objects {
 	for i := range n {
 		s.Spec.Devices = append(s.Spec.Devices, resourceapi.Device{Name: fmt.Sprintf("gpu-%d", i)})
 	}
-	return &model.Objects{
+	return &input.Objects{
 		Slices: []*resourceapi.ResourceSlice{s},
 		Classes: []*resourceapi.DeviceClass{{ObjectMeta: metav1.ObjectMeta{Name: "gpu"},
 			Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: `device.driver == "` + driver + `"`}}}}}},
@@ -52,7 +53,7 @@ func claim(name string, gpus int) *resourceapi.ResourceClaim {
 }
 
 // build makes the problem of pending claims on objs, with h's prototypes.
-func build(t *testing.T, objs *model.Objects, h *Holder, pending ...*resourceapi.ResourceClaim) (*model.Problem, []string) {
+func build(t *testing.T, objs *input.Objects, h *Holder, pending ...*resourceapi.ResourceClaim) (*model.Problem, []string) {
 	t.Helper()
 	o := *objs
 	o.Claims = append(slices.Clone(objs.Claims), pending...)

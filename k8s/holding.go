@@ -9,6 +9,7 @@ import (
 
 	"github.com/drasat/drasat/alloc"
 	"github.com/drasat/drasat/hold"
+	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/model"
 )
 
@@ -27,7 +28,7 @@ import (
 // built from, prototypes included (added by holdObjects); it returns the
 // problem to solve, the objects without the prototypes, and the decision
 // (nil with holding off).
-func (r *Reconciler) holdBack(ctx context.Context, p *model.Problem, objs *model.Objects, dem *demand, start time.Time) (*model.Problem, *model.Objects, *hold.Decision, error) {
+func (r *Reconciler) holdBack(ctx context.Context, p *model.Problem, objs *input.Objects, dem *demand, start time.Time) (*model.Problem, *input.Objects, *hold.Decision, error) {
 	if r.holder == nil {
 		return p, objs, nil, nil
 	}
@@ -68,7 +69,7 @@ func (r *Reconciler) holdBack(ctx context.Context, p *model.Problem, objs *model
 
 // holdObjects observes the batch's claims (arrival: their creation, a
 // stand-in's is its pod's) and adds the holder's prototypes to objs.
-func (r *Reconciler) holdObjects(objs *model.Objects, solve []*resourceapi.ResourceClaim, dem *demand, now time.Time) {
+func (r *Reconciler) holdObjects(objs *input.Objects, solve []*resourceapi.ResourceClaim, dem *demand, now time.Time) {
 	if r.Opts.Hold <= 0 {
 		return
 	}

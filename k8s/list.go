@@ -5,12 +5,11 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/drasat/drasat/input"
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-
-	"github.com/drasat/drasat/model"
 )
 
 // listPage is the page size of ListObjects (the API server's default
@@ -22,8 +21,8 @@ const listPage = 500
 // ResourceClaims and Pods of every namespace (allocated claims anywhere use
 // devices; pods tell which node a reserved claim is on). Lists are paged,
 // and sorted by name so that the same cluster gives the same input.
-func ListObjects(ctx context.Context, client kubernetes.Interface) (*model.Objects, error) {
-	objs := &model.Objects{}
+func ListObjects(ctx context.Context, client kubernetes.Interface) (*input.Objects, error) {
+	objs := &input.Objects{}
 	err := pages(ctx, "ResourceSlices", func(o metav1.ListOptions) (string, error) {
 		l, err := client.ResourceV1().ResourceSlices().List(ctx, o)
 		if err != nil {
@@ -135,7 +134,7 @@ type DecisionEvent struct {
 
 // Decision collects drasat's last decision on claim from the objects (its
 // annotations, gated pods) and, with a client, from its Events.
-func Decision(ctx context.Context, client kubernetes.Interface, objs *model.Objects, claim *resourceapi.ResourceClaim) (*LastDecision, error) {
+func Decision(ctx context.Context, client kubernetes.Interface, objs *input.Objects, claim *resourceapi.ResourceClaim) (*LastDecision, error) {
 	d := &LastDecision{AllocatedBy: claim.Annotations[AllocatedByAnnotation], Unallocatable: claim.Annotations[UnallocatableAnnotation]}
 	for _, p := range objs.Pods {
 		if p.Namespace != claim.Namespace || !hasGate(p) {

@@ -25,6 +25,7 @@ import (
 	"github.com/drasat/drasat/explain"
 	"github.com/drasat/drasat/frag"
 	"github.com/drasat/drasat/hold"
+	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/model"
 	"github.com/drasat/drasat/reserve"
 )
@@ -448,7 +449,7 @@ func demandKeys(dem *demand, batch, projected []*resourceapi.ResourceClaim) []st
 // withoutBadPools returns objs without the ResourceSlices of pools that
 // fail to build on their own (each skipped with an Event and the metric
 // drasat_skipped_objects_total), and how many pools it left out.
-func (r *Reconciler) withoutBadPools(ctx context.Context, objs *model.Objects) (*model.Objects, int) {
+func (r *Reconciler) withoutBadPools(ctx context.Context, objs *input.Objects) (*input.Objects, int) {
 	byPool := map[string][]*resourceapi.ResourceSlice{}
 	var order []string
 	for _, s := range objs.Slices {
@@ -462,7 +463,7 @@ func (r *Reconciler) withoutBadPools(ctx context.Context, objs *model.Objects) (
 	good.Slices = nil
 	skipped := 0
 	for _, k := range order {
-		alone := &model.Objects{Slices: byPool[k], Classes: objs.Classes, Nodes: objs.Nodes}
+		alone := &input.Objects{Slices: byPool[k], Classes: objs.Classes, Nodes: objs.Nodes}
 		if _, err := model.Build(ctx, alone, model.Options{Compat: r.Opts.Compat}); err != nil {
 			skipped++
 			for _, s := range byPool[k] {
@@ -530,8 +531,8 @@ func refused(err error) bool {
 
 // objects builds the engine input: all allocated claims (fixed) and the
 // batch (pending).
-func objects(snap *Snapshot, batch []*resourceapi.ResourceClaim) *model.Objects {
-	objs := &model.Objects{Slices: snap.Slices, Classes: snap.Classes, Nodes: snap.Nodes, Pods: snap.Pods, TaintRules: snap.TaintRules}
+func objects(snap *Snapshot, batch []*resourceapi.ResourceClaim) *input.Objects {
+	objs := &input.Objects{Slices: snap.Slices, Classes: snap.Classes, Nodes: snap.Nodes, Pods: snap.Pods, TaintRules: snap.TaintRules}
 	for _, c := range snap.Claims {
 		if c.Status.Allocation != nil {
 			objs.Claims = append(objs.Claims, c)
@@ -556,7 +557,7 @@ func (r *Reconciler) checkAll(written map[string]*resourceapi.ResourceClaim, cs 
 	if err != nil {
 		return err
 	}
-	objs := &model.Objects{Slices: snap.Slices, Classes: snap.Classes, Nodes: snap.Nodes, Pods: snap.Pods, TaintRules: snap.TaintRules}
+	objs := &input.Objects{Slices: snap.Slices, Classes: snap.Classes, Nodes: snap.Nodes, Pods: snap.Pods, TaintRules: snap.TaintRules}
 	checking := make(map[string]bool, len(cs))
 	for _, c := range cs {
 		checking[claimKey(c)] = true

@@ -20,7 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/drasat/drasat/check"
-	"github.com/drasat/drasat/model"
+	"github.com/drasat/drasat/input"
 )
 
 const driver = "gpu.example.com"
@@ -134,7 +134,7 @@ func (e *env) allFeasible(t *testing.T) {
 	sl, _ := e.client.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{})
 	dc, _ := e.client.ResourceV1().DeviceClasses().List(ctx, metav1.ListOptions{})
 	nl, _ := e.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	objs := &model.Objects{}
+	objs := &input.Objects{}
 	for i := range cl.Items {
 		objs.Claims = append(objs.Claims, &cl.Items[i])
 	}

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"unsafe"
 
+	"github.com/drasat/drasat/input"
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -35,7 +36,7 @@ const MaxWeight = 1000
 // whose CEL selectors were not evaluated within the build's budget: the
 // CEL cost all selectors may spend together (Options.CELCost) and ctx's
 // deadline (--timeout), past which no selector is evaluated any more.
-func Build(ctx context.Context, objs *Objects, opts Options) (*Problem, error) {
+func Build(ctx context.Context, objs *input.Objects, opts Options) (*Problem, error) {
 	p, err := build(ctx, objs, opts)
 	if err := ctx.Err(); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		return nil, fmt.Errorf("building the problem (evaluating selectors) stopped: %w", context.Cause(ctx))
@@ -43,7 +44,7 @@ func Build(ctx context.Context, objs *Objects, opts Options) (*Problem, error) {
 	return p, err
 }
 
-func build(ctx context.Context, objs *Objects, opts Options) (*Problem, error) {
+func build(ctx context.Context, objs *input.Objects, opts Options) (*Problem, error) {
 	if err := CheckCompat(opts.Compat); err != nil {
 		return nil, err
 	}
@@ -51,7 +52,7 @@ func build(ctx context.Context, objs *Objects, opts Options) (*Problem, error) {
 		opts.Compat = CompatKEP5963
 	}
 	b := &builder{objs: objs, p: &Problem{Options: opts, nodesByClass: &classNodes{m: map[string][]int{}}}, cel: newCELEnv(ctx, opts.CELCost),
-		deviceByID: map[DeviceID][]int{}, matchCache: map[string]matchResult{}, valuesCache: map[string]map[int][]string{}, setByName: map[[3]string]int{}, nodeByName: map[string]int{}}
+		deviceByID: map[input.DeviceID][]int{}, matchCache: map[string]matchResult{}, valuesCache: map[string]map[int][]string{}, setByName: map[[3]string]int{}, nodeByName: map[string]int{}}
 	b.buildNodes()
 	nodeObjs := make([]*corev1.Node, len(b.p.Nodes))
 	for i, n := range b.p.Nodes {
@@ -62,7 +63,7 @@ func build(ctx context.Context, objs *Objects, opts Options) (*Problem, error) {
 	if err := b.checkNodeSelectors(); err != nil {
 		return nil, err
 	}
-	pools, issues := usablePools(ApplyTaintRules(objs.Slices, objs.TaintRules), nodeObjs)
+	pools, issues := usablePools(input.ApplyTaintRules(objs.Slices, objs.TaintRules), nodeObjs)
 	b.p.Issues = issues
 	if err := b.buildPools(pools); err != nil {
 		return nil, err
@@ -107,10 +108,10 @@ func build(ctx context.Context, objs *Objects, opts Options) (*Problem, error) {
 }
 
 type builder struct {
-	objs       *Objects
+	objs       *input.Objects
 	p          *Problem
 	cel        *celEnv
-	deviceByID map[DeviceID][]int // several when nodes use different generations of a pool
+	deviceByID map[input.DeviceID][]int // several when nodes use different generations of a pool
 	copies     []poolCopy
 	copyOf     map[int]int // device -> its pool copy (generation)
 	setCopy    map[int]int // counter set -> its pool copy
@@ -270,7 +271,7 @@ func (b *builder) buildPools(copies []poolCopy) error {
 		for _, s := range slices {
 			for i := range s.Spec.Devices {
 				spec := &s.Spec.Devices[i]
-				d := &Device{Index: len(b.p.Devices), ID: DeviceID{driver, pool, spec.Name}, Slice: s, Spec: spec}
+				d := &Device{Index: len(b.p.Devices), ID: input.DeviceID{Driver: driver, Pool: pool, Device: spec.Name}, Slice: s, Spec: spec}
 				d.MultiAlloc = spec.AllowMultipleAllocations != nil && *spec.AllowMultipleAllocations
 				d.BindsToNode = spec.BindsToNode != nil && *spec.BindsToNode
 				if err := b.reach(d); err != nil {
@@ -580,7 +581,7 @@ func (b *builder) optionalNodeOperations(d *Device) {
 // consumedCapacity counts, and counters are consumed once per allocated
 // device. Admin-access results neither occupy devices nor consume counters.
 func (b *builder) applyExisting() {
-	charged := map[DeviceID]bool{}
+	charged := map[input.DeviceID]bool{}
 	for _, c := range b.objs.Claims {
 		if c.Status.Allocation == nil {
 			continue
@@ -590,7 +591,7 @@ func (b *builder) applyExisting() {
 			if r.AdminAccess != nil && *r.AdminAccess {
 				continue
 			}
-			id := DeviceID{r.Driver, r.Pool, r.Device}
+			id := input.DeviceID{Driver: r.Driver, Pool: r.Pool, Device: r.Device}
 			idxs, ok := b.deviceByID[id]
 			if !ok {
 				b.p.Warnings = append(b.p.Warnings, fmt.Sprintf("%s: allocated device %s/%s/%s is not in any usable pool; its counters are unknown",

@@ -3,6 +3,7 @@ package model
 import (
 	"context"
 	"fmt"
+	"github.com/drasat/drasat/input"
 	"strings"
 	"testing"
 )
@@ -78,7 +79,7 @@ func claimName(doc string) string {
 
 func buildYAML(t *testing.T, docs string) *Problem {
 	t.Helper()
-	objs, _, err := Load([]string{"-"}, strings.NewReader(docs))
+	objs, _, err := input.Load([]string{"-"}, strings.NewReader(docs))
 	if err != nil {
 		t.Fatalf("Load: %v", err)
 	}
@@ -225,7 +226,7 @@ spec:
   - {name: one, consumesCounters: [{counterSet: gpu, counters: {c: {value: "1"}}}]}
 `
 	}
-	objs, _, err := Load([]string{"-"}, strings.NewReader(pool("huge", "100E", "90E")+pool("capped", "10E", "1k")))
+	objs, _, err := input.Load([]string{"-"}, strings.NewReader(pool("huge", "100E", "90E")+pool("capped", "10E", "1k")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,7 +260,7 @@ metadata: {name: all-` + name + `, namespace: default}
 spec: {devices: {requests: [{name: r, exactly: {deviceClassName: ` + name + `, allocationMode: All}}]}}
 `
 	}
-	withAll, _, err := Load([]string{"-"}, strings.NewReader(pool("huge", "100E", "90E")+all("gpu", "gpu.example.com")+all("net", "net.example.com")))
+	withAll, _, err := input.Load([]string{"-"}, strings.NewReader(pool("huge", "100E", "90E")+all("gpu", "gpu.example.com")+all("net", "net.example.com")))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/drasat/drasat/input"
 	"strings"
 	"testing"
 	"time"
@@ -82,7 +83,7 @@ func TestSelectorCostPerRunIsBounded(t *testing.T) {
 func TestBuildStopsWithItsContext(t *testing.T) {
 	cheap := "---\napiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata: {name: cheap}\nspec:\n  selectors:\n  - cel: {expression: \"device.attributes['gpu.example.com'].idx == 7\"}\n" +
 		claimYAML("quick", "cheap", "")
-	objs, _, err := Load([]string{"-"}, strings.NewReader(costlyPool(200, nested(40, 3))+cheap))
+	objs, _, err := input.Load([]string{"-"}, strings.NewReader(costlyPool(200, nested(40, 3))+cheap))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +151,7 @@ spec:
 		class(fmt.Sprintf("cheap-%d", i), fmt.Sprintf("device.attributes['gpu.example.com'].idx == %d", i))
 		sb.WriteString(claimYAML(fmt.Sprintf("cheap-%d", i), fmt.Sprintf("cheap-%d", i), ""))
 	}
-	objs, _, err := Load([]string{"-"}, strings.NewReader(sb.String()))
+	objs, _, err := input.Load([]string{"-"}, strings.NewReader(sb.String()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +206,7 @@ func BenchmarkBuildExpensiveSelectors(b *testing.B) {
 			i, fmt.Sprintf("device.attributes['gpu.example.com'].idx >= %d && %s", -i-1, nested(80, 2)))
 		sb.WriteString(claimYAML(fmt.Sprintf("costly-%d", i), fmt.Sprintf("costly-%d", i), ""))
 	}
-	objs, _, err := Load([]string{"-"}, strings.NewReader(sb.String()))
+	objs, _, err := input.Load([]string{"-"}, strings.NewReader(sb.String()))
 	if err != nil {
 		b.Fatal(err)
 	}

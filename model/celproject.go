@@ -27,12 +27,12 @@ import (
 	"strings"
 
 	"github.com/blang/semver/v4"
+	"github.com/drasat/drasat/input"
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/operators"
 	"github.com/google/cel-go/common/types"
 	resourceapi "k8s.io/api/resource/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // celPath is one value an expression reads: field is "driver",
@@ -186,7 +186,7 @@ func newCELDevice(driver string, dev *resourceapi.Device) *celDevice {
 		put(c.attrs, name, v)
 	}
 	for name, q := range dev.Capacity {
-		put(c.caps, name, encodeCELQuantity(q.Value))
+		put(c.caps, name, input.QuantityKey(q.Value))
 	}
 	return c
 }
@@ -246,23 +246,6 @@ func encodeCELAttribute(a resourceapi.DeviceAttribute) (string, bool) {
 		return "", false
 	}
 	return b.String(), true
-}
-
-// encodeCELQuantity encodes a capacity exactly as CEL holds it. CEL gets the
-// *resource.Quantity itself, and asApproximateFloat() or add() depend on its
-// representation, not only on its value: "0.3" and "300m" are both 300m but
-// give different floats. So the key is the format, the mantissa and scale,
-// and whether it is held as an int64 or an inf.Dec. AsDec on a copy reveals
-// the latter: a Dec-backed quantity returns its own *inf.Dec every time, an
-// int64-backed one a fresh one.
-func encodeCELQuantity(q resource.Quantity) string {
-	q1, q2 := q, q
-	d := q1.AsDec()
-	held := "i"
-	if d == q2.AsDec() {
-		held = "d"
-	}
-	return held + string(q.Format) + ":" + d.UnscaledBig().String() + "e" + strconv.Itoa(int(d.Scale()))
 }
 
 func writeLenString(b *strings.Builder, s string) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/drasat/drasat/alloc"
 	"github.com/drasat/drasat/check"
+	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/model"
 )
 
@@ -46,7 +47,7 @@ spec:
 	return sb.String()
 }
 
-func solve(t *testing.T, objs *model.Objects) (*alloc.Result, []*resourceapi.ResourceClaim) {
+func solve(t *testing.T, objs *input.Objects) (*alloc.Result, []*resourceapi.ResourceClaim) {
 	t.Helper()
 	p, err := model.Build(context.Background(), objs, model.Options{})
 	if err != nil {
@@ -77,7 +78,7 @@ func solve(t *testing.T, objs *model.Objects) (*alloc.Result, []*resourceapi.Res
 func TestDraftA100SameOptimumAsV1(t *testing.T) {
 	var got [2]alloc.Stats
 	for i, dir := range []string{"../examples/mig-a100", "../examples/mig-a100-draft"} {
-		objs, _, err := model.Load([]string{dir, "-"}, strings.NewReader(extraA100Claims()))
+		objs, _, err := input.Load([]string{dir, "-"}, strings.NewReader(extraA100Claims()))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -111,8 +112,8 @@ spec:
   pool: {name: p, generation: 1, resourceSliceCount: 1}
 `
 
-func loadDraft(body string) (*model.Objects, error) {
-	objs, _, err := model.Load([]string{"-"}, strings.NewReader(draftHead+body))
+func loadDraft(body string) (*input.Objects, error) {
+	objs, _, err := input.Load([]string{"-"}, strings.NewReader(draftHead+body))
 	return objs, err
 }
 

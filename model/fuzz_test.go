@@ -3,6 +3,7 @@ package model
 import (
 	"bytes"
 	"context"
+	"github.com/drasat/drasat/input"
 	"os"
 	"path/filepath"
 	"strings"
@@ -57,7 +58,7 @@ func FuzzLoad(f *testing.F) {
 	f.Add([]byte("apiVersion: v1\nkind: List\nitems: [{kind: Node, metadata: {name: a}}]\n"))
 	f.Add([]byte("kind: ResourceSlice\napiVersion: resource.k8s.io/v1\nmetadata: {name: s}\nspec: {devices: [{name: a}]}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		objs, _, err := Load([]string{"-"}, bytes.NewReader(data))
+		objs, _, err := input.Load([]string{"-"}, bytes.NewReader(data))
 		if err != nil {
 			if err.Error() == "" {
 				t.Fatal("empty error")

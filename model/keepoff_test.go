@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/drasat/drasat/input"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -13,7 +14,7 @@ import (
 // claim, whose candidate list the build shares, as it was.
 func TestKeepOff(t *testing.T) {
 	paths, _ := filepath.Glob("../examples/mig-a100/[012]*.yaml")
-	objs, _, err := Load(paths, nil)
+	objs, _, err := input.Load(paths, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/drasat/drasat/input"
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -14,8 +15,8 @@ import (
 
 // podObjects: node-1 (GPU, cordoned), node-2 (NIC, 8 CPUs), node-3
 // (tainted); pod p uses claims gpu and nic.
-func podObjects() *Objects {
-	objs := &Objects{}
+func podObjects() *input.Objects {
+	objs := &input.Objects{}
 	for _, c := range []string{"gpu", "nic"} {
 		objs.Classes = append(objs.Classes, &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: c}, Spec: resourceapi.DeviceClassSpec{
 			Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: `device.driver == "` + c + `.example.com"`}}}}})
@@ -55,22 +56,22 @@ func podObjects() *Objects {
 func TestPodRulesInBuild(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		change func(*Objects)
+		change func(*input.Objects)
 		want   map[string]string // claim -> part of its error ("" none)
 	}{
 		{name: "the GPU only on a cordoned node", want: map[string]string{
 			"gpu": "its pods cannot run where its devices are: pod default/p: node-1 cordoned",
 			"nic": "claim gpu of the same pods cannot be allocated"}},
-		{name: "cordon tolerated, but no common node", change: func(o *Objects) {
+		{name: "cordon tolerated, but no common node", change: func(o *input.Objects) {
 			o.Pods[0].Spec.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}}
 		}, want: map[string]string{"gpu": "claims gpu and nic of pod default/p cannot share a node", "nic": "cannot share a node"}},
-		{name: "too much CPU everywhere", change: func(o *Objects) {
+		{name: "too much CPU everywhere", change: func(o *input.Objects) {
 			o.Pods[0].Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("10")
 		}, want: map[string]string{"gpu": "no node for its pods: pod default/p: node-1 cordoned; pod default/p: needs 10 cpu, node-2 has 8 free; pod default/p: taint gpu=maintenance:NoSchedule of node-3 not tolerated"}},
-		{name: "inter-pod affinity", change: func(o *Objects) {
+		{name: "inter-pod affinity", change: func(o *input.Objects) {
 			o.Pods[0].Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{TopologyKey: "zone"}}}}
 		}, want: map[string]string{"gpu": PodLeftToScheduler + "pod default/p: it has required inter-pod affinity", "nic": PodLeftToScheduler}},
-		{name: "no pods", change: func(o *Objects) { o.Pods = nil }, want: map[string]string{"gpu": "", "nic": ""}},
+		{name: "no pods", change: func(o *input.Objects) { o.Pods = nil }, want: map[string]string{"gpu": "", "nic": ""}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			objs := podObjects()

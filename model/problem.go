@@ -7,6 +7,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/drasat/drasat/input"
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -90,7 +91,7 @@ type Node struct {
 // Device is one allocatable device of a usable pool.
 type Device struct {
 	Index int
-	ID    DeviceID
+	ID    input.DeviceID
 	Slice *resourceapi.ResourceSlice
 	Spec  *resourceapi.Device
 

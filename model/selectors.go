@@ -27,7 +27,7 @@ type celEnv struct {
 	devices  []*celDevice // by device index, built when first needed
 	// byMaps shares one celDevice among devices of one driver that hold
 	// the same attribute and capacity maps (slices read from files share
-	// identical maps, model/intern.go).
+	// identical maps, input/intern.go).
 	byMaps map[celMaps]*celDevice
 	keyBuf []byte
 	evals  int // DeviceMatches calls, for tests

@@ -7,9 +7,9 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/drasat/drasat/input"
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 )
 
@@ -63,7 +63,7 @@ const maxOverlapFindings = 20
 // that can never be allocated and overlapping multi-host partitions without
 // a shared counter. Findings come in input order, slice checks first, then
 // pool checks. It fails only when ctx ends.
-func Validate(ctx context.Context, objs *Objects) ([]Finding, error) {
+func Validate(ctx context.Context, objs *input.Objects) ([]Finding, error) {
 	v := &validator{objs: objs}
 	for i, s := range objs.Slices {
 		if i%64 == 0 && ctx.Err() != nil {
@@ -78,7 +78,7 @@ func Validate(ctx context.Context, objs *Objects) ([]Finding, error) {
 }
 
 type validator struct {
-	objs *Objects
+	objs *input.Objects
 	out  []Finding
 }
 
@@ -96,20 +96,6 @@ func (v *validator) errorf(s *resourceapi.ResourceSlice, device, field, format s
 	v.add(SeverityError, s, device, field, format, args...)
 }
 
-func dnsLabel(name string) string {
-	if msgs := validation.IsDNS1123Label(name); len(msgs) > 0 {
-		return fmt.Sprintf("%q is not a DNS label: %s", name, strings.Join(msgs, "; "))
-	}
-	return ""
-}
-
-func dnsSubdomain(name string) string {
-	if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
-		return fmt.Sprintf("%q is not a DNS subdomain: %s", name, strings.Join(msgs, "; "))
-	}
-	return ""
-}
-
 var cIdentifierRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // qualifiedName checks an attribute or capacity name: a C identifier of at
@@ -125,7 +111,7 @@ func qualifiedName(name string) string {
 		if len(domain) > resourceapi.DeviceMaxDomainLength {
 			return fmt.Sprintf("%q: the domain is longer than %d characters", name, resourceapi.DeviceMaxDomainLength)
 		}
-		if msg := dnsSubdomain(domain); msg != "" {
+		if msg := input.DNSSubdomain(domain); msg != "" {
 			return msg
 		}
 	}
@@ -148,7 +134,7 @@ var semverRE = regexp.MustCompile(`^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)` +
 // slice runs the API server's checks of one ResourceSlice.
 func (v *validator) slice(s *resourceapi.ResourceSlice) {
 	spec := &s.Spec
-	if msg := dnsSubdomain(s.Name); msg != "" {
+	if msg := input.DNSSubdomain(s.Name); msg != "" {
 		v.errorf(s, "", "metadata.name", "%s", msg)
 	}
 	switch {
@@ -157,7 +143,7 @@ func (v *validator) slice(s *resourceapi.ResourceSlice) {
 	case len(spec.Driver) > resourceapi.DriverNameMaxLength:
 		v.errorf(s, "", "spec.driver", "longer than %d characters", resourceapi.DriverNameMaxLength)
 	default:
-		if msg := dnsSubdomain(strings.ToLower(spec.Driver)); msg != "" {
+		if msg := input.DNSSubdomain(strings.ToLower(spec.Driver)); msg != "" {
 			v.errorf(s, "", "spec.driver", "%s", msg)
 		}
 	}
@@ -168,7 +154,7 @@ func (v *validator) slice(s *resourceapi.ResourceSlice) {
 			v.errorf(s, "", "spec.pool.name", "longer than %d characters", resourceapi.PoolNameMaxLength)
 		}
 		for _, part := range strings.Split(spec.Pool.Name, "/") {
-			if msg := dnsSubdomain(part); msg != "" {
+			if msg := input.DNSSubdomain(part); msg != "" {
 				v.errorf(s, "", "spec.pool.name", "%s", msg)
 			}
 		}
@@ -215,7 +201,7 @@ func (v *validator) slice(s *resourceapi.ResourceSlice) {
 		f := fmt.Sprintf("spec.sharedCounters[%d]", i)
 		if cs.Name == "" {
 			v.errorf(s, "", f+".name", "required")
-		} else if msg := dnsLabel(cs.Name); msg != "" {
+		} else if msg := input.DNSLabel(cs.Name); msg != "" {
 			v.errorf(s, "", f+".name", "%s", msg)
 		}
 		if setNames[cs.Name] {
@@ -229,7 +215,7 @@ func (v *validator) slice(s *resourceapi.ResourceSlice) {
 			v.errorf(s, "", f+".counters", "%d counters, more than %d", len(cs.Counters), resourceapi.ResourceSliceMaxCountersPerCounterSet)
 		}
 		for _, c := range sortedKeys(cs.Counters) {
-			if msg := dnsLabel(c); msg != "" {
+			if msg := input.DNSLabel(c); msg != "" {
 				v.errorf(s, "", f+".counters["+c+"]", "%s", msg)
 			}
 			if q := cs.Counters[c].Value; q.Sign() < 0 {
@@ -269,7 +255,7 @@ func (v *validator) nodeSelection(s *resourceapi.ResourceSlice) {
 			v.errorf(s, "", "spec.nodeName", "must be unset or a node name, not empty")
 		} else {
 			set = append(set, "nodeName")
-			if msg := dnsSubdomain(*spec.NodeName); msg != "" {
+			if msg := input.DNSSubdomain(*spec.NodeName); msg != "" {
 				v.errorf(s, "", "spec.nodeName", "%s", msg)
 			}
 		}
@@ -312,7 +298,7 @@ func (v *validator) device(s *resourceapi.ResourceSlice, i int, names map[string
 	name := d.Name
 	if name == "" {
 		v.errorf(s, "", f+".name", "required")
-	} else if msg := dnsLabel(name); msg != "" {
+	} else if msg := input.DNSLabel(name); msg != "" {
 		v.errorf(s, name, f+".name", "%s", msg)
 	}
 	if j, dup := names[name]; dup && name != "" {
@@ -398,7 +384,7 @@ func (v *validator) device(s *resourceapi.ResourceSlice, i int, names map[string
 		cf := fmt.Sprintf("%s.consumesCounters[%d]", f, j)
 		if cc.CounterSet == "" {
 			v.errorf(s, name, cf+".counterSet", "required")
-		} else if msg := dnsLabel(cc.CounterSet); msg != "" {
+		} else if msg := input.DNSLabel(cc.CounterSet); msg != "" {
 			v.errorf(s, name, cf+".counterSet", "%s", msg)
 		}
 		if sets[cc.CounterSet] {
@@ -412,7 +398,7 @@ func (v *validator) device(s *resourceapi.ResourceSlice, i int, names map[string
 			v.errorf(s, name, cf+".counters", "%d counters, more than %d", len(cc.Counters), resourceapi.ResourceSliceMaxCountersPerDeviceCounterConsumption)
 		}
 		for _, c := range sortedKeys(cc.Counters) {
-			if msg := dnsLabel(c); msg != "" {
+			if msg := input.DNSLabel(c); msg != "" {
 				v.errorf(s, name, cf+".counters["+c+"]", "%s", msg)
 			}
 			if q := cc.Counters[c].Value; q.Sign() < 0 {
@@ -425,7 +411,7 @@ func (v *validator) device(s *resourceapi.ResourceSlice, i int, names map[string
 		seen := map[string]bool{}
 		for k, g := range cc.CompatibilityGroups {
 			gf := fmt.Sprintf("%s.compatibilityGroups[%d]", cf, k)
-			if msg := dnsLabel(g); msg != "" {
+			if msg := input.DNSLabel(g); msg != "" {
 				v.errorf(s, name, gf, "%s", msg)
 			}
 			if seen[g] {
@@ -441,7 +427,7 @@ func (v *validator) device(s *resourceapi.ResourceSlice, i int, names map[string
 			v.errorf(s, name, f+".nodeName", "must not be empty")
 		} else {
 			set = append(set, "nodeName")
-			if msg := dnsSubdomain(*d.NodeName); msg != "" {
+			if msg := input.DNSSubdomain(*d.NodeName); msg != "" {
 				v.errorf(s, name, f+".nodeName", "%s", msg)
 			}
 		}

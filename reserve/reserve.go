@@ -31,6 +31,7 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 
 	"github.com/drasat/drasat/alloc"
+	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/model"
 )
 
@@ -85,7 +86,7 @@ func (r Reservation) String() string {
 // claims of objs are the running ones; now is the batch's time (the
 // controller's clock, the replay's trace time), which dates when the
 // Reserver first saw each running claim.
-func (r *Reserver) Apply(ctx context.Context, objs *model.Objects, p *model.Problem, now time.Time) (Reservation, error) {
+func (r *Reserver) Apply(ctx context.Context, objs *input.Objects, p *model.Problem, now time.Time) (Reservation, error) {
 	r.batch++
 	byKey := make(map[string]*model.Claim, len(p.Claims))
 	waited := map[string]bool{}
@@ -233,7 +234,7 @@ func pooledFits(p *model.Problem, c *model.Claim) bool {
 // drainable lists the nodes where c fits alone on the empty cluster: built
 // without any running claim, c is placed, its node noted and kept off, and
 // again until it fits nowhere.
-func drainable(ctx context.Context, objs *model.Objects, opts model.Options, c *model.Claim) (map[string]bool, error) {
+func drainable(ctx context.Context, objs *input.Objects, opts model.Options, c *model.Claim) (map[string]bool, error) {
 	empty := *objs
 	alone := c.Obj.DeepCopy()
 	alone.Status = c.Obj.Status
@@ -264,7 +265,7 @@ func drainable(ctx context.Context, objs *model.Objects, opts model.Options, c *
 // the time since the Reserver first saw it allocated. It also records the
 // claims seen for the first time and forgets those gone.
 func (r *Reserver) nodeLoad(p *model.Problem, now time.Time) []nodeLoad {
-	byID := make(map[model.DeviceID]*model.Device, len(p.Devices))
+	byID := make(map[input.DeviceID]*model.Device, len(p.Devices))
 	for _, d := range p.Devices {
 		byID[d.ID] = d
 	}
@@ -280,7 +281,7 @@ func (r *Reserver) nodeLoad(p *model.Problem, now time.Time) []nodeLoad {
 		age := now.Sub(since)
 		on := map[int]bool{}
 		for _, res := range c.Status.Allocation.Devices.Results {
-			d := byID[model.DeviceID{Driver: res.Driver, Pool: res.Pool, Device: res.Device}]
+			d := byID[input.DeviceID{Driver: res.Driver, Pool: res.Pool, Device: res.Device}]
 			if d == nil || d.All {
 				continue
 			}

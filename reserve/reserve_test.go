@@ -12,14 +12,15 @@ import (
 
 	"github.com/drasat/drasat/alloc"
 	"github.com/drasat/drasat/check"
+	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/model"
 )
 
 // The fixture is examples/mig-a100: two nodes with two A100-40GB GPUs each.
-func cluster(t *testing.T) *model.Objects {
+func cluster(t *testing.T) *input.Objects {
 	t.Helper()
 	paths, _ := filepath.Glob("../examples/mig-a100/[012]*.yaml")
-	objs, _, err := model.Load(paths, nil)
+	objs, _, err := input.Load(paths, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +115,7 @@ func replay(t *testing.T, rv *Reserver, steps, leaveOut int) int {
 // solve allocates the pending claims of objs (binpack, the reservation
 // when rv is given), checks the result independently and returns the
 // claims allocated.
-func solve(t *testing.T, objs *model.Objects, rv *Reserver, step int) []*resourceapi.ResourceClaim {
+func solve(t *testing.T, objs *input.Objects, rv *Reserver, step int) []*resourceapi.ResourceClaim {
 	t.Helper()
 	ctx := context.Background()
 	p, err := model.Build(ctx, objs, model.Options{})

@@ -17,6 +17,7 @@ import (
 	"github.com/drasat/drasat/alloc"
 	"github.com/drasat/drasat/explain"
 	"github.com/drasat/drasat/frag"
+	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/model"
 )
 
@@ -70,7 +71,7 @@ func runAllocate(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := model.CheckLimits(objs); err != nil {
+	if err := input.CheckLimits(objs); err != nil {
 		return err
 	}
 	for _, w := range warnings {

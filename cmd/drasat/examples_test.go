@@ -16,6 +16,7 @@ import (
 
 	"github.com/drasat/drasat/alloc"
 	"github.com/drasat/drasat/check"
+	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/model"
 )
 
@@ -104,7 +105,7 @@ func TestExamples(t *testing.T) {
 				if err != nil {
 					t.Fatalf("drasat allocate -f %s: %v\nstderr:\n%s", path, err, stderr)
 				}
-				objs, _, err := model.Load([]string{path}, nil)
+				objs, _, err := input.Load([]string{path}, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -194,16 +195,16 @@ func compactOpaque(t *testing.T, claims []*resourceapi.ResourceClaim) {
 
 // checkMIGDevices: the KEP-4815 claim is allocated, one device per request,
 // all four MIG devices on the same physical GPU.
-func checkMIGDevices(t *testing.T, objs *model.Objects, c *resourceapi.ResourceClaim) {
+func checkMIGDevices(t *testing.T, objs *input.Objects, c *resourceapi.ResourceClaim) {
 	t.Helper()
 	if c == nil || c.Status.Allocation == nil {
 		t.Fatal("claim default/mig-devices is not allocated")
 	}
-	devices := map[model.DeviceID]*resourceapi.Device{}
+	devices := map[input.DeviceID]*resourceapi.Device{}
 	for _, s := range objs.Slices {
 		for i := range s.Spec.Devices {
 			d := &s.Spec.Devices[i]
-			devices[model.DeviceID{Driver: s.Spec.Driver, Pool: s.Spec.Pool.Name, Device: d.Name}] = d
+			devices[input.DeviceID{Driver: s.Spec.Driver, Pool: s.Spec.Pool.Name, Device: d.Name}] = d
 		}
 	}
 	results := c.Status.Allocation.Devices.Results
@@ -211,7 +212,7 @@ func checkMIGDevices(t *testing.T, objs *model.Objects, c *resourceapi.ResourceC
 	parents := map[string]bool{}
 	for _, r := range results {
 		requests[r.Request] = true
-		d := devices[model.DeviceID{Driver: r.Driver, Pool: r.Pool, Device: r.Device}]
+		d := devices[input.DeviceID{Driver: r.Driver, Pool: r.Pool, Device: r.Device}]
 		if d == nil {
 			t.Fatalf("result names unknown device %s/%s/%s", r.Driver, r.Pool, r.Device)
 		}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/drasat/drasat/alloc"
 	"github.com/drasat/drasat/explain"
+	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/k8s"
 	"github.com/drasat/drasat/model"
 )
@@ -74,7 +75,7 @@ func runExplain(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := model.CheckLimits(objs); err != nil {
+	if err := input.CheckLimits(objs); err != nil {
 		return err
 	}
 	compat := model.Options{Compat: c.String("compat")}
@@ -220,7 +221,7 @@ func whyNot(c *model.Claim, req, alt int) string {
 
 // withoutAllocations copies objs with every claim pending, so that the
 // problem built from it has every device free and every claim movable.
-func withoutAllocations(objs *model.Objects) *model.Objects {
+func withoutAllocations(objs *input.Objects) *input.Objects {
 	out := *objs
 	out.Claims = nil
 	for _, c := range objs.Claims {
@@ -236,7 +237,7 @@ func withoutAllocations(objs *model.Objects) *model.Objects {
 // allocations lists what holds devices after the run: the input's existing
 // allocations and the run's own. It also returns the run's assignments by
 // claim.
-func allocations(objs *model.Objects, p *model.Problem, res *alloc.Result) ([]explain.Allocation, map[string]*alloc.Assignment) {
+func allocations(objs *input.Objects, p *model.Problem, res *alloc.Result) ([]explain.Allocation, map[string]*alloc.Assignment) {
 	var out []explain.Allocation
 	for _, c := range objs.Claims {
 		if c.Status.Allocation == nil {
@@ -247,7 +248,7 @@ func allocations(objs *model.Objects, p *model.Problem, res *alloc.Result) ([]ex
 			if r.AdminAccess != nil && *r.AdminAccess {
 				continue
 			}
-			a.Devices = append(a.Devices, model.DeviceID{Driver: r.Driver, Pool: r.Pool, Device: r.Device})
+			a.Devices = append(a.Devices, input.DeviceID{Driver: r.Driver, Pool: r.Pool, Device: r.Device})
 			a.Requests = append(a.Requests, r.Request)
 		}
 		out = append(out, a)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/drasat/drasat/bench"
 	"github.com/drasat/drasat/bound"
+	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/mip"
 	"github.com/drasat/drasat/model"
 )
@@ -73,7 +74,7 @@ func runExport(c *cli.Context) error {
 	if c.String("lp") == "" && c.String("aggregate-lp") == "" && c.String("node-aggregate-lp") == "" {
 		return nil
 	}
-	if err := model.CheckLimits(objs); err != nil {
+	if err := input.CheckLimits(objs); err != nil {
 		return err
 	}
 	p, err := model.Build(c.Context, objs, model.Options{Compat: c.String("compat")})
@@ -121,7 +122,7 @@ func runExport(c *cli.Context) error {
 }
 
 // exportObjects loads the files or generates the instance.
-func exportObjects(c *cli.Context) (*model.Objects, error) {
+func exportObjects(c *cli.Context) (*input.Objects, error) {
 	files, scenario := c.StringSlice("filename"), c.String("scenario")
 	switch {
 	case len(files) > 0 && scenario != "":
@@ -161,7 +162,7 @@ func exportObjects(c *cli.Context) (*model.Objects, error) {
 }
 
 // writeObjects writes every object as a YAML document, with its kind.
-func writeObjects(buf *bytes.Buffer, objs *model.Objects) error {
+func writeObjects(buf *bytes.Buffer, objs *input.Objects) error {
 	if len(objs.CompatibleOnlyWith) > 0 {
 		return fmt.Errorf("objects: devices with compatibleOnlyWith cannot be written back")
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/drasat/drasat/bench"
-	"github.com/drasat/drasat/model"
+	"github.com/drasat/drasat/input"
 )
 
 func runExportCmd(args ...string) error {
@@ -28,7 +28,7 @@ func TestExport(t *testing.T) {
 	if err := runExportCmd("-s", "mig", "--size", "2x2:12", "--mig-family", "independent", "--objects", objs, "--lp", lp); err != nil {
 		t.Fatal(err)
 	}
-	loaded, _, err := model.Load([]string{objs}, nil)
+	loaded, _, err := input.Load([]string{objs}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

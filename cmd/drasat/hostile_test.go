@@ -11,7 +11,7 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 
 	"github.com/drasat/drasat/check"
-	"github.com/drasat/drasat/model"
+	"github.com/drasat/drasat/input"
 )
 
 // hugeCounters is one pool whose counter is 2^63-25 (a prime, so no common unit shrinks it) and whose three devices
@@ -66,13 +66,13 @@ spec:
 	return sb.String()
 }
 
-// allocateChecked runs `drasat allocate -o json` on input and checks the
+// allocateChecked runs `drasat allocate -o json` on doc and checks the
 // output with the independent checker; it returns how many claims were
 // allocated.
-func allocateChecked(t *testing.T, input string, extra ...string) int {
+func allocateChecked(t *testing.T, doc string, extra ...string) int {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "in.yaml")
-	if err := os.WriteFile(path, []byte(input), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	stdout, stderr, err := runCLI(t, append([]string{"allocate", "-f", path, "-o", "json"}, extra...)...)
@@ -85,7 +85,7 @@ func allocateChecked(t *testing.T, input string, extra ...string) int {
 	if err := json.Unmarshal([]byte(stdout), &list); err != nil {
 		t.Fatal(err)
 	}
-	objs, _, err := model.Load([]string{path}, nil)
+	objs, _, err := input.Load([]string{path}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

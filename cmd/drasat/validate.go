@@ -14,6 +14,7 @@ import (
 	"github.com/urfave/cli/v2"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/k8s"
 	"github.com/drasat/drasat/model"
 )
@@ -89,8 +90,8 @@ func ctxError(ctx context.Context, what string) error {
 }
 
 // loadObjects reads the -f paths, giving up when ctx ends.
-func loadObjects(ctx context.Context, c *cli.Context) (*model.Objects, []string, error) {
-	var objs *model.Objects
+func loadObjects(ctx context.Context, c *cli.Context) (*input.Objects, []string, error) {
+	var objs *input.Objects
 	var warnings []string
 	if len(c.StringSlice("filename")) == 0 {
 		// No files: read the cluster, with kubectl's kubeconfig rules.
@@ -106,7 +107,7 @@ func loadObjects(ctx context.Context, c *cli.Context) (*model.Objects, []string,
 	}
 	err := interruptible(ctx, "loading", func() error {
 		var err error
-		objs, warnings, err = model.Load(c.StringSlice("filename"), os.Stdin)
+		objs, warnings, err = input.Load(c.StringSlice("filename"), os.Stdin)
 		return err
 	})
 	return objs, warnings, err
@@ -127,7 +128,7 @@ func runValidate(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := model.CheckLimits(objs); err != nil {
+	if err := input.CheckLimits(objs); err != nil {
 		return err
 	}
 	fs, err := model.Validate(ctx, objs)

@@ -17,12 +17,12 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/drasat/drasat/check"
+	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/k8s"
-	"github.com/drasat/drasat/model"
 )
 
 // example loads one of examples/.
-func example(t *testing.T, name string, files ...string) *model.Objects {
+func example(t *testing.T, name string, files ...string) *input.Objects {
 	t.Helper()
 	var paths []string
 	for _, f := range files {
@@ -31,7 +31,7 @@ func example(t *testing.T, name string, files ...string) *model.Objects {
 	if len(files) == 0 {
 		paths = []string{filepath.Join(repoRoot, "examples", name)}
 	}
-	objs, _, err := model.Load(paths, nil)
+	objs, _, err := input.Load(paths, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,7 @@ func example(t *testing.T, name string, files ...string) *model.Objects {
 }
 
 // createPool creates the example's Nodes, DeviceClasses and ResourceSlices.
-func (c *cluster) createPool(objs *model.Objects) {
+func (c *cluster) createPool(objs *input.Objects) {
 	c.t.Helper()
 	ctx := context.Background()
 	c.createNodes(objs.Nodes)
@@ -230,7 +230,7 @@ func (c *cluster) assertFeasible() {
 	nl, _ := c.admin.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	pl, _ := c.admin.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
 	tr, _ := c.admin.ResourceV1().DeviceTaintRules().List(ctx, metav1.ListOptions{})
-	objs := &model.Objects{}
+	objs := &input.Objects{}
 	for i := range tr.Items {
 		objs.TaintRules = append(objs.TaintRules, &tr.Items[i])
 	}

@@ -53,6 +53,7 @@ import (
 
 	"github.com/drasat/drasat/alloc"
 	"github.com/drasat/drasat/bench"
+	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/k8s"
 	"github.com/drasat/drasat/model"
 )
@@ -309,7 +310,7 @@ func loadHold(t *testing.T) time.Duration {
 
 // runLoad creates the pods as the pattern says and waits until binding
 // stops.
-func runLoad(t *testing.T, objs *model.Objects, lp loadPattern, gated bool) loadResult {
+func runLoad(t *testing.T, objs *input.Objects, lp loadPattern, gated bool) loadResult {
 	c := newCluster(t)
 	c.createPool(objs)
 	const ns = "load"

@@ -18,6 +18,7 @@ import (
 	"github.com/drasat/drasat/alloc"
 	"github.com/drasat/drasat/check"
 	"github.com/drasat/drasat/explain"
+	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/model"
 )
 
@@ -285,13 +286,13 @@ func sortedKeysMap[V any](m map[string]V) []string {
 func RunDrasat(ctx context.Context, c Case) Drasat {
 	var d Drasat
 	list, _ := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "List", "items": Objects(c)})
-	objs, warnings, err := model.Load([]string{"-"}, bytes.NewReader(list))
+	objs, warnings, err := input.Load([]string{"-"}, bytes.NewReader(list))
 	if err != nil {
 		d.Exit = err
 		return d
 	}
 	d.Warnings = warnings
-	if err := model.CheckLimits(objs); err != nil {
+	if err := input.CheckLimits(objs); err != nil {
 		d.Exit = err
 		return d
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/drasat/drasat/alloc"
 	"github.com/drasat/drasat/bench"
+	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/model"
 )
 
@@ -34,7 +35,7 @@ func BenchmarkScale(b *testing.B) {
 				if err := WriteYAML(&buf, Generate(Config{Nodes: sz.nodes, GPUs: 8, Claims: sz.claims, Seed: uint64(i + 1)})); err != nil {
 					b.Fatal(err)
 				}
-				objs, _, err := model.Load([]string{"-"}, &buf)
+				objs, _, err := input.Load([]string{"-"}, &buf)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -18,7 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/drasat/drasat/driverprofile"
-	"github.com/drasat/drasat/model"
+	"github.com/drasat/drasat/input"
 )
 
 // Config sizes one instance.
@@ -46,10 +46,10 @@ const gpuModelLabel = "nvidia.com/gpu.product"
 // Generate returns the cluster's objects: Nodes, the driver's slices and
 // classes, running claims, then cfg.Claims pending ones. The same Config
 // gives the same objects.
-func Generate(cfg Config) *model.Objects {
+func Generate(cfg Config) *input.Objects {
 	gm := driverprofile.A100SXM440GB
 	r := rand.New(rand.NewPCG(cfg.Seed, 0x5ca1e))
-	objs := &model.Objects{Classes: driverprofile.NVIDIAClasses()}
+	objs := &input.Objects{Classes: driverprofile.NVIDIAClasses()}
 	profiles := map[string]driverprofile.MIGProfile{}
 	for _, pr := range gm.Profiles {
 		profiles[pr.Name] = pr

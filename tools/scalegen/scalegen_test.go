@@ -9,6 +9,7 @@ import (
 	"github.com/drasat/drasat/alloc"
 	"github.com/drasat/drasat/bench"
 	"github.com/drasat/drasat/check"
+	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/model"
 )
 
@@ -44,7 +45,7 @@ func TestGenerateIsValid(t *testing.T) {
 	if !bytes.Equal(a.Bytes(), b.Bytes()) {
 		t.Fatal("the same Config gave different objects")
 	}
-	back, _, err := model.Load([]string{"-"}, bytes.NewReader(a.Bytes()))
+	back, _, err := input.Load([]string{"-"}, bytes.NewReader(a.Bytes()))
 	if err != nil {
 		t.Fatal(err)
 	}

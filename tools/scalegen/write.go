@@ -4,14 +4,13 @@ import (
 	"bufio"
 	"io"
 
+	"github.com/drasat/drasat/input"
 	"sigs.k8s.io/yaml"
-
-	"github.com/drasat/drasat/model"
 )
 
 // WriteYAML writes the objects as a multi-document YAML stream, one object
 // at a time: Nodes, classes, slices, claims.
-func WriteYAML(w io.Writer, objs *model.Objects) error {
+func WriteYAML(w io.Writer, objs *input.Objects) error {
 	bw := bufio.NewWriterSize(w, 1<<20)
 	var docs []any
 	for _, o := range objs.Nodes {

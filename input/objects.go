@@ -1,7 +1,11 @@
-// Package model holds the allocation problem in plain Go: the Kubernetes
-// objects a run reads, and the devices, counter sets, nodes and claims derived
-// from them.
-package model
+// Package input reads the Kubernetes objects a run works on: YAML and JSON
+// files and streams (Load), the KEP-4815 draft's slices (FlattenDraft), the
+// DeviceTaintRules' taints (ApplyTaintRules) and the size limits of one run
+// (CheckLimits). It holds the objects as the API serves them and derives
+// nothing from them: the problem built from them is package model's, and the
+// independent checker (package check) imports this package only, so that it
+// shares no code with the engine by construction.
+package input
 
 import (
 	corev1 "k8s.io/api/core/v1"

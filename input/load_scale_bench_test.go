@@ -1,4 +1,4 @@
-package model_test
+package input_test
 
 import (
 	"bytes"
@@ -6,7 +6,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/drasat/drasat/model"
+	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/tools/scalegen"
 )
 
@@ -30,7 +30,7 @@ func BenchmarkLoadScale(b *testing.B) {
 			cpu0 := cpuSeconds()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				objs, _, err := model.Load([]string{"-"}, bytes.NewReader(in))
+				objs, _, err := input.Load([]string{"-"}, bytes.NewReader(in))
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -1,4 +1,4 @@
-package model
+package input
 
 import (
 	"slices"
@@ -14,7 +14,7 @@ import (
 // writes to a slice's maps once it is read, so sharing is safe. Maps with
 // values that have no short exact key (list attributes, capacities with a
 // request policy) are kept as they are. Quantities are compared as CEL
-// sees them (encodeCELQuantity): 0.3 and 300m print alike but are not
+// sees them (QuantityKey): 0.3 and 300m print alike but are not
 // interchangeable.
 type interner struct {
 	attrs map[string]map[resourceapi.QualifiedName]resourceapi.DeviceAttribute
@@ -133,7 +133,7 @@ func (in *interner) capacity(m map[resourceapi.QualifiedName]resourceapi.DeviceC
 			return m
 		}
 		in.field(k)
-		in.field(encodeCELQuantity(c.Value))
+		in.field(QuantityKey(c.Value))
 	}
 	return shared(in.caps, in.buf, m)
 }
@@ -147,7 +147,7 @@ func (in *interner) counters(m map[string]resourceapi.Counter) map[string]resour
 	for _, k := range in.names {
 		c := m[k]
 		in.field(k)
-		in.field(encodeCELQuantity(c.Value))
+		in.field(QuantityKey(c.Value))
 	}
 	return shared(in.ctrs, in.buf, m)
 }

@@ -1,4 +1,4 @@
-package model_test
+package input_test
 
 import (
 	"bytes"
@@ -11,7 +11,7 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 
-	"github.com/drasat/drasat/model"
+	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/tools/scalegen"
 )
 
@@ -23,7 +23,7 @@ func TestLoadSharesIdenticalDeviceMaps(t *testing.T) {
 	if err := scalegen.WriteYAML(&buf, objs); err != nil {
 		t.Fatal(err)
 	}
-	got, _, err := model.Load([]string{"-"}, bytes.NewReader(buf.Bytes()))
+	got, _, err := input.Load([]string{"-"}, bytes.NewReader(buf.Bytes()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestLoadSharesIdenticalDeviceMaps(t *testing.T) {
 }
 
 // distinct counts the different values of f over the devices.
-func distinct(t *testing.T, objs *model.Objects, f func(resourceapi.Device) any) int {
+func distinct(t *testing.T, objs *input.Objects, f func(resourceapi.Device) any) int {
 	var seen []any
 	for _, s := range objs.Slices {
 		for _, d := range s.Spec.Devices {
@@ -79,7 +79,7 @@ func TestLoadKeepsQuantityRepresentations(t *testing.T) {
 			"devices: [{name: a, capacity: {mem: {value: \"" + mem + "\"}}}]}\n"
 	}
 	in := slice("s1", "0.3") + "---\n" + slice("s2", "300m") + "---\n" + slice("s3", "0.3")
-	objs, _, err := model.Load([]string{"-"}, bytes.NewReader([]byte(in)))
+	objs, _, err := input.Load([]string{"-"}, bytes.NewReader([]byte(in)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ spec:
   - {name: d1, attributes: {l: {%[1]s: %[2]s}, model: {string: x}}}
   - {name: d2, attributes: {l: {%[1]s: %[3]s}, model: {string: x}}}
 `, kind, vals[0], vals[1])
-		got, _, err := model.Load([]string{"-"}, strings.NewReader(in))
+		got, _, err := input.Load([]string{"-"}, strings.NewReader(in))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package model
+package input
 
 import (
 	resourceapi "k8s.io/api/resource/v1"

@@ -1,4 +1,4 @@
-package model
+package input
 
 import (
 	"bytes"
@@ -249,7 +249,7 @@ func (l *Loader) addObject(where string, js []byte) error {
 	if l.count > MaxObjects {
 		return fmt.Errorf("%s: more than %d objects; split the input", where, MaxObjects)
 	}
-	if tm.APIVersion == DraftAPIVersion { // the KEP-4815 draft's slices, model/draft.go
+	if tm.APIVersion == DraftAPIVersion { // the KEP-4815 draft's slices, input/draft.go
 		return l.addDraftSlice(where, tm.Kind, js)
 	}
 	id := tm.Kind + " " + tm.Metadata.Name

@@ -1,4 +1,4 @@
-package model
+package input
 
 // The draft model of KEP-4815 (composite devices with device mixins and
 // consumesCapacityFrom), read from files under a drasat-specific apiVersion
@@ -123,7 +123,7 @@ func FlattenDraftMixins(s *DraftResourceSlice) ([]FlatDraftDevice, error) {
 	mixins := map[string]*DraftCompositeMixin{}
 	for i, m := range spec.DeviceMixins {
 		f := fmt.Sprintf("spec.deviceMixins[%d]", i)
-		if msg := dnsLabel(m.Name); m.Name == "" || msg != "" {
+		if msg := DNSLabel(m.Name); m.Name == "" || msg != "" {
 			errf(f+".name", "%s", orRequired(m.Name, msg))
 		}
 		if _, dup := mixins[m.Name]; dup {
@@ -147,7 +147,7 @@ func FlattenDraftMixins(s *DraftResourceSlice) ([]FlatDraftDevice, error) {
 	out := make([]FlatDraftDevice, len(spec.Devices))
 	for i, d := range spec.Devices {
 		f := fmt.Sprintf("spec.devices[%d]", i)
-		if msg := dnsLabel(d.Name); d.Name == "" || msg != "" {
+		if msg := DNSLabel(d.Name); d.Name == "" || msg != "" {
 			errf(f+".name", "%s", orRequired(d.Name, msg))
 		}
 		if index[d.Name] != i {
@@ -301,7 +301,7 @@ func FlattenDraft(s *DraftResourceSlice) ([]*resourceapi.ResourceSlice, error) {
 		byCounter := map[string]resourceapi.QualifiedName{}
 		for _, c := range sortedQualifiedKeys(flat[i].Capacity) {
 			n := draftCounterName(c)
-			if msg := dnsLabel(n); msg != "" || n == draftExclusionCounter {
+			if msg := DNSLabel(n); msg != "" || n == draftExclusionCounter {
 				return nil, fmt.Errorf("device %s: capacity %s: its counter name %q is not usable: %s", flat[i].Name, c, n, orRequired("x", msg))
 			}
 			if prev, dup := byCounter[n]; dup {
