@@ -84,16 +84,16 @@ func aggregateDive(ctx context.Context, cs *componentState, end time.Time) outco
 	}
 	// The model is built within the stage's share too (a stage whose
 	// model cannot be built in it is skipped, untimed).
-	if _, err := cs.aggregateModel(share(end, cs.plan.dive)); err != nil {
+	if _, err := cs.aggregateModel(ctx, share(end, cs.plan.dive)); err != nil {
 		return skipped
 	}
 	return aggregateStage(ctx, cs, end, cs.plan.dive, diveLP)
 }
 
 // aggregateModel builds the per-node model once per component.
-func (cs *componentState) aggregateModel(end time.Time) (*bound.NodeAggregate, error) {
+func (cs *componentState) aggregateModel(ctx context.Context, end time.Time) (*bound.NodeAggregate, error) {
 	if cs.agg == nil {
-		na, err := cs.rel.NodeAggregateBy(end)
+		na, err := cs.rel.NodeAggregateBy(ctx, end)
 		if err != nil {
 			return nil, err
 		}
@@ -114,7 +114,7 @@ func aggregateStage(ctx context.Context, cs *componentState, end time.Time, stag
 	// patterns included): the neighbourhood search follows when the
 	// realisation fails, and on large batches it needs the time.
 	end = share(end, stageShare)
-	na, err := cs.aggregateModel(end)
+	na, err := cs.aggregateModel(ctx, end)
 	if err != nil {
 		return outcome{}
 	}

@@ -109,7 +109,7 @@ func TestMergeNodesValid(t *testing.T) {
 		if cs.rel == nil || !plainDevices(cs) || !cs.rel.Enumerated() {
 			continue
 		}
-		na, err := cs.aggregateModel(cs.deadline)
+		na, err := cs.aggregateModel(context.Background(), cs.deadline)
 		if err != nil {
 			continue
 		}

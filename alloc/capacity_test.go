@@ -243,7 +243,7 @@ func TestCapacityRelaxationAndHeuristics(t *testing.T) {
 		objs := RandomCapacityInstance(seed)
 		p := build(t, objs, "")
 		want := newBruteForce(p).best()
-		rel := bound.New(p, p.Claims, weight)
+		rel := relaxationOf(t, p, p.Claims, weight)
 		lr := rel.Solve(ctx, 0, time.Now().Add(time.Minute), bound.Options{Patience: 40})
 		if lr.Bound < want {
 			t.Fatalf("seed %d: relaxation bound %d (L=%.4f) below the optimum %d", seed, lr.Bound, lr.Value, want)

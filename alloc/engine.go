@@ -247,17 +247,17 @@ func Run(ctx context.Context, p *model.Problem, opts Options) (*Result, error) {
 		close(next)
 		wg.Wait()
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("allocating stopped: %w", context.Cause(ctx))
 	}
 	res := gather(ctx, p, opts, results)
-	if err := ctx.Err(); err != nil {
-		return nil, err // placeLast stopped part way
+	if ctx.Err() != nil { // placeLast stopped part way
+		return nil, fmt.Errorf("allocating stopped: %w", context.Cause(ctx))
 	}
 	if lookahead && opts.Lookahead != nil {
 		refined := opts.Lookahead.Refine(ctx, p, res, end)
-		if err := ctx.Err(); err != nil {
-			return nil, err
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("allocating stopped in the look-ahead: %w", context.Cause(ctx))
 		}
 		// The look-ahead does not know the pod rules: a re-placement
 		// that breaks them is not taken.

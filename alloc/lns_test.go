@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/drasat/drasat/bound"
 	"github.com/drasat/drasat/encode"
 	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/model"
@@ -142,7 +141,7 @@ func TestNeighbourhoodSearch(t *testing.T) {
 				p := build(t, objs, compat)
 				want := newBruteForce(p).best()
 				start := firstFitInOrder(context.Background(), p, p.Claims, DefaultLimits.SearchSteps)
-				rel := bound.New(p, p.Claims, weight)
+				rel := relaxationOf(t, p, p.Claims, weight)
 				if len(rel.Bins) < 2 || value(start) == want {
 					continue
 				}

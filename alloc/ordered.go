@@ -23,7 +23,10 @@ import (
 // descentEnd.
 func orderedRepack(ctx context.Context, p *model.Problem, claims []*model.Claim, descentEnd, deadline time.Time, lim Limits) []*Assignment {
 	unit := func(*model.Claim) int64 { return 1 }
-	rel := bound.New(p, claims, unit)
+	rel, err := bound.New(ctx, p, claims, unit)
+	if err != nil {
+		return nil
+	}
 	lr := rel.Solve(ctx, 0, descentEnd, bound.Options{})
 	price := rel.InitialPrice()
 	if len(lr.Snapshots) > 1 {

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drasat/drasat/bound"
 	"github.com/drasat/drasat/encode"
 	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/mip"
@@ -45,7 +44,7 @@ func TestRealiseAggregate(t *testing.T) {
 			live = append(live, c)
 		}
 	}
-	rel := bound.New(p, live, weight)
+	rel := relaxationOf(t, p, live, weight)
 	lp := filepath.Join(t.TempDir(), "agg.lp")
 	f, _ := os.Create(lp)
 	perNode := os.Getenv("DRASAT_REALISE_NODE") != ""

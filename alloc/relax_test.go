@@ -22,7 +22,7 @@ func TestRelaxationBoundAndBestFit(t *testing.T) {
 			objs := randomInstance(seed)
 			p := build(t, objs, compat)
 			want := newBruteForce(p).best()
-			rel := bound.New(p, p.Claims, weight)
+			rel := relaxationOf(t, p, p.Claims, weight)
 			lr := rel.Solve(context.Background(), 0, time.Now().Add(time.Minute), bound.Options{Patience: 40})
 			if lr.Bound < want {
 				t.Fatalf("seed %d %s: relaxation bound %d (L=%.4f) below the optimum %d", seed, compat, lr.Bound, lr.Value, want)
@@ -81,7 +81,7 @@ spec: {devices: {requests: [{name: r, exactly: {deviceClassName: nic, capacity: 
 `, i)
 	}
 	p := build(t, load(t, nic), "")
-	rel := bound.New(p, p.Claims, weight)
+	rel := relaxationOf(t, p, p.Claims, weight)
 	if lr := rel.Solve(ctx, 0, time.Now().Add(time.Minute), bound.Options{Patience: 40}); lr.Bound != 2 {
 		t.Fatalf("bound %d (L=%.4f), want 2: four shares of 4G on 10G", lr.Bound, lr.Value)
 	}
@@ -90,7 +90,7 @@ spec: {devices: {requests: [{name: r, exactly: {deviceClassName: nic, capacity: 
 	for seed := uint64(1); seed <= 200; seed++ {
 		p := build(t, RandomCapacityInstance(seed), "")
 		want := newBruteForce(p).best()
-		lr := bound.New(p, p.Claims, weight).Solve(ctx, want, time.Now().Add(time.Minute), bound.Options{Patience: 40})
+		lr := relaxationOf(t, p, p.Claims, weight).Solve(ctx, want, time.Now().Add(time.Minute), bound.Options{Patience: 40})
 		if lr.Bound < want {
 			t.Fatalf("seed %d: bound %d below the optimum %d", seed, lr.Bound, want)
 		}

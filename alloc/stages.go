@@ -110,7 +110,10 @@ func relaxation(ctx context.Context, cs *componentState, _ time.Time) outcome {
 	if !cs.short() {
 		return skipped
 	}
-	rel := bound.New(cs.p, cs.claims, cs.claimValue)
+	rel, err := bound.New(ctx, cs.p, cs.claims, cs.claimValue)
+	if err != nil {
+		return skipped
+	}
 	cs.rel = rel
 	lr := rel.Solve(ctx, cs.value, cs.until(cs.plan.descent), bound.Options{})
 	cs.counts.boundIterations += lr.Iterations

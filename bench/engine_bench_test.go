@@ -95,7 +95,10 @@ func benchmarkRelaxation(b *testing.B, nodes, gpus, claims int) {
 	b.ResetTimer()
 	var value float64
 	for i := 0; i < b.N; i++ {
-		rel := bound.New(p, p.Claims, unit)
+		rel, err := bound.New(context.Background(), p, p.Claims, unit)
+		if err != nil {
+			b.Fatal(err)
+		}
 		value = rel.Solve(context.Background(), 0, time.Now().Add(time.Minute), bound.Options{}).Value
 	}
 	b.ReportMetric(value, "bound")

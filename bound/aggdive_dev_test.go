@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drasat/drasat/bound"
 	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/model"
 )
@@ -35,10 +34,10 @@ func TestDiveFile(t *testing.T) {
 		}
 	}
 	start := time.Now()
-	rel := bound.New(p, live, func(*model.Claim) int64 { return 1 })
+	rel := relaxationOf(t, p, live, func(*model.Claim) int64 { return 1 })
 	t.Logf("relaxation %v", time.Since(start))
 	start = time.Now()
-	na, err := rel.NodeAggregateBy(time.Time{})
+	na, err := rel.NodeAggregateBy(context.Background(), time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package bound
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"math"
@@ -130,11 +131,14 @@ type aggregated struct {
 	vecs      [][][]kc  // type -> its maximal kind vectors
 }
 
-func (r *Relaxation) aggregate() (*aggregated, error) { return r.aggregateBy(time.Time{}) }
+func (r *Relaxation) aggregate() (*aggregated, error) {
+	return r.aggregateBy(context.Background(), time.Time{})
+}
 
 // aggregateBy is aggregate that gives up with an error at deadline (none
-// when zero): the pattern enumeration is the slow part of the model.
-func (r *Relaxation) aggregateBy(deadline time.Time) (*aggregated, error) {
+// when zero) or when ctx ends: the pattern enumeration is the slow part of
+// the model.
+func (r *Relaxation) aggregateBy(ctx context.Context, deadline time.Time) (*aggregated, error) {
 	ag := &aggregated{ps: r.patternItems()}
 	shapeOf := map[string]int{}
 	ag.itemShape = make([]int, len(ag.ps.items))
@@ -196,7 +200,7 @@ func (r *Relaxation) aggregateBy(deadline time.Time) (*aggregated, error) {
 		var dfs func(from int, res [][]kc)
 		steps, late := 0, false
 		dfs = func(from int, res [][]kc) {
-			if steps++; late || steps%256 == 0 && !deadline.IsZero() && time.Now().After(deadline) {
+			if steps++; late || steps%256 == 0 && (ctx.Err() != nil || !deadline.IsZero() && time.Now().After(deadline)) {
 				late = true
 				return
 			}
@@ -346,14 +350,14 @@ func (r *Relaxation) realiseLayouts(ag *aggregated, values map[string]float64, p
 // Its optimum bounds the admitted weight too, and is at most the global
 // model's. It returns an error when a bin spans nodes.
 func (r *Relaxation) WriteNodeAggregateLP(w io.Writer) (AggregateStats, error) {
-	return r.WriteNodeAggregateLPBy(w, time.Time{})
+	return r.WriteNodeAggregateLPBy(context.Background(), w, time.Time{})
 }
 
 // WriteNodeAggregateLPBy is WriteNodeAggregateLP that gives up with an
 // error, writing nothing, when enumerating the patterns is not done by
 // deadline (zero: no deadline).
-func (r *Relaxation) WriteNodeAggregateLPBy(w io.Writer, deadline time.Time) (AggregateStats, error) {
-	na, err := r.NodeAggregateBy(deadline)
+func (r *Relaxation) WriteNodeAggregateLPBy(ctx context.Context, w io.Writer, deadline time.Time) (AggregateStats, error) {
+	na, err := r.NodeAggregateBy(ctx, deadline)
 	if err != nil {
 		return na.Stats, err
 	}

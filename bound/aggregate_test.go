@@ -60,7 +60,7 @@ func TestAggregateLP(t *testing.T) {
 				t.Skipf("optimum not proven")
 			}
 			opt := int64(res.Stats.Admitted)
-			rel := bound.New(p, p.Claims, unit)
+			rel := relaxationOf(t, p, p.Claims, unit)
 			kind := rel.Solve(context.Background(), 0, time.Now().Add(time.Minute), bound.Options{})
 			path := filepath.Join(dir, fmt.Sprintf("a%d.lp", i))
 			var sb strings.Builder

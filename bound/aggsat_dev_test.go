@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drasat/drasat/bound"
 	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/model"
 )
@@ -34,8 +33,8 @@ func TestSolveNodeAggregateFile(t *testing.T) {
 		}
 	}
 	start := time.Now()
-	rel := bound.New(p, live, func(*model.Claim) int64 { return 1 })
-	na, err := rel.NodeAggregateBy(time.Time{})
+	rel := relaxationOf(t, p, live, func(*model.Claim) int64 { return 1 })
+	na, err := rel.NodeAggregateBy(context.Background(), time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}

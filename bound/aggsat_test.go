@@ -39,8 +39,8 @@ func smallAggregates(t *testing.T) map[string]*bound.NodeAggregate {
 					live = append(live, c)
 				}
 			}
-			rel := bound.New(p, live, func(*model.Claim) int64 { return 1 })
-			na, err := rel.NodeAggregateBy(time.Time{})
+			rel := relaxationOf(t, p, live, func(*model.Claim) int64 { return 1 })
+			na, err := rel.NodeAggregateBy(context.Background(), time.Time{})
 			if err != nil {
 				continue
 			}

@@ -18,6 +18,7 @@
 package bound
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"sort"
@@ -97,8 +98,10 @@ func (r *Relaxation) layoutsOf(t *binType) *layouts {
 	return t.lay
 }
 
-// New builds the relaxation of claims (one component) of p.
-func New(p *model.Problem, claims []*model.Claim, weight func(*model.Claim) int64) *Relaxation {
+// New builds the relaxation of claims (one component) of p. It stops with
+// the context's cause when ctx ends: on a large batch, grouping claims and
+// devices into classes and kinds takes seconds.
+func New(ctx context.Context, p *model.Problem, claims []*model.Claim, weight func(*model.Claim) int64) (*Relaxation, error) {
 	r := &Relaxation{p: p, kindOf: map[int]int{}, binOf: make([]int, len(p.Devices)), state: model.NewState(p)}
 	for i := range r.binOf {
 		r.binOf[i] = -1
@@ -117,7 +120,10 @@ func New(p *model.Problem, claims []*model.Claim, weight func(*model.Claim) int6
 	// candidate device.
 	dimOf := map[int]int{}
 	var alts []altRef
-	for _, c := range claims {
+	for i, c := range claims {
+		if i%256 == 0 && ctx.Err() != nil {
+			return nil, stopped(ctx)
+		}
 		if c.Err != nil {
 			continue
 		}
@@ -175,6 +181,9 @@ func New(p *model.Problem, claims []*model.Claim, weight func(*model.Claim) int6
 		r.kindOf[d] = k
 	}
 	r.Kinds = len(kindByKey)
+	if ctx.Err() != nil {
+		return nil, stopped(ctx)
+	}
 	for _, ar := range alts {
 		// Admin access occupies no device (on a shared device it takes
 		// capacity: free is a relaxation, still sound).
@@ -199,7 +208,13 @@ func New(p *model.Problem, claims []*model.Claim, weight func(*model.Claim) int6
 		ar.cls.reqs[ar.ri][ar.ai] = ac
 	}
 	r.buildBins(devs)
-	return r
+	return r, nil
+}
+
+// stopped is the error of a build that ctx ended: the context's cause, as
+// model's and alloc's builds report it.
+func stopped(ctx context.Context) error {
+	return fmt.Errorf("building the relaxation stopped: %w", context.Cause(ctx))
 }
 
 // shareCosts prices the shares alternative a may take of its shared

@@ -25,7 +25,7 @@ func TestDistributeByNode(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		na, err := bound.New(p, p.Claims, func(*model.Claim) int64 { return 1 }).NodeAggregateBy(time.Time{})
+		na, err := relaxationOf(t, p, p.Claims, func(*model.Claim) int64 { return 1 }).NodeAggregateBy(context.Background(), time.Time{})
 		if err != nil {
 			t.Fatal(err)
 		}

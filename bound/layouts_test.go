@@ -39,7 +39,7 @@ func TestValueAtMatchesSearch(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rel := bound.New(p, p.Claims, func(*model.Claim) int64 { return 1 })
+			rel := relaxationOf(t, p, p.Claims, func(*model.Claim) int64 { return 1 })
 			if len(rel.Bins) == 0 {
 				t.Fatal("no bins: the instance tests nothing")
 			}
@@ -104,7 +104,7 @@ func TestSolveBoundsGreedy(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rel := bound.New(p, p.Claims, func(*model.Claim) int64 { return 1 })
+		rel := relaxationOf(t, p, p.Claims, func(*model.Claim) int64 { return 1 })
 		res := rel.Solve(context.Background(), 0, time.Now().Add(time.Minute), bound.Options{})
 		ff := bench.FirstFit(p, p.Claims)
 		if res.Bound < int64(len(ff.Assignments)) {
@@ -123,7 +123,7 @@ func TestSolvePastDeadlineBoundsNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rel := bound.New(p, p.Claims, func(*model.Claim) int64 { return 1 })
+	rel := relaxationOf(t, p, p.Claims, func(*model.Claim) int64 { return 1 })
 	res := rel.Solve(context.Background(), 0, time.Now().Add(-time.Second), bound.Options{})
 	if res.Bound < int64(len(p.Claims)) {
 		t.Fatalf("bound %d from no iteration, below the %d claims", res.Bound, len(p.Claims))

@@ -1,6 +1,7 @@
 package bound
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"math"
@@ -98,9 +99,9 @@ func (k *NodeClass) Var(n int) string { return fmt.Sprintf("y%d_%d", k.Class, n)
 
 // NodeAggregateBy builds the per-node aggregated model, giving up with an
 // error when enumerating the patterns is not done by deadline (zero: no
-// deadline), or when a bin spans nodes.
-func (r *Relaxation) NodeAggregateBy(deadline time.Time) (*NodeAggregate, error) {
-	ag, err := r.aggregateBy(deadline)
+// deadline) or ctx ends, or when a bin spans nodes.
+func (r *Relaxation) NodeAggregateBy(ctx context.Context, deadline time.Time) (*NodeAggregate, error) {
+	ag, err := r.aggregateBy(ctx, deadline)
 	na := &NodeAggregate{Stats: ag.stats, Shapes: len(ag.shapes), r: r, ag: ag}
 	if err != nil {
 		return na, err

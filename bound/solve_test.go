@@ -20,7 +20,7 @@ func TestSolveWithoutTime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rel := bound.New(p, p.Claims, func(*model.Claim) int64 { return 1 })
+	rel := relaxationOf(t, p, p.Claims, func(*model.Claim) int64 { return 1 })
 	res := rel.Solve(context.Background(), 0, time.Now().Add(-time.Second), bound.Options{})
 	if res.Iterations != 0 || res.Bound != math.MaxInt64 {
 		t.Errorf("no time: %d iterations, bound %d; want 0 and math.MaxInt64", res.Iterations, res.Bound)

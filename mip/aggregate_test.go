@@ -59,8 +59,8 @@ func TestAggregateDiveAgainstCBC(t *testing.T) {
 				live = append(live, c)
 			}
 		}
-		rel := bound.New(p, live, func(c *model.Claim) int64 { return c.Weight })
-		na, err := rel.NodeAggregateBy(time.Time{})
+		rel := relaxationOf(t, p, live, func(c *model.Claim) int64 { return c.Weight })
+		na, err := rel.NodeAggregateBy(context.Background(), time.Time{})
 		if err != nil {
 			t.Fatalf("%s: %v", in.Name(), err)
 		}

@@ -67,7 +67,7 @@ func Validate(ctx context.Context, objs *input.Objects) ([]Finding, error) {
 	v := &validator{objs: objs}
 	for i, s := range objs.Slices {
 		if i%64 == 0 && ctx.Err() != nil {
-			return nil, ctx.Err()
+			return nil, validationStopped(ctx)
 		}
 		v.slice(s)
 	}
@@ -479,7 +479,7 @@ func (v *validator) pools(ctx context.Context) error {
 	nodes := v.nodeNames()
 	for _, k := range keys {
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return validationStopped(ctx)
 		}
 		cur, gen := newestGeneration(byPool[k])
 		for _, s := range byPool[k] {
@@ -688,7 +688,7 @@ func (v *validator) overlaps(ctx context.Context, k poolKey, consumers []sliceDe
 	found := 0
 	for i := range parts {
 		if i%256 == 0 && ctx.Err() != nil {
-			return ctx.Err()
+			return validationStopped(ctx)
 		}
 		a := &parts[i]
 		for j := i + 1; j < len(parts); j++ {
@@ -741,4 +741,11 @@ func shareCounter(a, b map[[2]string]bool) bool {
 		}
 	}
 	return false
+}
+
+// validationStopped is the error of a validation that ctx ended. Every
+// package reports a stop the same way: what stopped, wrapping
+// context.Cause (errors.Is finds context.Canceled or DeadlineExceeded).
+func validationStopped(ctx context.Context) error {
+	return fmt.Errorf("validating stopped: %w", context.Cause(ctx))
 }

@@ -97,7 +97,10 @@ func runExport(c *cli.Context) error {
 			continue
 		}
 		var buf bytes.Buffer
-		rel := bound.New(p, p.Claims, func(c *model.Claim) int64 { return c.Weight })
+		rel, err := bound.New(c.Context, p, p.Claims, func(c *model.Claim) int64 { return c.Weight })
+		if err != nil {
+			return err
+		}
 		st, err := agg.write(rel, &buf)
 		if err != nil {
 			return fmt.Errorf("flag --%s: %w", agg.flag, err)
