@@ -8,7 +8,7 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 
 	"github.com/drasat/drasat/alloc"
-	"github.com/drasat/drasat/bench"
+	"github.com/drasat/drasat/bench/baseline"
 	"github.com/drasat/drasat/check"
 	"github.com/drasat/drasat/model"
 )
@@ -33,7 +33,7 @@ func TestCapacitySingleClaimsAgreeWithUpstream(t *testing.T) {
 		for _, c := range pending {
 			one := *objs
 			one.Claims = append(append([]*resourceapi.ResourceClaim(nil), existing...), c)
-			up, err := bench.Upstream(ctx, &one, bench.UpstreamFeaturesFor(&one))
+			up, err := baseline.Upstream(ctx, &one, baseline.UpstreamFeaturesFor(&one))
 			if err != nil {
 				t.Fatalf("seed %d claim %s: upstream: %v", seed, c.Name, err)
 			}

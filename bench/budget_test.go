@@ -9,6 +9,7 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 
 	"github.com/drasat/drasat/alloc"
+	"github.com/drasat/drasat/bench/gen"
 	"github.com/drasat/drasat/check"
 	"github.com/drasat/drasat/frag"
 	"github.com/drasat/drasat/input"
@@ -39,7 +40,7 @@ type sweepInstance struct {
 func sweepInstances(t *testing.T, short bool) []sweepInstance {
 	t.Helper()
 	var out []sweepInstance
-	gen := func(scenario, size string, opts GenerateOptions) {
+	sweep := func(scenario, size string, opts GenerateOptions) {
 		sz, err := ParseSize(size)
 		if err != nil {
 			t.Fatal(err)
@@ -52,18 +53,18 @@ func sweepInstances(t *testing.T, short bool) []sweepInstance {
 			out = append(out, sweepInstance{in.Name(), in.Objs, in.Compat})
 		}
 	}
-	families := MIGFamilies
+	families := gen.MIGFamilies
 	if short {
 		families = []string{"default", "count"}
 	}
 	for _, f := range families {
-		gen("mig", "4x8:150", GenerateOptions{MIGFamily: f})
+		sweep("mig", "4x8:150", GenerateOptions{MIGFamily: f})
 	}
-	gen("mig", "2x8:60", GenerateOptions{MIGGPU: "mixed"})
+	sweep("mig", "2x8:60", GenerateOptions{MIGGPU: "mixed"})
 	if !short {
-		gen("tpu", "32:20", GenerateOptions{})
-		gen("modes", "4x4:80", GenerateOptions{})
-		gen("nic", "16:150", GenerateOptions{})
+		sweep("tpu", "32:20", GenerateOptions{})
+		sweep("modes", "4x4:80", GenerateOptions{})
+		sweep("nic", "16:150", GenerateOptions{})
 	}
 	seeds := 12
 	if short {

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/drasat/drasat/alloc"
+	"github.com/drasat/drasat/bench/baseline"
 	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/model"
 )
@@ -473,13 +474,13 @@ func (g *indepGen) claimName(prefix string) string {
 	return fmt.Sprintf("%s-%d", prefix, g.uid)
 }
 
-func (g *indepGen) newClaim(prefix string) *resourceapi.ResourceClaim {
+func (g *indepGen) NewClaim(prefix string) *resourceapi.ResourceClaim {
 	name := g.claimName(prefix)
 	return &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID("uid-" + name)}}
 }
 
 func (g *indepGen) pending() *resourceapi.ResourceClaim {
-	c := g.newClaim("claim")
+	c := g.NewClaim("claim")
 	spec := &c.Spec.Devices
 	var names []string // requests and subrequests that constraints may name
 	for i := 0; i < 1+g.r.IntN(3)/2+g.r.IntN(2); i++ {
@@ -534,7 +535,7 @@ func (g *indepGen) pending() *resourceapi.ResourceClaim {
 func (g *indepGen) existing() {
 	used := map[string]bool{}
 	for i := 0; i < g.r.IntN(3); i++ {
-		c := g.newClaim("held")
+		c := g.NewClaim("held")
 		admin := g.pct(20)
 		req := resourceapi.DeviceRequest{Name: "r0", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: "any", AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 1}}
 		if admin {
@@ -679,7 +680,7 @@ func TestIndependentSingleClaimMatchesUpstream(t *testing.T) {
 		for _, c := range claims {
 			objs := *base
 			objs.Claims = append(slices.Clone(base.Claims), c)
-			up, err := Upstream(context.Background(), &objs, UpstreamFeatures{Allocator: &allFeatures})
+			up, err := baseline.Upstream(context.Background(), &objs, baseline.UpstreamFeatures{Allocator: &allFeatures})
 			if err != nil {
 				t.Fatalf("Upstream: %v", err)
 			}

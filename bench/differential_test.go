@@ -18,6 +18,7 @@ import (
 	"k8s.io/dynamic-resource-allocation/structured"
 	"k8s.io/utils/ptr"
 
+	"github.com/drasat/drasat/bench/baseline"
 	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/model"
 )
@@ -510,7 +511,7 @@ func upstreamErrorsSomewhere(t *testing.T, label string, objs *input.Objects) st
 	for _, n := range objs.Nodes {
 		one := *objs
 		one.Nodes = []*corev1.Node{n}
-		res, err := Upstream(context.Background(), &one, UpstreamFeatures{Allocator: &allFeatures})
+		res, err := baseline.Upstream(context.Background(), &one, baseline.UpstreamFeatures{Allocator: &allFeatures})
 		if err != nil {
 			t.Fatalf("Upstream: %v", err)
 		}
@@ -548,7 +549,7 @@ func TestSingleClaimFeasibilityMatchesUpstream(t *testing.T) {
 			objs.Claims = append(append([]*resourceapi.ResourceClaim(nil), base.Claims...), c)
 			// Validated below, once the other nodes are known not to fail:
 			// the baseline stops at the first node that fits.
-			up, err := Upstream(context.Background(), &objs, UpstreamFeatures{Allocator: &allFeatures})
+			up, err := baseline.Upstream(context.Background(), &objs, baseline.UpstreamFeatures{Allocator: &allFeatures})
 			if err != nil {
 				t.Fatalf("Upstream: %v", err)
 			}
@@ -560,7 +561,7 @@ func TestSingleClaimFeasibilityMatchesUpstream(t *testing.T) {
 				// error on any of them aborts the attempt.
 				if why := upstreamErrorsSomewhere(t, fmt.Sprintf("seed %d, %s", seed, c.Name), &objs); why != "" {
 					upOK = false
-					up.Rejected = append(up.Rejected, UpstreamRejection{Reason: why})
+					up.Rejected = append(up.Rejected, baseline.UpstreamRejection{Reason: why})
 				}
 			}
 			if upOK {
@@ -603,7 +604,7 @@ func TestResultLimitFixturesMatchUpstream(t *testing.T) {
 		return objs
 	}
 	unwind := load()
-	up := runUpstream(t, unwind, UpstreamFeatures{Allocator: &allFeatures})
+	up := runUpstream(t, unwind, baseline.UpstreamFeatures{Allocator: &allFeatures})
 	dr := runDrasat(t, unwind, model.CompatKEP5963)
 	if len(up.Allocated) != 1 || len(dr) != 1 || !equalPlacement(placement(up.Allocated), placement(dr)) {
 		t.Errorf("unwind: upstream %v %v, drasat %v", placement(up.Allocated), up.Rejected, placement(dr))
@@ -638,7 +639,7 @@ func upstreamInOrder(t *testing.T, label string, base *input.Objects, claims []*
 	for _, c := range claims {
 		one := *base
 		one.Claims = append(append(slices.Clone(base.Claims), placed...), c)
-		up, err := Upstream(context.Background(), &one, UpstreamFeatures{Allocator: &allFeatures})
+		up, err := baseline.Upstream(context.Background(), &one, baseline.UpstreamFeatures{Allocator: &allFeatures})
 		if err != nil {
 			t.Fatalf("Upstream: %v", err)
 		}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/drasat/drasat/alloc"
+	"github.com/drasat/drasat/bench/gen"
 	"github.com/drasat/drasat/bound"
 	"github.com/drasat/drasat/model"
 )
@@ -23,11 +24,11 @@ func benchmarkMIGFamily(b *testing.B, family string, nodes, gpus, claims int) {
 	var admitted, optimal, gap float64
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		cfg, err := MIGFamilyConfig(family, nodes, gpus, claims, uint64(i+1))
+		cfg, err := gen.MIGFamilyConfig(family, nodes, gpus, claims, uint64(i+1))
 		if err != nil {
 			b.Fatal(err)
 		}
-		objs := MIG(cfg)
+		objs := gen.MIG(cfg)
 		b.StartTimer()
 		// The 10 s budget includes building the model, as in drasat
 		// allocate --timeout 10s.
@@ -62,7 +63,7 @@ func BenchmarkMIG256x8Claims8000(b *testing.B) { benchmarkMIG(b, 256, 8, 8000) }
 // go test ./bench -run '^$' -bench 'MIGFamilies/independent' -benchtime 5x
 func BenchmarkMIGFamilies(b *testing.B) {
 	sizes := []Size{{4, 8, 150}, {8, 8, 300}, {8, 8, 500}, {16, 8, 1000}, {64, 8, 2000}}
-	for _, fam := range MIGFamilies {
+	for _, fam := range gen.MIGFamilies {
 		for _, sz := range sizes {
 			b.Run(fam+"/"+sz.String(), func(b *testing.B) { benchmarkMIGFamily(b, fam, sz.Nodes, sz.GPUs, sz.Claims) })
 		}
@@ -72,7 +73,7 @@ func BenchmarkMIGFamilies(b *testing.B) {
 // benchmarkBuild measures turning objects into the problem: pools,
 // counters and CEL selection of candidates.
 func benchmarkBuild(b *testing.B, nodes, gpus, claims int) {
-	objs := MIG(DefaultMIG(nodes, gpus, claims, 1))
+	objs := gen.MIG(gen.DefaultMIG(nodes, gpus, claims, 1))
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		if _, err := model.Build(context.Background(), objs, model.Options{}); err != nil {
@@ -87,7 +88,7 @@ func BenchmarkBuildMIG64x8Claims2000(b *testing.B) { benchmarkBuild(b, 64, 8, 20
 // benchmarkRelaxation measures the configuration relaxation alone: bins,
 // types, and the descent to its bound.
 func benchmarkRelaxation(b *testing.B, nodes, gpus, claims int) {
-	p, err := model.Build(context.Background(), MIG(DefaultMIG(nodes, gpus, claims, 1)), model.Options{})
+	p, err := model.Build(context.Background(), gen.MIG(gen.DefaultMIG(nodes, gpus, claims, 1)), model.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

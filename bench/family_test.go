@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"github.com/drasat/drasat/bench/gen"
 	"reflect"
 	"strings"
 	"testing"
@@ -102,7 +103,7 @@ func TestMIGDefaultFamilyUnchanged(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !reflect.DeepEqual(insts[0].Objs, MIG(DefaultMIG(3, 4, 80, 5))) {
+		if !reflect.DeepEqual(insts[0].Objs, gen.MIG(gen.DefaultMIG(3, 4, 80, 5))) {
 			t.Fatalf("family %q differs from MIG(DefaultMIG(...))", fam)
 		}
 		if n := insts[0].Name(); n != "mig 3x4:80" {
@@ -120,11 +121,11 @@ func TestMIGDefaultFamilyUnchanged(t *testing.T) {
 
 func TestMIGMixErrors(t *testing.T) {
 	for _, bad := range []string{"multi", "nope=1", "multi=2", "prealloc-max=0", "prealloc-max=1.5", "whole=x"} {
-		if _, err := ParseMIGMix(bad); err == nil {
+		if _, err := gen.ParseMIGMix(bad); err == nil {
 			t.Errorf("%q: no error", bad)
 		}
 	}
-	mix, err := ParseMIGMix("whole=0.6,count=0.5")
+	mix, err := gen.ParseMIGMix("whole=0.6,count=0.5")
 	if err != nil {
 		t.Fatal(err)
 	}

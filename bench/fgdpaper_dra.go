@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
+	"github.com/drasat/drasat/bench/gen"
 	"github.com/drasat/drasat/check"
 	"github.com/drasat/drasat/input"
 )
@@ -71,7 +72,7 @@ func fpObjects(s *fpSim, upto int, bound bool) *input.Objects {
 		}
 		c := fpClaim(name, pl.task)
 		node := s.nodes[pl.node].name
-		res := resourceapi.AllocationResult{NodeSelector: nodeSelectorFor(node)}
+		res := resourceapi.AllocationResult{NodeSelector: gen.NodeSelectorFor(node)}
 		for k, g := range pl.gpus {
 			res.Devices.Results = append(res.Devices.Results, resourceapi.DeviceRequestAllocationResult{
 				Request: "gpu", Driver: FGDPaperDriver, Pool: node, Device: fmt.Sprintf("gpu-%d", g),
@@ -112,7 +113,7 @@ func fpPod(name string, t *fpTask) *corev1.Pod {
 // fpClaim is GPU task t as a claim: num GPUs of milli each, of an
 // accepted model.
 func fpClaim(name string, t *fpTask) *resourceapi.ResourceClaim {
-	c := newClaim(name, []string{FGDPaperDriver}, nil)
+	c := gen.NewClaim(name, []string{FGDPaperDriver}, nil)
 	r := &c.Spec.Devices.Requests[0]
 	r.Name = "gpu"
 	r.Exactly.Count = int64(t.num)

@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"math"
 	"reflect"
 	"regexp"
 	"strings"
@@ -12,6 +11,7 @@ import (
 
 	resourceapi "k8s.io/api/resource/v1"
 
+	"github.com/drasat/drasat/bench/gen"
 	"github.com/drasat/drasat/check"
 	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/model"
@@ -30,87 +30,6 @@ func genMIG(t *testing.T, fleet string, sz Size, seed uint64) *Instance {
 		t.Fatalf("%d instances, want 1", len(insts))
 	}
 	return insts[0]
-}
-
-// lgipRow is one profile as `nvidia-smi mig -lgip` lists it: instances,
-// memory in GiB (two decimals, as printed), SMs, decoders, copy engines,
-// JPEG and OFA engines.
-type lgipRow struct {
-	name                     string
-	instances                int
-	memGiB                   float64
-	sm, dec, ce, jpeg, ofa   int64
-	memorySlices, placements int
-}
-
-// TestMIGModelsMatchNvidiaSMI compares the profile tables with what
-// nvidia-smi reports on an A100-SXM4-40GB and an H100 80GB.
-func TestMIGModelsMatchNvidiaSMI(t *testing.T) {
-	for _, tc := range []struct {
-		gm   *GPUModel
-		arch string
-		rows []lgipRow
-	}{
-		{&A100, "Ampere", []lgipRow{
-			{"1g.5gb", 7, 4.75, 14, 0, 1, 0, 0, 1, 7},
-			{"1g.5gb+me", 1, 4.75, 14, 1, 1, 1, 1, 1, 7},
-			{"1g.10gb", 4, 9.62, 14, 1, 1, 0, 0, 2, 4},
-			{"2g.10gb", 3, 9.62, 28, 1, 2, 0, 0, 2, 3},
-			{"3g.20gb", 2, 19.50, 42, 2, 3, 0, 0, 4, 2},
-			{"4g.20gb", 1, 19.50, 56, 2, 4, 0, 0, 4, 1},
-			{"7g.40gb", 1, 39.25, 98, 5, 7, 1, 1, 8, 1},
-		}},
-		{&H100, "Hopper", []lgipRow{
-			{"1g.10gb", 7, 9.75, 16, 1, 1, 1, 0, 1, 7},
-			{"1g.10gb+me", 1, 9.75, 16, 1, 1, 1, 1, 1, 7},
-			{"1g.20gb", 4, 19.62, 26, 1, 1, 1, 0, 2, 4},
-			{"2g.20gb", 3, 19.62, 32, 2, 2, 2, 0, 2, 3},
-			{"3g.40gb", 2, 39.50, 60, 3, 3, 3, 0, 4, 2},
-			{"4g.40gb", 1, 39.50, 64, 4, 4, 4, 0, 4, 1},
-			{"7g.80gb", 1, 79.25, 132, 7, 8, 7, 1, 8, 1},
-		}},
-	} {
-		gm := tc.gm
-		if gm.Architecture != tc.arch {
-			t.Errorf("%s: architecture %q, want %q", gm.Name, gm.Architecture, tc.arch)
-		}
-		if len(gm.Profiles) != len(tc.rows) {
-			t.Fatalf("%s: %d profiles, want %d", gm.Name, len(gm.Profiles), len(tc.rows))
-		}
-		full := tc.rows[len(tc.rows)-1]
-		if gm.SMs != full.sm || gm.Decoders != full.dec || gm.CopyEng != full.ce || gm.JPEG != full.jpeg || gm.OFA != full.ofa {
-			t.Errorf("%s: GPU counters SM %d DEC %d CE %d JPEG %d OFA %d, want the 7g profile's %+v", gm.Name, gm.SMs, gm.Decoders, gm.CopyEng, gm.JPEG, gm.OFA, full)
-		}
-		for i, want := range tc.rows {
-			p := gm.Profiles[i]
-			gib := float64(p.MemoryMi) / 1024
-			if p.Name != want.name || p.SMs != want.sm || p.Decoders != want.dec || p.CopyEng != want.ce || p.JPEG != want.jpeg || p.OFA != want.ofa ||
-				p.Slices != want.memorySlices || len(p.Starts) != want.placements || math.Abs(gib-want.memGiB) >= 0.01 {
-				t.Errorf("%s %s: %+v (%.3f GiB), want %+v", gm.Name, p.Name, p, gib, want)
-			}
-			// The instances nvidia-smi allows on an empty GPU are what
-			// the counters and the memory slices allow.
-			n := 0
-			var used [8]bool
-			var eng engineUse
-			for _, s := range p.Starts {
-				free := eng.plus(p, 1).fits(gm)
-				for k := s; k < s+p.Slices; k++ {
-					free = free && !used[k]
-				}
-				if free {
-					n++
-					eng = eng.plus(p, 1)
-					for k := s; k < s+p.Slices; k++ {
-						used[k] = true
-					}
-				}
-			}
-			if n != want.instances {
-				t.Errorf("%s %s: %d instances fit on one GPU, nvidia-smi allows %d", gm.Name, p.Name, n, want.instances)
-			}
-		}
-	}
 }
 
 func TestMIGFleetNames(t *testing.T) {
@@ -142,7 +61,7 @@ func TestMIGFleetNames(t *testing.T) {
 func TestMIGDefaultFleetUnchanged(t *testing.T) {
 	sz := Size{Nodes: 3, GPUs: 4, Claims: 80}
 	a, def := genMIG(t, "a100", sz, 5), genMIG(t, "", sz, 5)
-	plain := MIG(DefaultMIG(3, 4, 80, 5))
+	plain := gen.MIG(gen.DefaultMIG(3, 4, 80, 5))
 	if !reflect.DeepEqual(a.Objs, plain) || !reflect.DeepEqual(def.Objs, plain) {
 		t.Fatal("the a100 fleet differs from MIG(DefaultMIG(...))")
 	}
@@ -188,9 +107,9 @@ func (x deviceIndex) str(id input.DeviceID, attr resourceapi.QualifiedName) stri
 	return ""
 }
 
-func modelByName(t *testing.T, name string) *GPUModel {
+func modelByName(t *testing.T, name string) *gen.GPUModel {
 	t.Helper()
-	for _, gm := range []*GPUModel{&A100, &H100} {
+	for _, gm := range []*gen.GPUModel{&gen.A100, &gen.H100} {
 		if gm.Name == name {
 			return gm
 		}
@@ -222,17 +141,17 @@ func TestMIGFleetObjects(t *testing.T) {
 			products := map[string]string{} // node -> label
 			for _, n := range objs.Nodes {
 				products[n.Name] = n.Labels["nvidia.com/gpu.product"]
-				if products[n.Name] == productLabel(A100.Name) {
-					products[n.Name] = A100.Name
-				} else if products[n.Name] == productLabel(H100.Name) {
-					products[n.Name] = H100.Name
+				if products[n.Name] == gen.ProductLabel(gen.A100.Name) {
+					products[n.Name] = gen.A100.Name
+				} else if products[n.Name] == gen.ProductLabel(gen.H100.Name) {
+					products[n.Name] = gen.H100.Name
 				}
 			}
 			seen := map[string]int{}
 			for _, n := range objs.Nodes {
 				seen[products[n.Name]]++
 			}
-			want := map[string]map[string]int{"a100": {A100.Name: 4}, "h100": {H100.Name: 4}, "mixed": {A100.Name: 2, H100.Name: 2}}[fleet]
+			want := map[string]map[string]int{"a100": {gen.A100.Name: 4}, "h100": {gen.H100.Name: 4}, "mixed": {gen.A100.Name: 2, gen.H100.Name: 2}}[fleet]
 			if !reflect.DeepEqual(seen, want) {
 				t.Errorf("%s: nodes per model %v, want %v", in.Name(), seen, want)
 			}
@@ -261,7 +180,7 @@ func TestMIGFleetObjects(t *testing.T) {
 					}
 					continue
 				}
-				pr := profileOf(gm, prof)
+				pr := gm.Profile(prof)
 				if pr == nil {
 					t.Fatalf("%s: %v: profile %q is not a %s profile", in.Name(), id, prof, gm.Name)
 				}
@@ -279,15 +198,6 @@ func TestMIGFleetObjects(t *testing.T) {
 			}
 		}
 	}
-}
-
-func profileOf(gm *GPUModel, name string) *MIGProfile {
-	for i := range gm.Profiles {
-		if gm.Profiles[i].Name == name {
-			return &gm.Profiles[i]
-		}
-	}
-	return nil
 }
 
 var productSelectorRE = regexp.MustCompile(`\.productName == '([^']+)'`)
@@ -333,12 +243,12 @@ func TestMIGMixedFleetPolicies(t *testing.T) {
 				for _, r := range c.Spec.Devices.Requests {
 					m := requestedModel(t, c, r.Name)
 					perModel[m]++
-					if m == H100.Name && profileOf(&A100, requestedProfile(t, c, r.Name)) != nil {
+					if m == gen.H100.Name && gen.A100.Profile(requestedProfile(t, c, r.Name)) != nil {
 						ambiguous++
 					}
 				}
 			}
-			if perModel[A100.Name] == 0 || perModel[H100.Name] == 0 {
+			if perModel[gen.A100.Name] == 0 || perModel[gen.H100.Name] == 0 {
 				t.Fatalf("%s seed %d: requests per model %v, want both", in.Name(), seed, perModel)
 			}
 			for _, pol := range Policies {
@@ -363,7 +273,7 @@ func TestMIGMixedFleetPolicies(t *testing.T) {
 							continue
 						}
 						gm := modelByName(t, got)
-						pr := profileOf(gm, requestedProfile(t, c, r.Request))
+						pr := gm.Profile(requestedProfile(t, c, r.Request))
 						slices := 0
 						for n := range x.cons[id] {
 							if memorySlices(n) {
@@ -373,7 +283,7 @@ func TestMIGMixedFleetPolicies(t *testing.T) {
 						if pr == nil || x.str(id, "profile") != pr.Name || slices != pr.Slices {
 							t.Errorf("%s %s: claim %s got %v (%d memory slices), want %s %v", in.Name(), pol, c.Name, id, slices, gm.Name, pr)
 						}
-						if got == H100.Name {
+						if got == gen.H100.Name {
 							onH100++
 						}
 					}
@@ -446,7 +356,7 @@ func TestBenchMIGFleets(t *testing.T) {
 			if r.UnitsUsed != busy || r.UnitsFree != 8-busy {
 				t.Errorf("%s %s: %d GPUs used, %d free; the picture shows %d busy", r.Instance, r.Policy, r.UnitsUsed, r.UnitsFree, busy)
 			}
-			want := map[string]map[string]int{"h100": {H100.Name: 8}, "mixed": {A100.Name: 4, H100.Name: 4}}[fleet]
+			want := map[string]map[string]int{"h100": {gen.H100.Name: 8}, "mixed": {gen.A100.Name: 4, gen.H100.Name: 4}}[fleet]
 			if !reflect.DeepEqual(models, want) {
 				t.Errorf("%s %s: pictured models %v, want %v", r.Instance, r.Policy, models, want)
 			}

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"github.com/drasat/drasat/bench/gen"
 	"testing"
 	"time"
 )
@@ -11,7 +12,7 @@ import (
 // otherwise), and drasat admits at least what the kube-scheduler's
 // allocator admits on the same arrivals.
 func TestGPUNIC(t *testing.T) {
-	objs := GPUNIC(GPUNICConfig{Nodes: 2, Claims: 12, Seed: 1})
+	objs := gen.GPUNIC(gen.GPUNICConfig{Nodes: 2, Claims: 12, Seed: 1})
 	gpus, nics := 0, 0
 	for _, s := range objs.Slices {
 		for range s.Spec.Devices {

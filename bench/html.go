@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"github.com/drasat/drasat/bench/gen"
 	"hash/fnv"
 	"html"
 	"io"
@@ -405,16 +406,16 @@ func shortModel(product string) string {
 // (one compute slice, two memory slices) share a colour, an A100 and an
 // H100 1g.10gb do not.
 func profileLegend(products []string) string {
-	var models []*GPUModel
+	var models []*gen.GPUModel
 	for _, p := range products {
-		for _, gm := range []*GPUModel{&A100, &H100} {
+		for _, gm := range []*gen.GPUModel{&gen.A100, &gen.H100} {
 			if gm.Name == p {
 				models = append(models, gm)
 			}
 		}
 	}
 	if len(models) == 0 {
-		models = []*GPUModel{&A100}
+		models = []*gen.GPUModel{&gen.A100}
 	}
 	var b strings.Builder
 	for _, gm := range models {

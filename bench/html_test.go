@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drasat/drasat/bench/gen"
 	"golang.org/x/net/html"
 )
 
@@ -96,7 +97,7 @@ func TestHTMLMixedFleet(t *testing.T) {
 	if claimColor("1g.10gb", 2) == claimColor("1g.10gb", 1) {
 		t.Error("A100 and H100 1g.10gb drawn alike")
 	}
-	for _, pair := range [][2]MIGProfile{{A100.Profiles[0], H100.Profiles[0]}, {A100.Profiles[2], H100.Profiles[2]}, {A100.Profiles[1], H100.Profiles[1]}, {A100.Profiles[6], H100.Profiles[6]}} {
+	for _, pair := range [][2]gen.MIGProfile{{gen.A100.Profiles[0], gen.H100.Profiles[0]}, {gen.A100.Profiles[2], gen.H100.Profiles[2]}, {gen.A100.Profiles[1], gen.H100.Profiles[1]}, {gen.A100.Profiles[6], gen.H100.Profiles[6]}} {
 		if a, h := claimColor(pair[0].Name, pair[0].Slices), claimColor(pair[1].Name, pair[1].Slices); a != h {
 			t.Errorf("A100 %s (%s) and H100 %s (%s): same shape, different colours", pair[0].Name, a, pair[1].Name, h)
 		}

@@ -10,6 +10,7 @@ import (
 
 	resourceapi "k8s.io/api/resource/v1"
 
+	"github.com/drasat/drasat/bench/gen"
 	"github.com/drasat/drasat/frag"
 	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/model"
@@ -69,7 +70,7 @@ type InflationPoint struct {
 // with replacement from the pod list's GPU tasks with the seed, so every
 // policy sees the same arrivals; pod lists without times (multigpu50) run.
 func RunInflation(ctx context.Context, cfg OpenBConfig, sz Size, seed uint64, policy string, timeout time.Duration) (*Row, error) {
-	models, err := MIGFleet(strings.ToLower(cfg.GPU))
+	models, err := gen.MIGFleet(strings.ToLower(cfg.GPU))
 	if err != nil || len(models) != 1 {
 		return nil, fmt.Errorf("inflation: GPU model %q: want a100 or h100", cfg.GPU)
 	}
@@ -249,7 +250,7 @@ func inflationPoint(ctx context.Context, base *input.Objects, running []*resourc
 // gpu_milli 470 takes a 4g profile, half the GPU's memory slices). At 100 %
 // the arrived tasks could fill the cluster exactly, so what is left
 // unallocated then is lost to fragmentation and to tasks turned away.
-func openbShare(t *openbTask, gm *GPUModel) float64 {
+func openbShare(t *openbTask, gm *gen.GPUModel) float64 {
 	if t.numGPU == 1 {
 		if pr, ok := openbProfile(gm, t.milli); ok {
 			return float64(pr.Slices) / 8

@@ -3,10 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
-	"path/filepath"
-	"reflect"
 	"regexp"
-	"sort"
 	"strings"
 	"testing"
 
@@ -15,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/drasat/drasat/bench/gen"
 	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/model"
 )
@@ -25,7 +23,7 @@ import (
 // names of the other objects (Nodes, DeviceClasses, ResourceClaims and
 // their allocations) must pass the API's name rules.
 func TestGeneratorsAPIValid(t *testing.T) {
-	type gen struct {
+	type generated struct {
 		name string
 		objs func(t *testing.T) []*input.Objects
 	}
@@ -44,19 +42,19 @@ func TestGeneratorsAPIValid(t *testing.T) {
 			return out
 		}
 	}
-	var gens []gen
-	for _, fleet := range MIGFleets {
+	var gens []generated
+	for _, fleet := range gen.MIGFleets {
 		// Nine GPUs a node: two counter slices and an odd device slice.
-		gens = append(gens, gen{"mig " + fleet, generate("mig", Size{Nodes: 3, GPUs: 9, Claims: 150}, GenerateOptions{MIGGPU: fleet})})
+		gens = append(gens, generated{"mig " + fleet, generate("mig", Size{Nodes: 3, GPUs: 9, Claims: 150}, GenerateOptions{MIGGPU: fleet})})
 	}
-	for _, fam := range MIGFamilies[1:] {
-		gens = append(gens, gen{"mig " + fam, generate("mig", Size{Nodes: 3, GPUs: 9, Claims: 150}, GenerateOptions{MIGGPU: "mixed", MIGFamily: fam})})
+	for _, fam := range gen.MIGFamilies[1:] {
+		gens = append(gens, generated{"mig " + fam, generate("mig", Size{Nodes: 3, GPUs: 9, Claims: 150}, GenerateOptions{MIGGPU: "mixed", MIGFamily: fam})})
 	}
 	gens = append(gens,
-		gen{"tpu", generate("tpu", Size{Nodes: 32, Claims: 40}, GenerateOptions{})},
-		gen{"modes", generate("modes", Size{Nodes: 2, GPUs: 9, Claims: 120}, GenerateOptions{})},
-		gen{"gpu-nic", generate("gpu-nic", Size{Nodes: 2, Claims: 30}, GenerateOptions{})},
-		gen{"openb", func(t *testing.T) []*input.Objects {
+		generated{"tpu", generate("tpu", Size{Nodes: 32, Claims: 40}, GenerateOptions{})},
+		generated{"modes", generate("modes", Size{Nodes: 2, GPUs: 9, Claims: 120}, GenerateOptions{})},
+		generated{"gpu-nic", generate("gpu-nic", Size{Nodes: 2, Claims: 30}, GenerateOptions{})},
+		generated{"openb", func(t *testing.T) []*input.Objects {
 			if _, err := OpenBDir(""); err != nil {
 				t.Skipf("no openb trace: %v", err)
 			}
@@ -124,7 +122,7 @@ func openbObjects(t *testing.T) []*input.Objects {
 		nodes = sample
 	}
 	var out []*input.Objects
-	for _, gm := range []*GPUModel{&A100, &H100} {
+	for _, gm := range []*gen.GPUModel{&gen.A100, &gen.H100} {
 		objs := openbCluster(nodes, gm)
 		for i := range tasks {
 			objs.Claims = append(objs.Claims, openbClaim(&tasks[i], gm))
@@ -222,43 +220,9 @@ func apiNameErrors(objs *input.Objects) []string {
 	return out
 }
 
-// TestMIGDeviceNames: MIG devices are named as the NVIDIA driver names
-// them (gpu-0-mig-1g5gb-me-20-3), the profile attribute keeps the
-// profile's real name, and the per-GPU pictures label placements with it.
-func TestMIGDeviceNames(t *testing.T) {
-	for _, tc := range []struct {
-		gm      *GPUModel
-		profile string
-		want    string
-	}{{&A100, "1g.5gb", "gpu-0-mig-1g5gb-19-0"}, {&A100, "1g.5gb+me", "gpu-0-mig-1g5gb-me-20-0"}, {&H100, "7g.80gb", "gpu-0-mig-7g80gb-0-0"}} {
-		pr := profileOf(tc.gm, tc.profile)
-		if got := migName(0, *pr, 0); got != tc.want {
-			t.Errorf("migName(0, %q, 0) = %q, want %q", tc.profile, got, tc.want)
-		}
-	}
-	// The generator's devices of one A100 node with two GPUs are named as
-	// those of the shipped example.
-	ex, _, err := input.Load([]string{filepath.Join("..", "examples", "mig-a100", "20-slices.yaml")}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	names := func(objs *input.Objects, pool string) (out []string) {
-		for _, s := range objs.Slices {
-			if s.Spec.Pool.Name != pool {
-				continue
-			}
-			for _, d := range s.Spec.Devices {
-				out = append(out, d.Name)
-			}
-		}
-		sort.Strings(out)
-		return out
-	}
-	want := names(ex, "node-1")
-	got := names(MIG(MIGConfig{Nodes: 1, GPUsPerNode: 2, Seed: 1}), "node-000")
-	if len(want) != 2*26 || !reflect.DeepEqual(got, want) {
-		t.Errorf("device names of a 2-GPU A100 node:\n got  %v\n want %v (examples/mig-a100 node-1)", got, want)
-	}
+// TestMIGPicturesLabelProfiles: the per-GPU pictures label placements with
+// the profile attribute (the profile's real name, not the device name).
+func TestMIGPicturesLabelProfiles(t *testing.T) {
 	// Pictures carry the profile attribute, and label with it.
 	in := genMIG(t, "mixed", Size{Nodes: 2, GPUs: 2, Claims: 10}, 3)
 	w := newWorld(in.Objs)
@@ -269,7 +233,7 @@ func TestMIGDeviceNames(t *testing.T) {
 			if u.Claim == "" {
 				continue
 			}
-			id := input.DeviceID{Driver: NVIDIADriver, Pool: strings.Split(g.GPU, "/")[0], Device: u.Device}
+			id := input.DeviceID{Driver: gen.NVIDIADriver, Pool: strings.Split(g.GPU, "/")[0], Device: u.Device}
 			if p := x.str(id, "profile"); u.Profile != p || profileLabel(u) != p || p == "" {
 				t.Errorf("%s slice of %s: profile %q, label %q, want the attribute %q", g.GPU, u.Device, u.Profile, profileLabel(u), p)
 			}

@@ -22,6 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/drasat/drasat/alloc"
+	"github.com/drasat/drasat/bench/gen"
 	"github.com/drasat/drasat/driverprofile"
 	"github.com/drasat/drasat/frag"
 	"github.com/drasat/drasat/hold"
@@ -290,11 +291,11 @@ func loadOpenB(cfg OpenBConfig, needTimes bool) ([]openbNode, []openbTask, error
 // openbProfile maps gpu_milli to the smallest MIG profile whose share of
 // the GPU's multiprocessors covers it (profiles with media extensions or
 // more memory than needed are not used); 1000 and more is the whole GPU.
-func openbProfile(gm *GPUModel, milli int) (MIGProfile, bool) {
+func openbProfile(gm *gen.GPUModel, milli int) (gen.MIGProfile, bool) {
 	if milli >= 1000 {
-		return MIGProfile{}, false
+		return gen.MIGProfile{}, false
 	}
-	var best *MIGProfile
+	var best *gen.MIGProfile
 	for i := range gm.Profiles {
 		p := &gm.Profiles[i]
 		if strings.Contains(p.Name, "+") || p.SMs*1000 < int64(milli)*gm.SMs {
@@ -305,18 +306,18 @@ func openbProfile(gm *GPUModel, milli int) (MIGProfile, bool) {
 		}
 	}
 	if best == nil || best.Slices == 8 {
-		return MIGProfile{}, false // a 7g profile is the whole GPU
+		return gen.MIGProfile{}, false // a 7g profile is the whole GPU
 	}
 	return *best, true
 }
 
 // openbCluster publishes the sampled nodes as MIG GPUs.
-func openbCluster(nodes []openbNode, gm *GPUModel) *input.Objects {
+func openbCluster(nodes []openbNode, gm *gen.GPUModel) *input.Objects {
 	objs := &input.Objects{CompatibleOnlyWith: map[input.DeviceID]string{}, Origin: map[string]string{}}
-	objs.Classes = migClasses()
+	objs.Classes = gen.MIGClasses()
 	for _, n := range nodes {
 		objs.Nodes = append(objs.Nodes, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.name,
-			Labels: map[string]string{"nvidia.com/gpu.product": productLabel(gm.Name), "openb/model": n.model}}})
+			Labels: map[string]string{"nvidia.com/gpu.product": gen.ProductLabel(gm.Name), "openb/model": n.model}}})
 		// The driver's slices, and our own attribute openbModel on every
 		// device: the trace's GPU model, for the tasks that ask for one.
 		for _, sl := range driverprofile.NVIDIADynamicMIG(gm.Version, gm.Driver, n.name, n.gpus).Slices {
@@ -330,7 +331,7 @@ func openbCluster(nodes []openbNode, gm *GPUModel) *input.Objects {
 }
 
 // openbClaim is the ResourceClaim of a task.
-func openbClaim(t *openbTask, gm *GPUModel) *resourceapi.ResourceClaim {
+func openbClaim(t *openbTask, gm *gen.GPUModel) *resourceapi.ResourceClaim {
 	var sel []resourceapi.DeviceSelector
 	if len(t.spec) > 0 {
 		quoted := make([]string, len(t.spec))
@@ -338,15 +339,15 @@ func openbClaim(t *openbTask, gm *GPUModel) *resourceapi.ResourceClaim {
 			quoted[i] = strconv.Quote(s)
 		}
 		sel = append(sel, resourceapi.DeviceSelector{CEL: &resourceapi.CELDeviceSelector{
-			Expression: fmt.Sprintf("device.attributes['%s'].openbModel in [%s]", NVIDIADriver, strings.Join(quoted, ", "))}})
+			Expression: fmt.Sprintf("device.attributes['%s'].openbModel in [%s]", gen.NVIDIADriver, strings.Join(quoted, ", "))}})
 	}
 	if t.numGPU == 1 {
 		if pr, ok := openbProfile(gm, t.milli); ok {
-			c := newClaim(t.name, []string{"mig.nvidia.com"}, append(profileSelector(pr.Name), sel...))
+			c := gen.NewClaim(t.name, []string{"mig.nvidia.com"}, append(gen.ProfileSelector(pr.Name), sel...))
 			return c
 		}
 	}
-	c := newClaim(t.name, []string{"gpu.nvidia.com"}, sel)
+	c := gen.NewClaim(t.name, []string{"gpu.nvidia.com"}, sel)
 	c.Spec.Devices.Requests[0].Exactly.Count = int64(t.numGPU)
 	return c
 }
@@ -403,7 +404,7 @@ func RunOpenB(ctx context.Context, cfg OpenBConfig, sz Size, seed uint64, policy
 		cfg.Load = DefaultOpenBLoad
 	}
 	// Every trace GPU is one model: a fleet of one.
-	models, err := MIGFleet(strings.ToLower(cfg.GPU))
+	models, err := gen.MIGFleet(strings.ToLower(cfg.GPU))
 	if err != nil || len(models) != 1 {
 		return nil, fmt.Errorf("openb: GPU model %q: want a100 or h100", cfg.GPU)
 	}

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/drasat/drasat/alloc"
+	"github.com/drasat/drasat/bench/baseline"
+	"github.com/drasat/drasat/bench/gen"
 	"github.com/drasat/drasat/check"
 	"github.com/drasat/drasat/model"
 )
@@ -24,8 +26,8 @@ func TestMIGWithPods(t *testing.T) {
 	}
 	for _, sz := range sizes {
 		for _, cpus := range cpuss {
-			objs := MIG(DefaultMIG(sz[0], sz[1], sz[2], 1))
-			AddPods(objs, cpus, 1)
+			objs := gen.MIG(gen.DefaultMIG(sz[0], sz[1], sz[2], 1))
+			gen.AddPods(objs, cpus, 1)
 			start := time.Now()
 			p, err := model.Build(context.Background(), objs, model.Options{})
 			if err != nil {
@@ -62,12 +64,12 @@ func TestBenchBaselinesWithPods(t *testing.T) {
 		t.Fatal(err)
 	}
 	assertDrasatBest(t, rep)
-	devicesOnly := MIG(DefaultMIG(4, 4, 60, 1))
+	devicesOnly := gen.MIG(gen.DefaultMIG(4, 4, 60, 1))
 	p, err := model.Build(context.Background(), devicesOnly, model.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ff := FirstFit(p, p.Claims).Stats.Admitted
+	ff := baseline.FirstFit(p, p.Claims).Stats.Admitted
 	for _, r := range rep.Rows {
 		if r.Policy == PolicyFirstFit && r.Admitted >= ff {
 			t.Errorf("first-fit admits %d with pods, %d by devices alone: the pods' CPU does not bind", r.Admitted, ff)

@@ -20,6 +20,7 @@ import (
 
 	"gonum.org/v1/plot/plotter"
 
+	"github.com/drasat/drasat/bench/gen"
 	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/model"
 )
@@ -126,10 +127,10 @@ type ResearchInstance struct {
 
 // ResearchInstances publishes one modes workload under every model. All
 // share the nodes, classes and claims.
-func ResearchInstances(cfg ModesConfig) ([]*ResearchInstance, error) {
+func ResearchInstances(cfg gen.ModesConfig) ([]*ResearchInstance, error) {
 	var out []*ResearchInstance
 	for _, m := range ResearchModels {
-		objs := Modes(cfg)
+		objs := gen.Modes(cfg)
 		compat := model.CompatKEP5963
 		var err error
 		switch m {
@@ -185,9 +186,9 @@ func modesAsCEL(objs *input.Objects) {
 					with = append(with, "'"+other+"'")
 				}
 			}
-			expr := fmt.Sprintf("device.attributes['%s'].physicalDevice != '%s'", ModesDriver, gpu)
+			expr := fmt.Sprintf("device.attributes['%s'].physicalDevice != '%s'", gen.ModesDriver, gpu)
 			if len(with) > 0 {
-				expr += fmt.Sprintf(" || device.attributes['%s'].partitioningMode in [%s]", ModesDriver, strings.Join(with, ", "))
+				expr += fmt.Sprintf(" || device.attributes['%s'].partitioningMode in [%s]", gen.ModesDriver, strings.Join(with, ", "))
 			}
 			objs.CompatibleOnlyWith[input.DeviceID{Driver: s.Spec.Driver, Pool: s.Spec.Pool.Name, Device: d.Name}] = expr
 		}
@@ -415,9 +416,9 @@ func requestDemand(r resourceapi.DeviceRequest) (string, float64) {
 		}
 	}
 	mode := ""
-	for _, m := range gpuModes {
-		if m.class == class {
-			mode = m.mode
+	for _, m := range gen.GPUModes {
+		if m.Class == class {
+			mode = m.Mode
 		}
 	}
 	per := 1.0
@@ -427,10 +428,10 @@ func requestDemand(r resourceapi.DeviceRequest) (string, float64) {
 	case modeMPS, modeTimeSlice:
 		per = 0.25
 	case modeMIG:
-		for _, p := range modesMIGProfiles {
-			if strings.Contains(expr, "'"+p.profile+"'") {
-				per = float64(p.slices) / 8
-				if p.slices == 1 {
+		for _, p := range gen.ModesMIGProfiles {
+			if strings.Contains(expr, "'"+p.Profile+"'") {
+				per = float64(p.Slices) / 8
+				if p.Slices == 1 {
 					per = 1.0 / 7 // seven 1g instances a GPU
 				}
 			}
@@ -542,7 +543,7 @@ func RunResearch(ctx context.Context, cfg Config, sz Size, progress func(string)
 	if sz.GPUs == 0 {
 		sz.GPUs = 4
 	}
-	insts, err := ResearchInstances(ModesConfig{Nodes: sz.Nodes, GPUsPerNode: sz.GPUs, Claims: sz.Claims, Seed: cfg.Seed})
+	insts, err := ResearchInstances(gen.ModesConfig{Nodes: sz.Nodes, GPUsPerNode: sz.GPUs, Claims: sz.Claims, Seed: cfg.Seed})
 	if err != nil {
 		return nil, err
 	}

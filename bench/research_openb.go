@@ -21,6 +21,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/drasat/drasat/alloc"
+	"github.com/drasat/drasat/bench/baseline"
+	"github.com/drasat/drasat/bench/gen"
 	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/model"
 )
@@ -33,7 +35,7 @@ var researchOpenBModels = ResearchModels
 func modesCluster(nodes []openbNode) *input.Objects {
 	objs := &input.Objects{CompatibleOnlyWith: map[input.DeviceID]string{}, Origin: map[string]string{}}
 	for i, n := range nodes {
-		one := Modes(ModesConfig{Nodes: 1, GPUsPerNode: n.gpus})
+		one := gen.Modes(gen.ModesConfig{Nodes: 1, GPUsPerNode: n.gpus})
 		if i == 0 {
 			objs.Classes = one.Classes
 		}
@@ -51,15 +53,15 @@ func modesCluster(nodes []openbNode) *input.Objects {
 // modesTaskClaim is a trace task's claim on modes GPUs.
 func modesTaskClaim(t *openbTask) *resourceapi.ResourceClaim {
 	class := func(mode string) string {
-		for _, m := range gpuModes {
-			if m.mode == mode {
-				return m.class
+		for _, m := range gen.GPUModes {
+			if m.Mode == mode {
+				return m.Class
 			}
 		}
 		panic(mode)
 	}
 	if t.numGPU > 1 || t.milli >= 1000 {
-		c := newClaim(t.name, []string{class(modeWhole)}, nil)
+		c := gen.NewClaim(t.name, []string{class(modeWhole)}, nil)
 		c.Spec.Devices.Requests[0].Exactly.Count = int64(max(t.numGPU, 1))
 		return c
 	}
@@ -68,10 +70,10 @@ func modesTaskClaim(t *openbTask) *resourceapi.ResourceClaim {
 		subs = append(subs, resourceapi.DeviceSubRequest{Name: name, DeviceClassName: class(mode), Selectors: sel,
 			AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 1})
 	}
-	for _, p := range modesMIGProfiles { // smallest first
-		if p.sms*1000 >= int64(t.milli)*98 {
+	for _, p := range gen.ModesMIGProfiles { // smallest first
+		if p.SMs*1000 >= int64(t.milli)*98 {
 			add("mig", modeMIG, []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
-				Expression: fmt.Sprintf("device.attributes['%s'].profile == '%s'", ModesDriver, p.profile)}}})
+				Expression: fmt.Sprintf("device.attributes['%s'].profile == '%s'", gen.ModesDriver, p.Profile)}}})
 			break
 		}
 	}
@@ -85,7 +87,7 @@ func modesTaskClaim(t *openbTask) *resourceapi.ResourceClaim {
 		add("slot", modeTimeSlice, nil)
 	}
 	add("whole", modeWhole, nil)
-	c := newClaim(t.name, nil, nil)
+	c := gen.NewClaim(t.name, nil, nil)
 	c.Spec.Devices.Requests = []resourceapi.DeviceRequest{{Name: "gpu", FirstAvailable: subs}}
 	return c
 }
@@ -387,7 +389,7 @@ type windowSolver func(ctx context.Context, objs *input.Objects) ([]*resourceapi
 func (rp *researchReplay) solver(ctx context.Context, base *input.Objects, compat, policy string) (windowSolver, error) {
 	if policy == PolicyUpstream {
 		return func(ctx context.Context, objs *input.Objects) ([]*resourceapi.ResourceClaim, bool, string, error) {
-			res, err := Upstream(ctx, objs, UpstreamFeaturesFor(objs))
+			res, err := baseline.Upstream(ctx, objs, baseline.UpstreamFeaturesFor(objs))
 			if err != nil {
 				return nil, false, "", err
 			}

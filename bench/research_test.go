@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/drasat/drasat/alloc"
+	"github.com/drasat/drasat/bench/gen"
 	"github.com/drasat/drasat/check"
 	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/model"
@@ -46,14 +47,14 @@ func optimum(t *testing.T, objs *input.Objects, compat string) int {
 
 // modeClaim asks for one device of a mode (and a MIG profile).
 func modeClaim(i int, mode, profile string) *resourceapi.ResourceClaim {
-	for _, m := range gpuModes {
-		if m.mode == mode {
+	for _, m := range gen.GPUModes {
+		if m.Mode == mode {
 			var sel []resourceapi.DeviceSelector
 			if profile != "" {
 				sel = []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
-					Expression: fmt.Sprintf("device.attributes['%s'].profile == '%s'", ModesDriver, profile)}}}
+					Expression: fmt.Sprintf("device.attributes['%s'].profile == '%s'", gen.ModesDriver, profile)}}}
 			}
-			return newClaim(fmt.Sprintf("c%d-%s", i, strings.ToLower(mode)), []string{m.class}, sel)
+			return gen.NewClaim(fmt.Sprintf("c%d-%s", i, strings.ToLower(mode)), []string{m.Class}, sel)
 		}
 	}
 	panic(mode)
@@ -63,7 +64,7 @@ func modeClaim(i int, mode, profile string) *resourceapi.ResourceClaim {
 // given claims, and returns each model's optimum.
 func researchOn(t *testing.T, nodes int, claims ...[2]string) map[string]int {
 	t.Helper()
-	insts, err := ResearchInstances(ModesConfig{Nodes: nodes, GPUsPerNode: 1, Seed: 1})
+	insts, err := ResearchInstances(gen.ModesConfig{Nodes: nodes, GPUsPerNode: 1, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +75,7 @@ func researchOn(t *testing.T, nodes int, claims ...[2]string) map[string]int {
 			ri.Objs.Claims = append(ri.Objs.Claims, modeClaim(i, c[0], c[1]))
 		}
 		if ri.Model == ModelStaticShare { // its modes follow the claims
-			fresh := Modes(ModesConfig{Nodes: nodes, GPUsPerNode: 1, Seed: 1})
+			fresh := gen.Modes(gen.ModesConfig{Nodes: nodes, GPUsPerNode: 1, Seed: 1})
 			fresh.Claims = ri.Objs.Claims
 			modesStaticShare(fresh)
 			ri.Objs = fresh
@@ -154,7 +155,7 @@ func groupPool(devs ...[3]string) *input.Objects {
 			Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{"name": {StringValue: ptr.To(d[0])}},
 			ConsumesCounters: []resourceapi.DeviceCounterConsumption{{CounterSet: d[1], CompatibilityGroups: groups,
 				Counters: map[string]resourceapi.Counter{"units": one}}}})
-		objs.Claims = append(objs.Claims, newClaim("want-"+d[0], []string{"x"}, []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
+		objs.Claims = append(objs.Claims, gen.NewClaim("want-"+d[0], []string{"x"}, []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
 			Expression: fmt.Sprintf("device.attributes['x.example.com'].name == '%s'", d[0])}}}))
 	}
 	objs.Slices = []*resourceapi.ResourceSlice{counters, devices}
@@ -211,7 +212,7 @@ func TestResearchCELAcrossCounterSets(t *testing.T) {
 // workload is at least the optimum under any groups (it is the capacity
 // relaxation of the same GPUs). Checked here on a small generated batch.
 func TestResearchDraftIsCapacityRelaxation(t *testing.T) {
-	insts, err := ResearchInstances(ModesConfig{Nodes: 1, GPUsPerNode: 2, Claims: 14, Seed: 3})
+	insts, err := ResearchInstances(gen.ModesConfig{Nodes: 1, GPUsPerNode: 2, Claims: 14, Seed: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -368,7 +369,7 @@ func TestModesTaskClaim(t *testing.T) {
 // every pair and triple of devices is feasible under draft-tokens exactly
 // when it is under kep5963, as the independent checker judges it.
 func TestResearchDraftTokensSameSetsAsGroups(t *testing.T) {
-	insts, err := ResearchInstances(ModesConfig{Nodes: 1, GPUsPerNode: 1, Seed: 1})
+	insts, err := ResearchInstances(gen.ModesConfig{Nodes: 1, GPUsPerNode: 1, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -393,8 +394,8 @@ func TestResearchDraftTokensSameSetsAsGroups(t *testing.T) {
 			out := c.DeepCopy()
 			out.Status.Allocation = &resourceapi.AllocationResult{
 				Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{{
-					Request: "r0", Driver: ModesDriver, Pool: "node-000", Device: d.name}}},
-				NodeSelector: nodeSelectorFor("node-000")}
+					Request: "r0", Driver: gen.ModesDriver, Pool: "node-000", Device: d.name}}},
+				NodeSelector: gen.NodeSelectorFor("node-000")}
 			allocated = append(allocated, out)
 		}
 		return check.Check(&objs, allocated, check.Options{Compat: ri.Compat}) == nil

@@ -13,6 +13,8 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 
 	"github.com/drasat/drasat/alloc"
+	"github.com/drasat/drasat/bench/baseline"
+	"github.com/drasat/drasat/bench/gen"
 	"github.com/drasat/drasat/check"
 	"github.com/drasat/drasat/frag"
 	"github.com/drasat/drasat/hold"
@@ -176,7 +178,7 @@ func runPolicy(ctx context.Context, policy string, objs *input.Objects, compat s
 	out := &outcome{}
 	switch policy {
 	case PolicyUpstream:
-		res, err := Upstream(ctx, objs, UpstreamFeaturesFor(objs))
+		res, err := baseline.Upstream(ctx, objs, baseline.UpstreamFeaturesFor(objs))
 		if err != nil {
 			return nil, err
 		}
@@ -215,9 +217,9 @@ func runPolicy(ctx context.Context, policy string, objs *input.Objects, compat s
 		var res *alloc.Result
 		switch policy {
 		case PolicyFirstFit:
-			res = FirstFit(p, p.Claims)
+			res = baseline.FirstFit(p, p.Claims)
 		case PolicyFFD:
-			res = FirstFit(p, Decreasing(p))
+			res = baseline.FirstFit(p, baseline.Decreasing(p))
 		case PolicyBestFit:
 			res = m.Greedy(p.Claims, frag.BestFit)
 		case PolicyFGD:
@@ -322,7 +324,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 10 * time.Second
 	}
-	if _, err := MIGFleet(cfg.MIGGPU); err != nil {
+	if _, err := gen.MIGFleet(cfg.MIGGPU); err != nil {
 		return nil, err
 	}
 	families := cfg.MIGFamilies
@@ -330,11 +332,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		families = []string{"default"}
 	}
 	for _, f := range families {
-		mc, err := MIGFamilyConfig(f, 1, 1, 1, 1)
+		mc, err := gen.MIGFamilyConfig(f, 1, 1, 1, 1)
 		if err != nil {
 			return nil, err
 		}
-		if err := applyMIGMix(&mc, cfg.MIGMix); err != nil {
+		if err := gen.ApplyMIGMix(&mc, cfg.MIGMix); err != nil {
 			return nil, err
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/drasat/drasat/bench/gen"
 	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/model"
 )
@@ -163,32 +164,32 @@ func Generate(scenario string, sz Size, seed uint64, opts GenerateOptions) ([]*I
 		if fleet == "" {
 			fleet = "a100"
 		}
-		models, err := MIGFleet(fleet)
+		models, err := gen.MIGFleet(fleet)
 		if err != nil {
 			return nil, err
 		}
-		cfg, err := MIGFamilyConfig(opts.MIGFamily, sz.Nodes, g, sz.Claims, seed)
+		cfg, err := gen.MIGFamilyConfig(opts.MIGFamily, sz.Nodes, g, sz.Claims, seed)
 		if err != nil {
 			return nil, err
 		}
-		if err := applyMIGMix(&cfg, opts.MIGMix); err != nil {
+		if err := gen.ApplyMIGMix(&cfg, opts.MIGMix); err != nil {
 			return nil, err
 		}
 		family := opts.MIGFamily
 		if family == "" {
 			family = "default"
 		}
-		if m := mixName(opts.MIGMix); m != "" {
+		if m := gen.MixName(opts.MIGMix); m != "" {
 			family += "+" + m
 		}
 		cfg.Models = models
 		// Utilisation counts memory slices: every GPU of either model has
 		// eight, so in a mixed fleet each GPU weighs the same.
-		return []*Instance{{Scenario: scenario, Size: sz, Compat: model.CompatKEP5963, Objs: MIG(cfg),
+		return []*Instance{{Scenario: scenario, Size: sz, Compat: model.CompatKEP5963, Objs: gen.MIG(cfg),
 			Unit: counterSetUnit, UnitName: "GPUs", Util: memorySlices, UtilName: "memory slices",
 			Picture: sz.Nodes*g <= 16, Fleet: fleet, Family: family}}, nil
 	case "tpu":
-		objs, err := TPU(TPUConfig{Nodes: sz.Nodes, Claims: sz.Claims, Seed: seed, Fragmented: 0.15})
+		objs, err := gen.TPU(gen.TPUConfig{Nodes: sz.Nodes, Claims: sz.Claims, Seed: seed, Fragmented: 0.15})
 		if err != nil {
 			return nil, err
 		}
@@ -203,17 +204,17 @@ func Generate(scenario string, sz Size, seed uint64, opts GenerateOptions) ([]*I
 		sz.GPUs = g
 		var out []*Instance
 		for _, compat := range []string{model.CompatKEP5963, model.CompatWildcard} {
-			objs := Modes(ModesConfig{Nodes: sz.Nodes, GPUsPerNode: g, Claims: sz.Claims, Seed: seed})
+			objs := gen.Modes(gen.ModesConfig{Nodes: sz.Nodes, GPUsPerNode: g, Claims: sz.Claims, Seed: seed})
 			out = append(out, &Instance{Scenario: scenario, Size: sz, Compat: compat, Objs: objs,
 				Unit: counterSetUnit, UnitName: "GPUs", Util: func(c string) bool { return c == "multiprocessors" }, UtilName: "SMs"})
 		}
 		return out, nil
 	case "gpu-nic":
-		objs := GPUNIC(GPUNICConfig{Nodes: sz.Nodes, Claims: sz.Claims, Seed: seed})
+		objs := gen.GPUNIC(gen.GPUNICConfig{Nodes: sz.Nodes, Claims: sz.Claims, Seed: seed})
 		return []*Instance{{Scenario: scenario, Size: Size{Nodes: sz.Nodes, Claims: sz.Claims}, Compat: model.CompatKEP5963, Objs: objs,
 			UnitName: "NICs", UtilName: "NIC bandwidth", Capacity: "bandwidth"}}, nil
 	case "nic":
-		objs := NIC(NICConfig{Nodes: sz.Nodes, NICsPerNode: sz.GPUs, Claims: sz.Claims, Seed: seed, Running: 0.25})
+		objs := gen.NIC(gen.NICConfig{Nodes: sz.Nodes, NICsPerNode: sz.GPUs, Claims: sz.Claims, Seed: seed, Running: 0.25})
 		return []*Instance{{Scenario: scenario, Size: sz, Compat: model.CompatKEP5963, Objs: objs,
 			UnitName: "NICs", UtilName: "bandwidth", Capacity: "bandwidth"}}, nil
 	}

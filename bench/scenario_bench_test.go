@@ -8,6 +8,8 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 
 	"github.com/drasat/drasat/alloc"
+	"github.com/drasat/drasat/bench/baseline"
+	"github.com/drasat/drasat/bench/gen"
 	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/model"
 )
@@ -43,9 +45,9 @@ func benchFirstFit(b *testing.B, objs *input.Objects, decreasing bool) {
 		}
 		order := p.Claims
 		if decreasing {
-			order = Decreasing(p)
+			order = baseline.Decreasing(p)
 		}
-		admitted += float64(FirstFit(p, order).Stats.Admitted)
+		admitted += float64(baseline.FirstFit(p, order).Stats.Admitted)
 	}
 	b.ReportMetric(admitted/float64(b.N), "admitted")
 }
@@ -54,7 +56,7 @@ func benchUpstream(b *testing.B, objs *input.Objects) {
 	b.Helper()
 	var admitted float64
 	for i := 0; i < b.N; i++ {
-		res, err := Upstream(context.Background(), objs, UpstreamFeaturesFor(objs))
+		res, err := baseline.Upstream(context.Background(), objs, baseline.UpstreamFeaturesFor(objs))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -64,7 +66,7 @@ func benchUpstream(b *testing.B, objs *input.Objects) {
 }
 
 func tpuObjs(b *testing.B, nodes, claims int) *input.Objects {
-	objs, err := TPU(TPUConfig{Nodes: nodes, Claims: claims, Seed: 1, Fragmented: 0.15})
+	objs, err := gen.TPU(gen.TPUConfig{Nodes: nodes, Claims: claims, Seed: 1, Fragmented: 0.15})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -76,7 +78,7 @@ func BenchmarkTPU64FirstFit(b *testing.B) { benchFirstFit(b, tpuObjs(b, 64, 40),
 func BenchmarkTPU64Upstream(b *testing.B) { benchUpstream(b, tpuObjs(b, 64, 40)) }
 
 func modesObjs() *input.Objects {
-	return Modes(ModesConfig{Nodes: 8, GPUsPerNode: 4, Claims: 160, Seed: 1})
+	return gen.Modes(gen.ModesConfig{Nodes: 8, GPUsPerNode: 4, Claims: 160, Seed: 1})
 }
 
 func BenchmarkModes8x4KEP5963Drasat(b *testing.B)  { benchDrasat(b, modesObjs(), model.CompatKEP5963) }
@@ -84,14 +86,16 @@ func BenchmarkModes8x4WildcardDrasat(b *testing.B) { benchDrasat(b, modesObjs(),
 func BenchmarkModes8x4FirstFit(b *testing.B)       { benchFirstFit(b, modesObjs(), false) }
 
 func BenchmarkMIG8x8Claims500FirstFit(b *testing.B) {
-	benchFirstFit(b, MIG(DefaultMIG(8, 8, 500, 1)), false)
+	benchFirstFit(b, gen.MIG(gen.DefaultMIG(8, 8, 500, 1)), false)
 }
 
 func BenchmarkMIG8x8Claims500FirstFitDecreasing(b *testing.B) {
-	benchFirstFit(b, MIG(DefaultMIG(8, 8, 500, 1)), true)
+	benchFirstFit(b, gen.MIG(gen.DefaultMIG(8, 8, 500, 1)), true)
 }
 
-func BenchmarkMIG2x8Claims100Upstream(b *testing.B) { benchUpstream(b, MIG(DefaultMIG(2, 8, 100, 1))) }
+func BenchmarkMIG2x8Claims100Upstream(b *testing.B) {
+	benchUpstream(b, gen.MIG(gen.DefaultMIG(2, 8, 100, 1)))
+}
 
 // pathologicalObjs: one request for k of n identical devices plus a request
 // nothing matches, then a claim that fits (upstream needs 0.22 s

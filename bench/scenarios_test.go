@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drasat/drasat/bench/gen"
 	"github.com/drasat/drasat/model"
 )
 
@@ -124,7 +125,7 @@ func TestOpenBProfile(t *testing.T) {
 		milli int
 		want  string
 	}{{50, "1g.5gb"}, {142, "1g.5gb"}, {143, "2g.10gb"}, {200, "2g.10gb"}, {460, "4g.20gb"}, {570, "4g.20gb"}, {650, ""}, {1000, ""}} {
-		p, ok := openbProfile(&A100, tc.milli)
+		p, ok := openbProfile(&gen.A100, tc.milli)
 		got := ""
 		if ok {
 			got = p.Name

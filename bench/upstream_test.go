@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/drasat/drasat/alloc"
+	"github.com/drasat/drasat/bench/baseline"
 	"github.com/drasat/drasat/check"
 	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/model"
@@ -100,11 +101,11 @@ func upGPUs(node string, gpus int, skip map[string]bool, groups map[int][]string
 	return []*resourceapi.ResourceSlice{counters, devices}
 }
 
-func runUpstream(t *testing.T, objs *input.Objects, feats UpstreamFeatures) *UpstreamResult {
+func runUpstream(t *testing.T, objs *input.Objects, feats baseline.UpstreamFeatures) *baseline.UpstreamResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	res, err := Upstream(ctx, objs, feats)
+	res, err := baseline.Upstream(ctx, objs, feats)
 	if err != nil {
 		t.Fatalf("Upstream: %v", err)
 	}
@@ -185,7 +186,7 @@ func TestUpstreamFirstFitStrands(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			objs := &input.Objects{Slices: upGPUs("node-0", 1, nil, nil), Classes: []*resourceapi.DeviceClass{upClass()}, Claims: tc.claims}
-			res := runUpstream(t, objs, UpstreamFeatures{})
+			res := runUpstream(t, objs, baseline.UpstreamFeatures{})
 			if got := placement(res.Allocated); !equalPlacement(got, tc.want) {
 				t.Errorf("upstream placement = %v, want %v", got, tc.want)
 			}
@@ -255,7 +256,7 @@ func TestUpstreamPathological(t *testing.T) {
 
 	objs := pathological(8, 3)
 	start := time.Now()
-	res := runUpstream(t, objs, UpstreamFeatures{Timeout: 10 * time.Second})
+	res := runUpstream(t, objs, baseline.UpstreamFeatures{Timeout: 10 * time.Second})
 	if len(res.Rejected) != 1 || res.Rejected[0].Key != "default/patho" || res.Rejected[0].TimedOut {
 		t.Fatalf("rejected = %+v, want default/patho, not timed out", res.Rejected)
 	}
@@ -273,7 +274,7 @@ func TestUpstreamPathological(t *testing.T) {
 	if testing.Short() {
 		return
 	}
-	res = runUpstream(t, pathological(32, 8), UpstreamFeatures{Timeout: 300 * time.Millisecond})
+	res = runUpstream(t, pathological(32, 8), baseline.UpstreamFeatures{Timeout: 300 * time.Millisecond})
 	if len(res.Rejected) != 1 || !res.Rejected[0].TimedOut || res.Timeouts != 1 {
 		t.Fatalf("n=32 k=8: rejected = %+v, timeouts %d; want one timed-out claim", res.Rejected, res.Timeouts)
 	}
@@ -307,7 +308,7 @@ func TestUpstreamRespectsExisting(t *testing.T) {
 			upClaim("p2", upExact("r", 1, modelX)),
 		},
 	}
-	res := runUpstream(t, objs, UpstreamFeatures{})
+	res := runUpstream(t, objs, baseline.UpstreamFeatures{})
 	want := map[string][]string{"c1": {"gpu-0-q-1"}, "p1": {"dev-1"}}
 	if got := placement(res.Allocated); !equalPlacement(got, want) {
 		t.Errorf("placement = %v, want %v", got, want)
@@ -400,7 +401,7 @@ func TestUpstreamVersusDrasat(t *testing.T) {
 	var upTotal, drTotal, better, grouped int
 	for seed := uint64(1); seed <= uint64(seeds); seed++ {
 		objs, usesGroups := upRandom(seed)
-		feats := UpstreamFeaturesFor(objs)
+		feats := baseline.UpstreamFeaturesFor(objs)
 		if feats.CompatibilityGroups != usesGroups {
 			t.Fatalf("seed %d: UpstreamFeaturesFor = %+v, instance uses groups: %v", seed, feats, usesGroups)
 		}
@@ -549,13 +550,13 @@ func TestFirstFitMatchesUpstreamOnNetworkDevices(t *testing.T) {
 		Classes: []*resourceapi.DeviceClass{upClass()},
 		Claims:  []*resourceapi.ResourceClaim{upClaim("c", upExact("r", 1, nil))},
 	}
-	up := placement(runUpstream(t, objs, UpstreamFeatures{}).Allocated)
+	up := placement(runUpstream(t, objs, baseline.UpstreamFeatures{}).Allocated)
 	p, err := model.Build(context.Background(), objs, model.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ff := map[string][]string{}
-	for _, a := range FirstFit(p, p.Claims).Assignments {
+	for _, a := range baseline.FirstFit(p, p.Claims).Assignments {
 		for _, pk := range a.Picks {
 			ff[a.Claim.Obj.Name] = append(ff[a.Claim.Obj.Name], p.Devices[pk.Dev].ID.Device)
 		}

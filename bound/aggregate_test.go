@@ -12,6 +12,7 @@ import (
 
 	"github.com/drasat/drasat/alloc"
 	"github.com/drasat/drasat/bench"
+	"github.com/drasat/drasat/bench/gen"
 	"github.com/drasat/drasat/bound"
 	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/mip"
@@ -33,7 +34,7 @@ func TestAggregateLP(t *testing.T) {
 		opt  int64 // -1: drasat's proven optimum
 	}
 	var insts []inst
-	for _, fam := range bench.MIGFamilies {
+	for _, fam := range gen.MIGFamilies {
 		in, err := bench.Generate("mig", bench.Size{Nodes: 2, GPUs: 2, Claims: 16}, 1, bench.GenerateOptions{MIGFamily: fam, MIGGPU: "mixed"})
 		if err != nil {
 			t.Fatal(err)
@@ -41,8 +42,8 @@ func TestAggregateLP(t *testing.T) {
 		insts = append(insts, inst{in[0].Name(), in[0].Objs, -1})
 	}
 	for seed, opt := range map[uint64]int64{9: 4, 19: 2} {
-		cfg := bench.MIGConfig{Nodes: 1, GPUsPerNode: 3, Claims: 14, Seed: seed, Fragmented: 1, MultiDevice: 0.7, MatchShare: 0.99, PreallocMax: 3}
-		insts = append(insts, inst{fmt.Sprintf("coupled seed %d", seed), bench.MIG(cfg), opt})
+		cfg := gen.MIGConfig{Nodes: 1, GPUsPerNode: 3, Claims: 14, Seed: seed, Fragmented: 1, MultiDevice: 0.7, MatchShare: 0.99, PreallocMax: 3}
+		insts = append(insts, inst{fmt.Sprintf("coupled seed %d", seed), gen.MIG(cfg), opt})
 	}
 	dir := t.TempDir()
 	unit := func(*model.Claim) int64 { return 1 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/drasat/drasat/bench"
+	"github.com/drasat/drasat/bench/gen"
 	"github.com/drasat/drasat/bound"
 	"github.com/drasat/drasat/mip"
 	"github.com/drasat/drasat/model"
@@ -22,7 +23,7 @@ import (
 func smallAggregates(t *testing.T) map[string]*bound.NodeAggregate {
 	t.Helper()
 	out := map[string]*bound.NodeAggregate{}
-	for _, fam := range bench.MIGFamilies {
+	for _, fam := range gen.MIGFamilies {
 		for seed := uint64(1); seed <= 3; seed++ {
 			sz := bench.Size{Nodes: 1 + int(seed%2), GPUs: 1, Claims: 6}
 			in, err := bench.Generate("mig", sz, seed, bench.GenerateOptions{MIGFamily: fam})

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drasat/drasat/bench"
+	"github.com/drasat/drasat/bench/gen"
 	"github.com/drasat/drasat/bound"
 	"github.com/drasat/drasat/model"
 )
@@ -19,9 +19,9 @@ import (
 // the global answer (the greedy Distribute lost one in six here).
 func TestDistributeByNode(t *testing.T) {
 	for _, seed := range []uint64{1, 2} {
-		cfg := bench.DefaultMIG(8, 8, 300, seed)
+		cfg := gen.DefaultMIG(8, 8, 300, seed)
 		cfg.PodCPUs = 48
-		p, err := model.Build(context.Background(), bench.MIG(cfg), model.Options{})
+		p, err := model.Build(context.Background(), gen.MIG(cfg), model.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

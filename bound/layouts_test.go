@@ -7,7 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drasat/drasat/bench"
+	"github.com/drasat/drasat/bench/baseline"
+	"github.com/drasat/drasat/bench/gen"
 	"github.com/drasat/drasat/bound"
 	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/model"
@@ -19,7 +20,7 @@ import (
 // bins partly taken, which is what best-fit scores. A wrong layout list would
 // make the bound unsound or best-fit blind.
 func TestValueAtMatchesSearch(t *testing.T) {
-	tpu, err := bench.TPU(bench.TPUConfig{Nodes: 16, Claims: 12, Seed: 3})
+	tpu, err := gen.TPU(gen.TPUConfig{Nodes: 16, Claims: 12, Seed: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,9 +29,9 @@ func TestValueAtMatchesSearch(t *testing.T) {
 		objs   *input.Objects
 		compat string
 	}{
-		{"mig", bench.MIG(bench.DefaultMIG(2, 4, 60, 1)), ""},
-		{"modes-kep5963", bench.Modes(bench.ModesConfig{Nodes: 2, GPUsPerNode: 2, Claims: 40, Seed: 2}), model.CompatKEP5963},
-		{"modes-wildcard", bench.Modes(bench.ModesConfig{Nodes: 2, GPUsPerNode: 2, Claims: 40, Seed: 2}), model.CompatWildcard},
+		{"mig", gen.MIG(gen.DefaultMIG(2, 4, 60, 1)), ""},
+		{"modes-kep5963", gen.Modes(gen.ModesConfig{Nodes: 2, GPUsPerNode: 2, Claims: 40, Seed: 2}), model.CompatKEP5963},
+		{"modes-wildcard", gen.Modes(gen.ModesConfig{Nodes: 2, GPUsPerNode: 2, Claims: 40, Seed: 2}), model.CompatWildcard},
 		{"tpu", tpu, ""},
 	}
 	for _, in := range instances {
@@ -100,13 +101,13 @@ func TestValueAtMatchesSearch(t *testing.T) {
 // the same claims admits (a bound below a feasible allocation is unsound).
 func TestSolveBoundsGreedy(t *testing.T) {
 	for seed := uint64(1); seed <= 3; seed++ {
-		p, err := model.Build(context.Background(), bench.MIG(bench.DefaultMIG(4, 4, 120, seed)), model.Options{})
+		p, err := model.Build(context.Background(), gen.MIG(gen.DefaultMIG(4, 4, 120, seed)), model.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		rel := relaxationOf(t, p, p.Claims, func(*model.Claim) int64 { return 1 })
 		res := rel.Solve(context.Background(), 0, time.Now().Add(time.Minute), bound.Options{})
-		ff := bench.FirstFit(p, p.Claims)
+		ff := baseline.FirstFit(p, p.Claims)
 		if res.Bound < int64(len(ff.Assignments)) {
 			t.Fatalf("seed %d: bound %d below first-fit's %d admitted claims", seed, res.Bound, len(ff.Assignments))
 		}
@@ -119,7 +120,7 @@ func TestSolveBoundsGreedy(t *testing.T) {
 // A descent cut off before its first iteration proves nothing: its bound
 // is no bound at all (it was math.MinInt64, below every allocation).
 func TestSolvePastDeadlineBoundsNothing(t *testing.T) {
-	p, err := model.Build(context.Background(), bench.MIG(bench.DefaultMIG(2, 4, 40, 1)), model.Options{})
+	p, err := model.Build(context.Background(), gen.MIG(gen.DefaultMIG(2, 4, 40, 1)), model.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

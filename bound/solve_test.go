@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drasat/drasat/bench"
+	"github.com/drasat/drasat/bench/gen"
 	"github.com/drasat/drasat/bound"
 	"github.com/drasat/drasat/model"
 )
@@ -16,7 +16,7 @@ import (
 // converting +Inf gives (math.MinInt64 on amd64, which a loaded machine
 // once turned into "bound -9223372036854775808" in drasat bench).
 func TestSolveWithoutTime(t *testing.T) {
-	p, err := model.Build(context.Background(), bench.MIG(bench.DefaultMIG(1, 2, 10, 1)), model.Options{})
+	p, err := model.Build(context.Background(), gen.MIG(gen.DefaultMIG(1, 2, 10, 1)), model.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 
 	"github.com/drasat/drasat/alloc"
-	"github.com/drasat/drasat/bench"
+	"github.com/drasat/drasat/bench/baseline"
 	"github.com/drasat/drasat/check"
 	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/model"
@@ -41,7 +41,7 @@ func TestExamplesAsTheirREADMEsSay(t *testing.T) {
 			for _, c := range objs.Claims {
 				served.Claims = append(served.Claims, apiDefaults(c))
 			}
-			up, err := bench.Upstream(ctx, &served, bench.UpstreamFeaturesFor(&served))
+			up, err := baseline.Upstream(ctx, &served, baseline.UpstreamFeaturesFor(&served))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/drasat/drasat/alloc"
 	"github.com/drasat/drasat/bench"
+	"github.com/drasat/drasat/bench/gen"
 	"github.com/drasat/drasat/bound"
 	"github.com/drasat/drasat/check"
 	"github.com/drasat/drasat/mip"
@@ -30,7 +31,7 @@ func TestAggregateDiveAgainstCBC(t *testing.T) {
 		t.Skip("cbc not installed (Debian: apt-get install coinor-cbc); the dive is not compared")
 	}
 	var ins []*bench.Instance
-	for _, fam := range bench.MIGFamilies {
+	for _, fam := range gen.MIGFamilies {
 		for seed := uint64(1); seed <= 2; seed++ {
 			got, err := bench.Generate("mig", bench.Size{Nodes: 2, GPUs: 4, Claims: 40}, seed, bench.GenerateOptions{MIGFamily: fam})
 			if err != nil {

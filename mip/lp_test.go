@@ -13,6 +13,7 @@ import (
 
 	"github.com/drasat/drasat/alloc"
 	"github.com/drasat/drasat/bench"
+	"github.com/drasat/drasat/bench/gen"
 	"github.com/drasat/drasat/check"
 	"github.com/drasat/drasat/mip"
 	"github.com/drasat/drasat/model"
@@ -30,7 +31,7 @@ func sweep(t *testing.T) []*bench.Instance {
 		}
 		out = append(out, ins...)
 	}
-	for _, fam := range bench.MIGFamilies {
+	for _, fam := range gen.MIGFamilies {
 		for seed := uint64(1); seed <= 2; seed++ {
 			add("mig", bench.Size{Nodes: 2, GPUs: 2, Claims: 14}, seed, bench.GenerateOptions{MIGFamily: fam})
 		}

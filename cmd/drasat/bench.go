@@ -17,6 +17,7 @@ import (
 
 	"github.com/drasat/drasat/alloc"
 	"github.com/drasat/drasat/bench"
+	"github.com/drasat/drasat/bench/gen"
 )
 
 func benchCommand() *cli.Command {
@@ -56,7 +57,7 @@ an invalid one fails the run.`,
 			&cli.StringFlag{Name: "json", Usage: "write the report as JSON to this file"},
 			&cli.StringFlag{Name: "html", Usage: "write a self-contained HTML report with SVG charts to this file"},
 			&cli.StringFlag{Name: "mig-gpu", Value: "a100", Usage: "GPU fleet of the mig scenario: a100 (A100-40GB), h100 (H100-80GB), mixed (A100 and H100 nodes alternating) or versions (A100 nodes alternating between NVIDIA driver v0.4.0 and v25.12.0)"},
-			&cli.StringSliceFlag{Name: "mig-family", Usage: "claim mixes of the mig scenario, each run at every size: " + strings.Join(bench.MIGFamilies, ", ") + " (default: default)"},
+			&cli.StringSliceFlag{Name: "mig-family", Usage: "claim mixes of the mig scenario, each run at every size: " + strings.Join(gen.MIGFamilies, ", ") + " (default: default)"},
 			&cli.StringFlag{Name: "mig-mix", Usage: "single settings of the mig claim mix, KEY=VALUE[,KEY=VALUE]: " + migMixUsage()},
 			&cli.StringFlag{Name: "openb-data", Usage: "directory of the Alibaba trace (default: ../shared/data/alibaba-openb beside the repository)"},
 			&cli.StringFlag{Name: "openb-pods", Value: "default", Usage: "task list: default, gpushare100 or multigpu50"},
@@ -227,18 +228,18 @@ func benchConfig(c *cli.Context) (bench.Config, error) {
 			cfg.Sizes[sc] = append(cfg.Sizes[sc], sizes...)
 		}
 	}
-	if _, err := bench.MIGFleet(cfg.MIGGPU); err != nil {
+	if _, err := gen.MIGFleet(cfg.MIGGPU); err != nil {
 		return cfg, fmt.Errorf("flag --mig-gpu: %w", err)
 	}
 	for _, f := range c.StringSlice("mig-family") {
 		f = strings.ToLower(strings.TrimSpace(f))
-		if _, err := bench.MIGFamilyConfig(f, 1, 1, 1, 1); err != nil {
+		if _, err := gen.MIGFamilyConfig(f, 1, 1, 1, 1); err != nil {
 			return cfg, fmt.Errorf("flag --mig-family: %w", err)
 		}
 		cfg.MIGFamilies = append(cfg.MIGFamilies, f)
 	}
 	if s := c.String("mig-mix"); s != "" {
-		mix, err := bench.ParseMIGMix(s)
+		mix, err := gen.ParseMIGMix(s)
 		if err != nil {
 			return cfg, fmt.Errorf("flag --mig-mix: %w", err)
 		}
@@ -250,13 +251,13 @@ func benchConfig(c *cli.Context) (bench.Config, error) {
 // migMixUsage lists the --mig-mix keys.
 func migMixUsage() string {
 	var ks []string
-	for k := range bench.MIGMixKeys {
+	for k := range gen.MIGMixKeys {
 		ks = append(ks, k)
 	}
 	sort.Strings(ks)
 	var parts []string
 	for _, k := range ks {
-		parts = append(parts, k+" ("+bench.MIGMixKeys[k]+")")
+		parts = append(parts, k+" ("+gen.MIGMixKeys[k]+")")
 	}
 	return strings.Join(parts, "; ")
 }

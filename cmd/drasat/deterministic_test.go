@@ -6,9 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/drasat/drasat/bench/gen"
 	"sigs.k8s.io/yaml"
-
-	"github.com/drasat/drasat/bench"
 )
 
 // Same input, same output: every example and a generated MIG batch large
@@ -19,7 +18,7 @@ func TestSameInputSameOutput(t *testing.T) {
 	for _, dir := range exampleDirs(t) {
 		inputs = append(inputs, filepath.Join(examplesDir, dir))
 	}
-	objs := bench.MIG(bench.DefaultMIG(4, 8, 150, 7))
+	objs := gen.MIG(gen.DefaultMIG(4, 8, 150, 7))
 	var docs []byte
 	for _, o := range objs.Nodes {
 		docs = appendDoc(t, docs, o, "v1", "Node")

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/drasat/drasat/bench"
+	"github.com/drasat/drasat/bench/gen"
 	"github.com/drasat/drasat/bound"
 	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/mip"
@@ -41,8 +42,8 @@ drasat allocate -f FILE runs the same instance.`,
 			&cli.StringFlag{Name: "scenario", Aliases: []string{"s"}, Usage: "generate the instance instead: " + strings.Join(bench.Scenarios[:3], ", ")},
 			&cli.StringFlag{Name: "size", Usage: "size of the generated instance (NODESxGPUS:CLAIMS or NODES:CLAIMS)"},
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "generator seed"},
-			&cli.StringFlag{Name: "mig-gpu", Value: "a100", Usage: "GPU fleet of the mig scenario: " + strings.Join(bench.MIGFleets, ", ")},
-			&cli.StringFlag{Name: "mig-family", Value: "default", Usage: "claim mix of the mig scenario: " + strings.Join(bench.MIGFamilies, ", ")},
+			&cli.StringFlag{Name: "mig-gpu", Value: "a100", Usage: "GPU fleet of the mig scenario: " + strings.Join(gen.MIGFleets, ", ")},
+			&cli.StringFlag{Name: "mig-family", Value: "default", Usage: "claim mix of the mig scenario: " + strings.Join(gen.MIGFamilies, ", ")},
 			&cli.StringFlag{Name: "mig-mix", Usage: "single settings of the mig claim mix, KEY=VALUE[,KEY=VALUE] (see drasat bench --help)"},
 			&cli.StringFlag{Name: "compat", Value: model.CompatKEP5963, Usage: "compatibility-group semantics: kep5963 or wildcard"},
 			&cli.StringFlag{Name: "lp", Usage: "write the MIP in CPLEX LP format to this file (- for stdout)"},
@@ -146,14 +147,14 @@ func exportObjects(c *cli.Context) (*input.Objects, error) {
 		return nil, fmt.Errorf("flag --size: %w", err)
 	}
 	opts := bench.GenerateOptions{MIGGPU: strings.ToLower(c.String("mig-gpu")), MIGFamily: strings.ToLower(c.String("mig-family"))}
-	if _, err := bench.MIGFleet(opts.MIGGPU); err != nil {
+	if _, err := gen.MIGFleet(opts.MIGGPU); err != nil {
 		return nil, fmt.Errorf("flag --mig-gpu: %w", err)
 	}
-	if _, err := bench.MIGFamilyConfig(opts.MIGFamily, 1, 1, 1, 1); err != nil {
+	if _, err := gen.MIGFamilyConfig(opts.MIGFamily, 1, 1, 1, 1); err != nil {
 		return nil, fmt.Errorf("flag --mig-family: %w", err)
 	}
 	if s := c.String("mig-mix"); s != "" {
-		if opts.MIGMix, err = bench.ParseMIGMix(s); err != nil {
+		if opts.MIGMix, err = gen.ParseMIGMix(s); err != nil {
 			return nil, fmt.Errorf("flag --mig-mix: %w", err)
 		}
 	}

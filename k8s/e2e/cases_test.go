@@ -13,7 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/drasat/drasat/bench"
+	"github.com/drasat/drasat/bench/baseline"
 	"github.com/drasat/drasat/k8s"
 )
 
@@ -40,7 +40,7 @@ func TestMIGGatedPods(t *testing.T) {
 		must(t, err)
 		served.Claims = append(served.Claims, d)
 	}
-	ff, err := bench.Upstream(context.Background(), &served, bench.UpstreamFeaturesFor(&served))
+	ff, err := baseline.Upstream(context.Background(), &served, baseline.UpstreamFeaturesFor(&served))
 	must(t, err)
 	t.Logf("kube-scheduler allocator, arrival order: %d of %d claims", ff.Admitted(), len(objs.Claims))
 	for _, r := range ff.Rejected {

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/drasat/drasat/alloc"
-	"github.com/drasat/drasat/bench"
+	"github.com/drasat/drasat/bench/baseline"
 	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/model"
 )
@@ -63,7 +63,7 @@ func BenchmarkScale(b *testing.B) {
 						break
 					}
 				}
-				ff += float64(len(bench.FirstFit(p, p.Claims).Assignments))
+				ff += float64(len(baseline.FirstFit(p, p.Claims).Assignments))
 				b.StartTimer()
 			}
 			n := float64(b.N)

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/drasat/drasat/alloc"
-	"github.com/drasat/drasat/bench"
+	"github.com/drasat/drasat/bench/baseline"
 	"github.com/drasat/drasat/check"
 	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/model"
@@ -73,7 +73,7 @@ func TestAllocateGenerated(t *testing.T) {
 	if err := check.Check(objs, claims, check.Options{}); err != nil {
 		t.Fatal(err)
 	}
-	ff := len(bench.FirstFit(p, p.Claims).Assignments)
+	ff := len(baseline.FirstFit(p, p.Claims).Assignments)
 	if res.Stats.Admitted < ff || res.Stats.Admitted == res.Stats.Pending {
 		t.Fatalf("admitted %d of %d, first-fit %d: want at least first-fit, on an oversubscribed cluster", res.Stats.Admitted, res.Stats.Pending, ff)
 	}

@@ -1,4 +1,8 @@
-package bench
+// Package baseline holds the allocators drasat is measured against: the
+// kube-scheduler's own structured allocator (Upstream, with the scheduler's
+// node filters for pods) and drasat's model placed first-fit in a given
+// order (FirstFit, Decreasing).
+package baseline
 
 import (
 	"sort"

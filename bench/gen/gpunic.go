@@ -1,4 +1,4 @@
-package bench
+package gen
 
 import (
 	"fmt"
@@ -35,7 +35,7 @@ func GPUNIC(cfg GPUNICConfig) *input.Objects {
 	for n := 0; n < cfg.Nodes; n++ {
 		node := fmt.Sprintf("node-%03d", n)
 		objs.Nodes = append(objs.Nodes, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node,
-			Labels: map[string]string{"nvidia.com/gpu.product": productLabel(driverprofile.H100SXM580GB.ProductName)}}})
+			Labels: map[string]string{"nvidia.com/gpu.product": ProductLabel(driverprofile.H100SXM580GB.ProductName)}}})
 		objs.Slices = append(objs.Slices, driverprofile.NVIDIAWholeGPUs(driverprofile.NVIDIAv25120, driverprofile.H100SXM580GB, node, 8).Slices...)
 		objs.Slices = append(objs.Slices, driverprofile.NICs(node, 4).Slices...)
 	}

@@ -1,4 +1,4 @@
-package bench
+package gen
 
 import (
 	"fmt"
@@ -102,9 +102,9 @@ func mixKeys() []string {
 	return ks
 }
 
-// applyMIGMix sets the mix's settings on cfg, and checks that the claim
+// ApplyMIGMix sets the mix's settings on cfg, and checks that the claim
 // shares still add up to at most one.
-func applyMIGMix(cfg *MIGConfig, mix map[string]float64) error {
+func ApplyMIGMix(cfg *MIGConfig, mix map[string]float64) error {
 	for k, v := range mix {
 		switch k {
 		case "multi":
@@ -136,8 +136,8 @@ func applyMIGMix(cfg *MIGConfig, mix map[string]float64) error {
 	return nil
 }
 
-// mixName is "key=value,..." in key order, "" for no settings.
-func mixName(mix map[string]float64) string {
+// MixName is "key=value,..." in key order, "" for no settings.
+func MixName(mix map[string]float64) string {
 	var parts []string
 	for _, k := range mixKeys() {
 		if v, ok := mix[k]; ok {

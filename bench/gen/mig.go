@@ -1,6 +1,10 @@
-// Package bench generates allocation scenarios, runs drasat and first-fit
-// baselines on them, and reports what each admits.
-package bench
+// Package gen generates the bench's allocation scenarios as the objects an
+// API server would hold: MIG GPUs as the NVIDIA driver publishes them (mig,
+// several fleets and claim families, pods with CPU), TPU pools (tpu), NICs
+// (nic, gpu-nic) and GPUs with mutually exclusive partitioning modes
+// (modes). Every generator is deterministic in its seed. Running policies on
+// them is package bench's; the baselines are package baseline's.
+package gen
 
 import (
 	"fmt"
@@ -87,6 +91,16 @@ var H100 = fromDriver(driverprofile.H100SXM580GB, driverprofile.NVIDIAv25120, ma
 // (A100 nodes alternating between driver v0.4.0 and v25.12.0).
 var MIGFleets = []string{"a100", "h100", "mixed", "versions"}
 
+// Profile is the model's MIG profile of that name, nil when it has none.
+func (gm *GPUModel) Profile(name string) *MIGProfile {
+	for i := range gm.Profiles {
+		if gm.Profiles[i].Name == name {
+			return &gm.Profiles[i]
+		}
+	}
+	return nil
+}
+
 // MIGFleet returns the GPU models of a fleet ("" is a100).
 func MIGFleet(name string) ([]GPUModel, error) {
 	switch name {
@@ -164,7 +178,7 @@ func MIG(cfg MIGConfig) *input.Objects {
 		mixed = mixed || m.Name != models[0].Name
 	}
 	selectors := func(gm *GPUModel, profile string) []resourceapi.DeviceSelector {
-		sel := profileSelector(profile)
+		sel := ProfileSelector(profile)
 		if mixed {
 			sel = append(sel, productSelector(gm.Name))
 		}
@@ -179,7 +193,7 @@ func MIG(cfg MIGConfig) *input.Objects {
 		return nil
 	}
 	objs := &input.Objects{CompatibleOnlyWith: map[input.DeviceID]string{}, Origin: map[string]string{}}
-	objs.Classes = migClasses()
+	objs.Classes = MIGClasses()
 	type gpu struct {
 		node  string
 		index int
@@ -190,7 +204,7 @@ func MIG(cfg MIGConfig) *input.Objects {
 		node := fmt.Sprintf("node-%03d", n)
 		gm := &models[n%len(models)]
 		objs.Nodes = append(objs.Nodes, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node,
-			Labels: map[string]string{"nvidia.com/gpu.product": productLabel(gm.Name)}}})
+			Labels: map[string]string{"nvidia.com/gpu.product": ProductLabel(gm.Name)}}})
 		objs.Slices = append(objs.Slices, driverprofile.NVIDIADynamicMIG(gm.Version, gm.Driver, node, cfg.GPUsPerNode).Slices...)
 		for g := 0; g < cfg.GPUsPerNode; g++ {
 			gpus = append(gpus, &gpu{node: node, index: g, model: gm})
@@ -234,11 +248,11 @@ func MIG(cfg MIGConfig) *input.Objects {
 				used[s] = true
 			}
 			name := migName(gp.index, pr, start)
-			c := newClaim(fmt.Sprintf("running-%04d", existing), []string{"mig.nvidia.com"}, nil)
+			c := NewClaim(fmt.Sprintf("running-%04d", existing), []string{"mig.nvidia.com"}, nil)
 			c.Spec.Devices.Requests[0].Exactly.Selectors = selectors(gp.model, pr.Name)
 			c.Status.Allocation = &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{{
 				Request: "r0", Driver: NVIDIADriver, Pool: gp.node, Device: name}}},
-				NodeSelector: nodeSelectorFor(gp.node)}
+				NodeSelector: NodeSelectorFor(gp.node)}
 			objs.Claims = append(objs.Claims, c)
 			existing++
 		}
@@ -261,7 +275,7 @@ func MIG(cfg MIGConfig) *input.Objects {
 				continue
 			case x < cfg.WholeGPU+cfg.TwoGPU+cfg.Count:
 				n := 2 + rng.IntN(2)
-				c := newClaim(name, []string{"mig.nvidia.com"}, nil)
+				c := NewClaim(name, []string{"mig.nvidia.com"}, nil)
 				c.Spec.Devices.Requests[0].Exactly.Selectors = selectors(gm, pickSmallProfile(rng, gm, n).Name)
 				c.Spec.Devices.Requests[0].Exactly.Count = int64(n)
 				objs.Claims = append(objs.Claims, c)
@@ -274,7 +288,7 @@ func MIG(cfg MIGConfig) *input.Objects {
 		}
 		if rng.Float64() < cfg.MultiDevice {
 			n := 2 + rng.IntN(3)
-			c := newClaim(name, repeat("mig.nvidia.com", n), nil)
+			c := NewClaim(name, repeat("mig.nvidia.com", n), nil)
 			for r := range c.Spec.Devices.Requests {
 				c.Spec.Devices.Requests[r].Exactly.Selectors = selectors(gm, pickSmallProfile(rng, gm, n).Name)
 			}
@@ -289,7 +303,7 @@ func MIG(cfg MIGConfig) *input.Objects {
 			continue
 		}
 		pr := pickProfile(rng, gm)
-		c := newClaim(name, []string{"mig.nvidia.com"}, nil)
+		c := NewClaim(name, []string{"mig.nvidia.com"}, nil)
 		c.Spec.Devices.Requests[0].Exactly.Selectors = selectors(gm, pr.Name)
 		objs.Claims = append(objs.Claims, c)
 	}
@@ -324,7 +338,7 @@ func richClaim(rng *rand.Rand, name string, gm *GPUModel, sel func(*GPUModel, st
 	sameGPU := func(reqs ...string) []resourceapi.DeviceConstraint {
 		return []resourceapi.DeviceConstraint{{Requests: reqs, MatchAttribute: ptr.To(resourceapi.FullyQualifiedName(NVIDIADriver + "/parentUUID"))}}
 	}
-	c := newClaim(name, []string{"mig.nvidia.com"}, nil)
+	c := NewClaim(name, []string{"mig.nvidia.com"}, nil)
 	r0 := &c.Spec.Devices.Requests[0]
 	switch rng.IntN(4) {
 	case 0:
@@ -353,7 +367,7 @@ func richClaim(rng *rand.Rand, name string, gm *GPUModel, sel func(*GPUModel, st
 
 // wholeGPUClaim asks for n whole GPUs in one request.
 func wholeGPUClaim(name string, sel []resourceapi.DeviceSelector, n int) *resourceapi.ResourceClaim {
-	c := newClaim(name, []string{"gpu.nvidia.com"}, sel)
+	c := NewClaim(name, []string{"gpu.nvidia.com"}, sel)
 	c.Spec.Devices.Requests[0].Exactly.Count = int64(n)
 	return c
 }
@@ -413,7 +427,7 @@ func pickSmallProfile(rng *rand.Rand, gm *GPUModel, n int) MIGProfile {
 	}
 }
 
-func profileSelector(profile string) []resourceapi.DeviceSelector {
+func ProfileSelector(profile string) []resourceapi.DeviceSelector {
 	return []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
 		Expression: fmt.Sprintf("device.attributes['%s'].profile == '%s'", NVIDIADriver, profile)}}}
 }
@@ -423,7 +437,7 @@ func productSelector(product string) resourceapi.DeviceSelector {
 		Expression: fmt.Sprintf("device.attributes['%s'].productName == '%s'", NVIDIADriver, product)}}
 }
 
-func newClaim(name string, classes []string, sel []resourceapi.DeviceSelector) *resourceapi.ResourceClaim {
+func NewClaim(name string, classes []string, sel []resourceapi.DeviceSelector) *resourceapi.ResourceClaim {
 	c := &resourceapi.ResourceClaim{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "resource.k8s.io/v1", Kind: "ResourceClaim"},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
@@ -437,13 +451,13 @@ func newClaim(name string, classes []string, sel []resourceapi.DeviceSelector) *
 	return c
 }
 
-func nodeSelectorFor(node string) *corev1.NodeSelector {
+func NodeSelectorFor(node string) *corev1.NodeSelector {
 	return &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{{
 		Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{node}}}}}}
 }
 
-// migClasses are the NVIDIA driver's DeviceClasses.
-func migClasses() []*resourceapi.DeviceClass { return driverprofile.NVIDIAClasses() }
+// MIGClasses are the NVIDIA driver's DeviceClasses.
+func MIGClasses() []*resourceapi.DeviceClass { return driverprofile.NVIDIAClasses() }
 
 // migName names the MIG device of a profile placed at a memory slice as
 // the driver does: "gpu-0-mig-1g5gb-19-3" for 1g.5gb at slice 3 of GPU 0.
@@ -466,6 +480,6 @@ func profileLabelName(profile string) string {
 	}, profile)
 }
 
-// productLabel is a productName as GPU feature discovery labels nodes with
+// ProductLabel is a productName as GPU feature discovery labels nodes with
 // it (nvidia.com/gpu.product): spaces become '-', as a label value needs.
-func productLabel(product string) string { return strings.ReplaceAll(product, " ", "-") }
+func ProductLabel(product string) string { return strings.ReplaceAll(product, " ", "-") }

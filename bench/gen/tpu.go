@@ -1,4 +1,4 @@
-package bench
+package gen
 
 import (
 	"fmt"
@@ -118,17 +118,17 @@ func TPU(cfg TPUConfig) (*input.Objects, error) {
 			if rng.Float64() >= cfg.Fragmented {
 				continue
 			}
-			c := newClaim(fmt.Sprintf("running-%04d", existing), []string{TPUDriver}, tpuSelector("2x2"))
+			c := NewClaim(fmt.Sprintf("running-%04d", existing), []string{TPUDriver}, tpuSelector("2x2"))
 			c.Status.Allocation = &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{{
 				Request: "r0", Driver: TPUDriver, Pool: pool, Device: fmt.Sprintf("tpu-2x2-%d", i)}}},
-				NodeSelector: nodeSelectorFor(host(i%4, i/4))}
+				NodeSelector: NodeSelectorFor(host(i%4, i/4))}
 			objs.Claims = append(objs.Claims, c)
 			existing++
 		}
 	}
 	for i := 0; i < cfg.Claims; i++ {
 		t := TPUTopologies[pickWeighted(rng, len(TPUTopologies), func(k int) float64 { return TPUTopologies[k].ClaimShare })]
-		objs.Claims = append(objs.Claims, newClaim(fmt.Sprintf("claim-%04d", i), []string{TPUDriver}, tpuSelector(t.Name)))
+		objs.Claims = append(objs.Claims, NewClaim(fmt.Sprintf("claim-%04d", i), []string{TPUDriver}, tpuSelector(t.Name)))
 	}
 	return objs, nil
 }

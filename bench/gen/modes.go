@@ -1,4 +1,4 @@
-package bench
+package gen
 
 import (
 	"fmt"
@@ -25,12 +25,13 @@ type ModesConfig struct {
 	Seed                       uint64
 }
 
-// gpuMode is one device family of a modes GPU.
-type gpuMode struct {
-	class  string   // DeviceClass name
-	mode   string   // partitioningMode attribute
-	groups []string // compatibility groups
-	share  float64  // claim frequency
+// GPUMode is one device family of a modes GPU.
+// GPUMode is one partitioning mode of the modes scenario's GPUs.
+type GPUMode struct {
+	Class  string   // DeviceClass name
+	Mode   string   // partitioningMode attribute
+	Groups []string // compatibility groups
+	Share  float64  // claim frequency
 }
 
 // The modes, per GPU (98 SMs, 40Gi, 8 memory slices):
@@ -44,7 +45,7 @@ type gpuMode struct {
 // none, so time-sliced slots share a GPU only with each other; under
 // wildcard (the seed proposal) they go with every mode. That is the
 // difference between the two semantics this scenario measures.
-var gpuModes = []gpuMode{
+var GPUModes = []GPUMode{
 	{"gpu.example.com", "None", nil, 10},
 	{"mig.gpu.example.com", "MIGSlicing", []string{"mig"}, 40},
 	{"fraction.gpu.example.com", "GPUFractioning", []string{"fractional", "shared"}, 18},
@@ -52,16 +53,18 @@ var gpuModes = []gpuMode{
 	{"timeslice.gpu.example.com", "TimeSlicing", nil, 15},
 }
 
-type modesMIG struct {
-	profile string
-	slices  int
-	starts  []int
-	sms     int64
-	memGi   int64
-	share   float64
+// ModesMIG is a MIG profile of the modes scenario: its memory slices, the
+// slices it may start at, its SMs and memory, and its claim frequency.
+type ModesMIG struct {
+	Profile string
+	Slices  int
+	Starts  []int
+	SMs     int64
+	MemGi   int64
+	Share   float64
 }
 
-var modesMIGProfiles = []modesMIG{
+var ModesMIGProfiles = []ModesMIG{
 	{"1g.5gb", 1, []int{0, 1, 2, 3, 4, 5, 6}, 14, 5, 50},
 	{"2g.10gb", 2, []int{0, 2, 4}, 28, 10, 30},
 	{"3g.20gb", 4, []int{0, 4}, 42, 20, 20},
@@ -71,12 +74,12 @@ var modesMIGProfiles = []modesMIG{
 func Modes(cfg ModesConfig) *input.Objects {
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x6d6f6465))
 	objs := &input.Objects{CompatibleOnlyWith: map[input.DeviceID]string{}, Origin: map[string]string{}}
-	for _, m := range gpuModes {
+	for _, m := range GPUModes {
 		objs.Classes = append(objs.Classes, &resourceapi.DeviceClass{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "resource.k8s.io/v1", Kind: "DeviceClass"},
-			ObjectMeta: metav1.ObjectMeta{Name: m.class},
+			ObjectMeta: metav1.ObjectMeta{Name: m.Class},
 			Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
-				Expression: fmt.Sprintf("device.driver == '%s' && device.attributes['%s'].partitioningMode == '%s'", ModesDriver, ModesDriver, m.mode)}}}},
+				Expression: fmt.Sprintf("device.driver == '%s' && device.attributes['%s'].partitioningMode == '%s'", ModesDriver, ModesDriver, m.Mode)}}}},
 		})
 	}
 	q := func(v int64) resourceapi.Counter {
@@ -128,14 +131,14 @@ func Modes(cfg ModesConfig) *input.Objects {
 					ConsumesCounters: []resourceapi.DeviceCounterConsumption{{CounterSet: set, CompatibilityGroups: groups, Counters: cons}}})
 			}
 			dev("full", "None", nil, full, nil)
-			for _, pr := range modesMIGProfiles {
-				for _, st := range pr.starts {
-					cons := map[string]resourceapi.Counter{"multiprocessors": q(pr.sms), "memory": gi(pr.memGi)}
-					for s := st; s < st+pr.slices; s++ {
+			for _, pr := range ModesMIGProfiles {
+				for _, st := range pr.Starts {
+					cons := map[string]resourceapi.Counter{"multiprocessors": q(pr.SMs), "memory": gi(pr.MemGi)}
+					for s := st; s < st+pr.Slices; s++ {
 						cons[fmt.Sprintf("memory-slice-%d", s)] = q(1)
 					}
-					dev(fmt.Sprintf("mig-%s-%d", profileLabelName(pr.profile), st), "MIGSlicing", []string{"mig"}, cons,
-						map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{"profile": {StringValue: ptr.To(pr.profile)}})
+					dev(fmt.Sprintf("mig-%s-%d", profileLabelName(pr.Profile), st), "MIGSlicing", []string{"mig"}, cons,
+						map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{"profile": {StringValue: ptr.To(pr.Profile)}})
 				}
 			}
 			for i := 0; i < 2; i++ {
@@ -152,36 +155,36 @@ func Modes(cfg ModesConfig) *input.Objects {
 		}
 	}
 	for i := 0; i < cfg.Claims; i++ {
-		m := gpuModes[pickWeighted(rng, len(gpuModes), func(k int) float64 { return gpuModes[k].share })]
+		m := GPUModes[pickWeighted(rng, len(GPUModes), func(k int) float64 { return GPUModes[k].Share })]
 		name := fmt.Sprintf("claim-%04d", i)
-		switch m.mode {
+		switch m.Mode {
 		case "MIGSlicing":
 			pt := 0.0
-			for _, p := range modesMIGProfiles {
-				pt += p.share
+			for _, p := range ModesMIGProfiles {
+				pt += p.Share
 			}
 			y := rng.Float64() * pt
-			pr := modesMIGProfiles[0]
-			for _, p := range modesMIGProfiles {
-				y -= p.share
+			pr := ModesMIGProfiles[0]
+			for _, p := range ModesMIGProfiles {
+				y -= p.Share
 				if y < 0 {
 					pr = p
 					break
 				}
 			}
-			objs.Claims = append(objs.Claims, newClaim(name, []string{m.class}, []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
-				Expression: fmt.Sprintf("device.attributes['%s'].profile == '%s'", ModesDriver, pr.profile)}}}))
+			objs.Claims = append(objs.Claims, NewClaim(name, []string{m.Class}, []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
+				Expression: fmt.Sprintf("device.attributes['%s'].profile == '%s'", ModesDriver, pr.Profile)}}}))
 		case "MPSSharing":
 			// Some MPS claims want two shares of one GPU.
 			if rng.IntN(4) == 0 {
-				c := newClaim(name, []string{m.class, m.class}, nil)
+				c := NewClaim(name, []string{m.Class, m.Class}, nil)
 				c.Spec.Devices.Constraints = []resourceapi.DeviceConstraint{{MatchAttribute: ptr.To(resourceapi.FullyQualifiedName(ModesDriver + "/parentUUID"))}}
 				objs.Claims = append(objs.Claims, c)
 				continue
 			}
-			objs.Claims = append(objs.Claims, newClaim(name, []string{m.class}, nil))
+			objs.Claims = append(objs.Claims, NewClaim(name, []string{m.Class}, nil))
 		default:
-			objs.Claims = append(objs.Claims, newClaim(name, []string{m.class}, nil))
+			objs.Claims = append(objs.Claims, NewClaim(name, []string{m.Class}, nil))
 		}
 	}
 	return objs

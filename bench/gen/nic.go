@@ -1,4 +1,4 @@
-package bench
+package gen
 
 import (
 	"fmt"
@@ -75,8 +75,8 @@ func NIC(cfg NICConfig) *input.Objects {
 				share++
 				bw := resource.NewQuantity(int64(10+10*rng.IntN(4))*1_000_000_000, resource.DecimalSI)
 				id := ptr.To(types.UID(fmt.Sprintf("00000000-0000-4000-8000-%012d", share)))
-				c := newClaim(fmt.Sprintf("running-%04d", share), []string{NICDriver}, nil)
-				c.Status.Allocation = &resourceapi.AllocationResult{NodeSelector: nodeSelectorFor(node), Devices: resourceapi.DeviceAllocationResult{
+				c := NewClaim(fmt.Sprintf("running-%04d", share), []string{NICDriver}, nil)
+				c.Status.Allocation = &resourceapi.AllocationResult{NodeSelector: NodeSelectorFor(node), Devices: resourceapi.DeviceAllocationResult{
 					Results: []resourceapi.DeviceRequestAllocationResult{{Request: "r0", Driver: NICDriver, Pool: node, Device: name, ShareID: id,
 						ConsumedCapacity: map[resourceapi.QualifiedName]resource.Quantity{"bandwidth": *bw, "virtualFunctions": q("1")}}}}}
 				objs.Claims = append(objs.Claims, c)
@@ -93,19 +93,19 @@ func NIC(cfg NICConfig) *input.Objects {
 		name := fmt.Sprintf("claim-%04d", i)
 		switch k := rng.IntN(20); {
 		case k < 8: // small
-			c := newClaim(name, []string{NICDriver}, nil)
+			c := NewClaim(name, []string{NICDriver}, nil)
 			c.Spec.Devices.Requests[0].Exactly.Capacity = bw(5 + rng.IntN(11))
 			objs.Claims = append(objs.Claims, c)
 		case k < 12: // medium, often off the 5G step
-			c := newClaim(name, []string{NICDriver}, nil)
+			c := NewClaim(name, []string{NICDriver}, nil)
 			c.Spec.Devices.Requests[0].Exactly.Capacity = bw(20 + rng.IntN(26))
 			objs.Claims = append(objs.Claims, c)
 		case k < 15: // large
-			c := newClaim(name, []string{NICDriver}, nil)
+			c := NewClaim(name, []string{NICDriver}, nil)
 			c.Spec.Devices.Requests[0].Exactly.Capacity = bw(50 + 5*rng.IntN(7))
 			objs.Claims = append(objs.Claims, c)
 		case k < 17: // two requests on one NIC, or on two NICs of the node
-			c := newClaim(name, []string{NICDriver, NICDriver}, nil)
+			c := NewClaim(name, []string{NICDriver, NICDriver}, nil)
 			g := 10 + 5*rng.IntN(5)
 			for r := range c.Spec.Devices.Requests {
 				c.Spec.Devices.Requests[r].Exactly.Capacity = bw(g)
@@ -117,7 +117,7 @@ func NIC(cfg NICConfig) *input.Objects {
 			}
 			objs.Claims = append(objs.Claims, c)
 		default: // virtual functions (3 rounds up to 4) and some bandwidth
-			c := newClaim(name, []string{NICDriver}, nil)
+			c := NewClaim(name, []string{NICDriver}, nil)
 			r := bw(5 + 5*rng.IntN(4))
 			r.Requests["virtualFunctions"] = *resource.NewQuantity(int64(1+rng.IntN(8)), resource.DecimalSI)
 			c.Spec.Devices.Requests[0].Exactly.Capacity = r
