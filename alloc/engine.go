@@ -100,10 +100,12 @@ type Options struct {
 // Result of a run.
 type Result struct {
 	Assignments []*Assignment // admitted claims, input order
-	// Rejected gives each claim not admitted a one-line reason. For the
-	// claims in Unplaceable it only says that no placement was found;
-	// explain.Reasons says why, within a budget the caller chooses.
-	Rejected    map[int]string
+	// Rejected gives each claim not admitted its rejection: a
+	// *model.Rejection, whose Reason callers act on (model.ReasonOf) and
+	// whose message is one line for people. For the claims in Unplaceable
+	// it only says that no placement was found; explain.FillReasons says
+	// why, within a budget the caller chooses.
+	Rejected    map[int]error
 	Unplaceable []int // claims that fit nowhere even alone, input order
 	Stats       Stats
 }
@@ -293,7 +295,7 @@ func sameOutcome(before, after *Result) error {
 
 // gather sums the components' results.
 func gather(ctx context.Context, p *model.Problem, opts Options, results []*componentResult) *Result {
-	res := &Result{Rejected: map[int]string{}}
+	res := &Result{Rejected: map[int]error{}}
 	st := &res.Stats
 	st.Pending = len(p.Claims)
 	st.Components = len(results)
@@ -371,9 +373,9 @@ func gather(ctx context.Context, p *model.Problem, opts Options, results []*comp
 		switch {
 		case admitted[c.Index]:
 		case c.Err != nil:
-			res.Rejected[c.Index] = c.Err.Error()
+			res.Rejected[c.Index] = model.RejectionOf(c.Err)
 		case unplaceable[c.Index]:
-			res.Rejected[c.Index] = NoPlacementReason
+			res.Rejected[c.Index] = errNoPlacement
 			res.Unplaceable = append(res.Unplaceable, c.Index)
 		default:
 			res.Rejected[c.Index] = fitsAloneReason(opts.Objective)

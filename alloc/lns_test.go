@@ -118,7 +118,7 @@ func TestDeviceSymmetryKeepsOptimum(t *testing.T) {
 			if got != want {
 				t.Fatalf("seed %d %s: optimum with device symmetry %d, brute force %d", seed, compat, got, want)
 			}
-			checkAllocations(t, p, objs, &Result{Assignments: as, Rejected: map[int]string{}}, compat)
+			checkAllocations(t, p, objs, &Result{Assignments: as, Rejected: map[int]error{}}, compat)
 		}
 	}
 }
@@ -156,7 +156,7 @@ func TestNeighbourhoodSearch(t *testing.T) {
 				if value(got) == want {
 					reached++
 				}
-				checkAllocations(t, p, objs, &Result{Assignments: got, Rejected: map[int]string{}}, compat)
+				checkAllocations(t, p, objs, &Result{Assignments: got, Rejected: map[int]error{}}, compat)
 			}
 		}
 	}
@@ -206,12 +206,12 @@ func TestRejectReasonsUseTheComponentsPlacements(t *testing.T) {
 		why, rejected := res.Rejected[c.Index]
 		switch c.Key {
 		case "default/whole":
-			if why != want {
-				t.Errorf("%s: reason %q, want %q", c.Key, why, want)
+			if why == nil || why.Error() != want.Error() || model.ReasonOf(why) != model.ReasonCapacity {
+				t.Errorf("%s: reason %v (%s), want %q (%s)", c.Key, why, model.ReasonOf(why), want, model.ReasonCapacity)
 			}
 		case "default/huge":
-			if !rejected || why != NoPlacementReason || !slices.Contains(res.Unplaceable, c.Index) {
-				t.Errorf("%s: reason %q, unplaceable %v; want it listed as fitting nowhere, for explain", c.Key, why, res.Unplaceable)
+			if !rejected || why.Error() != NoPlacementReason || model.ReasonOf(why) != model.ReasonNoPlacement || !slices.Contains(res.Unplaceable, c.Index) {
+				t.Errorf("%s: reason %v (%s), unplaceable %v; want it listed as fitting nowhere, for explain", c.Key, why, model.ReasonOf(why), res.Unplaceable)
 			}
 		default:
 			if rejected {

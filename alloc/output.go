@@ -88,7 +88,7 @@ func WriteTable(w io.Writer, p *model.Problem, res *Result) error {
 	}
 	for _, c := range p.Claims {
 		if reason, ok := res.Rejected[c.Index]; ok {
-			fmt.Fprintf(tw, "%s\t-\t-\t(%s)\n", Printable(c.Key), Printable(firstLine(reason)))
+			fmt.Fprintf(tw, "%s\t-\t-\t(%s)\n", Printable(c.Key), Printable(firstLine(reason.Error())))
 		}
 	}
 	if err := tw.Flush(); err != nil {
@@ -147,7 +147,11 @@ type Report struct {
 	UnprovenParts      int               `json:"componentsNotProven"`
 	GreedyOnlyParts    int               `json:"componentsWithoutSAT"`
 	UnallocatedWhy     map[string]string `json:"unallocatedReasons,omitempty"`
-	PoolsNotUsed       []string          `json:"poolsNotUsed,omitempty"`
+	// UnallocatedKind is each unallocated claim's model.Reason
+	// (Capacity, NodeResources, NoPlacement, NoNode, Invalid...): what a
+	// script acts on, where unallocatedReasons is for people.
+	UnallocatedKind map[string]model.Reason `json:"unallocatedKinds,omitempty"`
+	PoolsNotUsed    []string                `json:"poolsNotUsed,omitempty"`
 	// CELCost is what building the problem spent on CEL selectors, out of
 	// its budget (model.DefaultCELCost).
 	CELCost uint64 `json:"celCost"`
@@ -175,12 +179,13 @@ func NewReport(p *model.Problem, res *Result, opts Options) *Report {
 		Variables: st.Variables, Clauses: st.Clauses, SolverCalls: st.SolverCalls,
 		Components: st.Components, ImpliedCounters: st.ImpliedCounters,
 		UnprovenParts: st.ComponentsNotProven, GreedyOnlyParts: st.ComponentsWithoutSAT,
-		UnallocatedWhy: map[string]string{},
-		Stages:         st.Stages,
+		UnallocatedWhy: map[string]string{}, UnallocatedKind: map[string]model.Reason{},
+		Stages: st.Stages,
 	}
 	for _, c := range p.Claims {
 		if why, ok := res.Rejected[c.Index]; ok {
-			r.UnallocatedWhy[c.Key] = why
+			r.UnallocatedWhy[c.Key] = why.Error()
+			r.UnallocatedKind[c.Key] = model.ReasonOf(why)
 		}
 	}
 	for _, is := range p.Issues {

@@ -3,6 +3,7 @@ package alloc
 import (
 	"context"
 	"errors"
+	"k8s.io/klog/v2"
 	"math"
 	"sort"
 	"time"
@@ -133,8 +134,11 @@ func (cs *componentState) limits() Limits { return cs.opts.Limits.withDefaults()
 // short tells whether the incumbent is below the bound.
 func (cs *componentState) short() bool { return !cs.optimal && cs.value < cs.bound }
 
-// solve runs the pipeline and returns the component's result.
+// solve runs the pipeline and returns the component's result. Each stage
+// that ran is logged through the context's logger at verbosity 1 (the
+// controller's --log-level debug), as the scheduler logs its slow paths.
 func (cs *componentState) solve(ctx context.Context) *componentResult {
+	logger := klog.FromContext(ctx).WithValues("claims", len(cs.claims))
 	cs.started = time.Now()
 	cs.bound = math.MaxInt64
 	stages := maxClaimsStages
@@ -158,7 +162,11 @@ func (cs *componentState) solve(ctx context.Context) *componentResult {
 			}
 			cs.stages = addStageTime(cs.stages, StageTime{Stage: st.name, Time: time.Since(start), Runs: 1, Overrun: over})
 		}
-		if cs.accept(out) {
+		stop := cs.accept(out)
+		if !out.skip && logger.V(1).Enabled() {
+			logger.V(1).Info("stage done", "stage", st.name, "took", time.Since(start), "value", cs.value, "bound", cs.bound, "optimal", cs.optimal)
+		}
+		if stop {
 			break
 		}
 	}

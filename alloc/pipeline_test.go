@@ -3,8 +3,12 @@ package alloc
 import (
 	"context"
 	"fmt"
+	"github.com/go-logr/logr/funcr"
+	"k8s.io/klog/v2"
+	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -274,5 +278,35 @@ func TestLimitsDefaults(t *testing.T) {
 	}
 	if got := (Limits{SearchSteps: 7, LNSMaxBins: 1}).withDefaults(); got.SearchSteps != 7 || got.LNSMaxBins != DefaultLimits.LNSMinBins || got.BestFitSteps != DefaultLimits.BestFitSteps {
 		t.Errorf("partial limits = %+v", got)
+	}
+}
+
+// TestStagesAreLogged: each stage that ran is logged through the context's
+// logger at verbosity 1, and nothing is logged below it.
+func TestStagesAreLogged(t *testing.T) {
+	objs, _, err := input.Load([]string{filepath.Join("..", "examples", "mig-a100")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := build(t, objs, model.CompatKEP5963)
+	for _, verbosity := range []int{0, 1} {
+		var lines []string
+		logger := funcr.New(func(prefix, args string) { lines = append(lines, args) }, funcr.Options{Verbosity: verbosity})
+		res, err := Run(klog.NewContext(context.Background(), logger), p, Options{Timeout: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		logged := 0
+		for _, l := range lines {
+			if strings.Contains(l, `"stage done"`) {
+				logged++
+			}
+		}
+		switch {
+		case verbosity == 0 && logged > 0:
+			t.Errorf("verbosity 0: %d stage lines logged", logged)
+		case verbosity == 1 && logged < len(res.Stats.Stages):
+			t.Errorf("verbosity 1: %d stage lines for %d stages: %q", logged, len(res.Stats.Stages), lines)
+		}
 	}
 }

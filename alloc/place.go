@@ -36,12 +36,12 @@ func FirstFit(s *model.State, c *model.Claim, steps int) (*Assignment, bool) {
 // only in their place.
 func Sequential(p *model.Problem, order []*model.Claim, place func(*model.State, *model.Claim) (*Assignment, bool)) *Result {
 	s := model.NewState(p)
-	res := &Result{Rejected: map[int]string{}}
+	res := &Result{Rejected: map[int]error{}}
 	for _, c := range order {
 		if a, ok := place(s, c); ok {
 			res.Assignments = append(res.Assignments, a)
 		} else {
-			res.Rejected[c.Index] = "does not fit"
+			res.Rejected[c.Index] = errDoesNotFit
 		}
 	}
 	sort.Slice(res.Assignments, func(i, j int) bool { return res.Assignments[i].Claim.Index < res.Assignments[j].Claim.Index })

@@ -1,6 +1,7 @@
 package alloc
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -163,7 +164,7 @@ func podReasons(p *model.Problem, res *Result) {
 			pods = append(pods, p.Pods[pi].Key)
 		}
 		var parts []string
-		covered := true
+		covered, short := true, false
 		for n := range p.Nodes {
 			if r, ok := c.PodRefused[n]; ok {
 				parts = append(parts, r)
@@ -173,6 +174,7 @@ func podReasons(p *model.Problem, res *Result) {
 				continue
 			}
 			if j := load.Short(g, n); j >= 0 {
+				short = true
 				r := p.Resources[j]
 				parts = append(parts, fmt.Sprintf("pod %s: needs %s %s, %s has %s free besides the pods admitted there",
 					strings.Join(pods, ", "), model.FormatResource(r, g.Requests[j]), r, p.Nodes[n].Name, model.FormatResource(r, max(load.Free(n, j), 0))))
@@ -183,9 +185,13 @@ func podReasons(p *model.Problem, res *Result) {
 		switch {
 		case len(parts) == 0:
 		case covered:
-			res.Rejected[i] = joinPodReasons(parts)
+			reason := model.ReasonNoNode
+			if short {
+				reason = model.ReasonNodeResources
+			}
+			res.Rejected[i] = model.Reject(reason, errors.New(joinPodReasons(parts)))
 		default:
-			res.Rejected[i] = why + "; " + joinPodReasons(parts)
+			res.Rejected[i] = model.Reject(model.ReasonOf(why), fmt.Errorf("%w; %s", why, joinPodReasons(parts)))
 		}
 	}
 }

@@ -383,3 +383,34 @@ func TestPodRulesLPAgainstBruteForce(t *testing.T) {
 		}
 	}
 }
+
+// TestRejectionReasonsAreTyped: on the shipped pods example, a caller tells
+// the claims turned away for their pods' CPU from the others by
+// model.ReasonOf, without reading the message.
+func TestRejectionReasonsAreTyped(t *testing.T) {
+	objs, _, err := input.Load([]string{filepath.Join("..", "examples", "pods-cpu")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := model.Build(context.Background(), objs, model.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := run(t, p, Options{})
+	resources := 0
+	for i, why := range res.Rejected {
+		reason := model.ReasonOf(why)
+		if reason == "" {
+			t.Errorf("%s: rejection %q has no reason", p.Claims[i].Key, why)
+		}
+		if byText := strings.Contains(why.Error(), "free besides the pods admitted there"); byText != (reason == model.ReasonNodeResources) {
+			t.Errorf("%s: %q has reason %s", p.Claims[i].Key, why, reason)
+		}
+		if reason == model.ReasonNodeResources {
+			resources++
+		}
+	}
+	if resources == 0 {
+		t.Fatalf("no claim rejected for node resources: %v", res.Rejected)
+	}
+}

@@ -36,7 +36,7 @@ func TestRelaxationBoundAndBestFit(t *testing.T) {
 				if got > want {
 					t.Fatalf("seed %d %s: best-fit admitted weight %d above the optimum %d", seed, compat, got, want)
 				}
-				res := &Result{Assignments: as, Rejected: map[int]string{}}
+				res := &Result{Assignments: as, Rejected: map[int]error{}}
 				checkAllocations(t, p, objs, res, compat)
 			}
 		}

@@ -50,8 +50,8 @@ spec:
 func rejectedWith(t *testing.T, res *Result, objsClaim string, p func(string) bool) string {
 	t.Helper()
 	for _, why := range res.Rejected {
-		if p(why) {
-			return why
+		if p(why.Error()) {
+			return why.Error()
 		}
 	}
 	t.Fatalf("claim %s: no rejection reason as expected: %v", objsClaim, res.Rejected)

@@ -249,12 +249,12 @@ func (e *explainer) explain(ctx context.Context, target *model.Claim, opts Optio
 // Reasons.
 const ReasonBudget = 250 * time.Millisecond
 
-// Reasons gives the one-line reason (Short) of each claim in claims (indexes
-// into p.Claims), each within ReasonBudget and all before deadline; it
-// stops when ctx ends. Claims it could not explain in time, or that fit
-// alone after all, are left out of the map.
-func Reasons(ctx context.Context, p *model.Problem, claims []int, deadline time.Time) map[int]string {
-	out := map[int]string{}
+// FillReasons sets the rejection of each claim in claims (indexes into
+// p.Claims, which fit nowhere even alone) to its one-line reason (Short),
+// each found within ReasonBudget and all before deadline; it stops when ctx
+// ends. Claims it could not explain in time, or that fit alone after all,
+// keep the rejection they had.
+func FillReasons(ctx context.Context, p *model.Problem, claims []int, rejected map[int]error, deadline time.Time) {
 	for _, i := range claims {
 		if ctx.Err() != nil || !time.Now().Before(deadline) {
 			break
@@ -264,10 +264,9 @@ func Reasons(ctx context.Context, p *model.Problem, claims []int, deadline time.
 			end = deadline
 		}
 		if why, ok := Short(ctx, p, p.Claims[i], end); ok {
-			out[i] = why
+			rejected[i] = model.Reject(model.ReasonNoPlacement, errors.New(why))
 		}
 	}
-	return out
 }
 
 // Short is the one-line reason the engine gives for an unallocated claim

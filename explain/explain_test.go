@@ -385,16 +385,22 @@ func TestReasonsHonourBudget(t *testing.T) {
 			idx = append(idx, c.Index)
 		}
 	}
-	if got := Reasons(context.Background(), p, idx, time.Now().Add(-time.Second)); len(got) != 0 {
+	reasons := func(ctx context.Context, deadline time.Time) map[int]error {
+		got := map[int]error{}
+		FillReasons(ctx, p, idx, got, deadline)
+		return got
+	}
+	if got := reasons(context.Background(), time.Now().Add(-time.Second)); len(got) != 0 {
 		t.Errorf("past deadline: %v", got)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if got := Reasons(ctx, p, idx, time.Now().Add(time.Minute)); len(got) != 0 {
+	if got := reasons(ctx, time.Now().Add(time.Minute)); len(got) != 0 {
 		t.Errorf("cancelled: %v", got)
 	}
-	if got := Reasons(context.Background(), p, idx, time.Now().Add(time.Minute)); len(got) != 1 || got[idx[0]] == "" {
-		t.Errorf("with time: %v, want one reason", got)
+	got := reasons(context.Background(), time.Now().Add(time.Minute))
+	if len(got) != 1 || got[idx[0]] == nil || got[idx[0]].Error() == "" || model.ReasonOf(got[idx[0]]) != model.ReasonNoPlacement {
+		t.Errorf("with time: %v, want one reason of kind %s", got, model.ReasonNoPlacement)
 	}
 }
 

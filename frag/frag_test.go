@@ -2,6 +2,7 @@ package frag
 
 import (
 	"context"
+	"errors"
 	"math"
 	"path/filepath"
 	"testing"
@@ -195,7 +196,7 @@ func TestRefineKeepsANodeWhole(t *testing.T) {
 	}
 	m.Cover = true
 	// The starting placement: one claim on each node.
-	res := &alloc.Result{Rejected: map[int]string{}}
+	res := &alloc.Result{Rejected: map[int]error{}}
 	for i, pool := range []string{"node-1", "node-2"} {
 		d := device(t, p, pool, "gpu-0-mig-1g5gb-19-0")
 		res.Assignments = append(res.Assignments, &alloc.Assignment{Claim: p.Claims[i], Node: p.Devices[d].Reach[0], Picks: []alloc.Pick{{Req: 0, Alt: 0, Dev: d}}})
@@ -228,7 +229,7 @@ func TestRefineKeepsANodeWhole(t *testing.T) {
 func TestRefineUpgradeTradesForALargerClaim(t *testing.T) {
 	objs, p := loadA100(t, claim("small", "1g.5gb", 1), claim("big1", "full", 2), claim("big2", "full", 2), claim("big3", "full", 2))
 	start := func() *alloc.Result {
-		res := &alloc.Result{Rejected: map[int]string{2: "x", 3: "x"}}
+		res := &alloc.Result{Rejected: map[int]error{2: errors.New("x"), 3: errors.New("x")}}
 		d := device(t, p, "node-1", "gpu-0-mig-1g5gb-19-0")
 		res.Assignments = append(res.Assignments, &alloc.Assignment{Claim: p.Claims[0], Node: p.Devices[d].Reach[0], Picks: []alloc.Pick{{Req: 0, Alt: 0, Dev: d}}})
 		g0, g1 := device(t, p, "node-2", "gpu-0"), device(t, p, "node-2", "gpu-1")

@@ -2,6 +2,8 @@ package frag
 
 import (
 	"context"
+	"errors"
+	"maps"
 	"sort"
 	"time"
 
@@ -113,15 +115,12 @@ func (m *Measure) Refine(ctx context.Context, p *model.Problem, res *alloc.Resul
 	out.Assignments = best
 	out.Stats.FragExact = proven
 	if changedSet {
-		out.Rejected = map[int]string{}
-		for k, v := range res.Rejected {
-			out.Rejected[k] = v
-		}
+		out.Rejected = maps.Clone(res.Rejected)
 		for _, a := range best {
 			delete(out.Rejected, a.Claim.Index)
 		}
 		for _, c := range dropped {
-			out.Rejected[c.Index] = "traded for a claim of the same weight that allocates more of the GPUs"
+			out.Rejected[c.Index] = errTraded
 		}
 		out.Stats.Admitted = len(best)
 		out.Stats.Objective = res.Stats.Objective
@@ -288,3 +287,7 @@ func (m *Measure) assignmentNodes(a *alloc.Assignment) []int {
 }
 
 var _ alloc.Lookahead = (*Measure)(nil)
+
+// errTraded rejects a claim the look-ahead traded for one of the same
+// weight: what it needs went to a placement that fragments less.
+var errTraded = model.Reject(model.ReasonCapacity, errors.New("traded for a claim of the same weight that allocates more of the GPUs"))

@@ -398,7 +398,7 @@ func TestClaimThatFitsNowhereIsNotHeld(t *testing.T) {
 	}
 	d.Drop(out)
 	hi := slices.IndexFunc(d.Problem.Claims, func(c *model.Claim) bool { return c.Obj.Name == "huge" })
-	if d.IsHeld(hi) || !slices.Equal(out.Unplaceable, []int{hi}) || out.Rejected[hi] == "" {
+	if d.IsHeld(hi) || !slices.Equal(out.Unplaceable, []int{hi}) || out.Rejected[hi] == nil {
 		t.Fatalf("held %v, unplaceable %v, rejected %v: want huge rejected as unplaceable", d.IsHeld(hi), out.Unplaceable, out.Rejected)
 	}
 	// Alone, it is not held at all: holding it gains nothing (no solve

@@ -88,7 +88,7 @@ func (pl *plan) ready(keys []string) int {
 // alloc.Allocated's and alloc.Result's, indexed as p.Claims; a claim that
 // gives its allocation up takes the rejection reason of the one that gets
 // it. Claims fixed to a node or that failed to build keep their own.
-func preferReal(p *model.Problem, claims []*resourceapi.ResourceClaim, rejected map[int]string) {
+func preferReal(p *model.Problem, claims []*resourceapi.ResourceClaim, rejected map[int]error) {
 	var groups [][]int // indices of claims with the same demand
 	for i, c := range claims {
 		if p.Claims[i].FixedNode >= 0 || p.Claims[i].Err != nil {
@@ -106,7 +106,7 @@ func preferReal(p *model.Problem, claims []*resourceapi.ResourceClaim, rejected 
 	}
 	for _, g := range groups {
 		var allocs []*resourceapi.AllocationResult
-		var whys []string
+		var whys []error
 		for _, i := range g {
 			if a := claims[i].Status.Allocation; a != nil {
 				allocs = append(allocs, a)
@@ -164,7 +164,7 @@ func newPlan(f *fairness, dem *demand, solved []*resourceapi.ResourceClaim, clai
 		if c.Status.Allocation != nil {
 			pl.alloc[k] = c.Status.Allocation
 		} else if why, ok := out.Rejected[i]; ok {
-			pl.why[k] = why
+			pl.why[k] = why.Error()
 		} // else held (holding.go): undecided until the plan's recheck
 
 	}

@@ -2,6 +2,7 @@ package k8s
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -124,9 +125,10 @@ func TestPreferRealOverStandIn(t *testing.T) {
 	claims := []*resourceapi.ResourceClaim{si, other, real}
 	si.Status.Allocation, other.Status.Allocation = onN1(), onN1()
 	p := &model.Problem{Claims: []*model.Claim{{FixedNode: -1}, {FixedNode: -1}, {FixedNode: -1}}}
-	rejected := map[int]string{2: "lost"}
+	lost := errors.New("lost")
+	rejected := map[int]error{2: lost}
 	preferReal(p, claims, rejected)
-	if real.Status.Allocation == nil || si.Status.Allocation != nil || rejected[0] != "lost" || len(rejected) != 1 {
+	if real.Status.Allocation == nil || si.Status.Allocation != nil || rejected[0] != lost || len(rejected) != 1 {
 		t.Fatalf("real %v, stand-in %v, rejected %v: want the real claim allocated and the stand-in rejected", real.Status.Allocation, si.Status.Allocation, rejected)
 	}
 	if other.Status.Allocation == nil {
@@ -140,9 +142,9 @@ func TestPreferRealOverStandIn(t *testing.T) {
 	so, sy := standIn(older, "gpu", template("one", 1)), standIn(younger, "gpu", template("one", 1))
 	sy.Status.Allocation = onN1()
 	claims = []*resourceapi.ResourceClaim{sy, so}
-	rejected = map[int]string{1: "lost"}
+	rejected = map[int]error{1: lost}
 	preferReal(&model.Problem{Claims: []*model.Claim{{FixedNode: -1}, {FixedNode: -1}}}, claims, rejected)
-	if so.Status.Allocation == nil || sy.Status.Allocation != nil || rejected[0] != "lost" {
+	if so.Status.Allocation == nil || sy.Status.Allocation != nil || rejected[0] != lost {
 		t.Errorf("older %v, younger %v: want the older pod's stand-in allocated", so.Status.Allocation, sy.Status.Allocation)
 	}
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/go-logr/zapr"
 	"io"
+	"k8s.io/klog/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -213,6 +215,9 @@ func (r *Reconciler) solveAndWrite(ctx context.Context, snap *Snapshot, batch, p
 	}
 	objs := objects(snap, solve)
 	start := time.Now()
+	// The engine logs its slow paths (the build, each stage) through the
+	// context's logger: the controller's, at --log-level debug.
+	ctx = klog.NewContext(ctx, zapr.NewLogger(r.Log.Named("engine")))
 	r.holdObjects(objs, solve, dem, start)
 	// Building (CEL selectors above all) shares the pass's time budget:
 	// past it, the claims whose selectors were not evaluated are
@@ -292,9 +297,7 @@ func (r *Reconciler) solveAndWrite(ctx context.Context, snap *Snapshot, batch, p
 		held.Drop(out) // held claims are neither admitted nor rejected
 	}
 	// Why claims fit nowhere, within what is left of the batch's budget.
-	for i, why := range explain.Reasons(ctx, p, out.Unplaceable, start.Add(r.Opts.Timeout)) {
-		out.Rejected[i] = why
-	}
+	explain.FillReasons(ctx, p, out.Unplaceable, out.Rejected, start.Add(r.Opts.Timeout))
 	claims, err := alloc.Allocated(p, out)
 	if err != nil {
 		return fmt.Errorf("results: %w", err)
@@ -343,7 +346,7 @@ func (r *Reconciler) solveAndWrite(ctx context.Context, snap *Snapshot, batch, p
 	// Rejected claims: Event and annotation (stand-ins are not objects).
 	for i, why := range out.Rejected {
 		if c := p.Claims[i].Obj; !isProjected(c) {
-			r.unallocatable(ctx, c, why)
+			r.unallocatable(ctx, c, why.Error())
 			res.Unallocated++
 		}
 	}

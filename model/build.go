@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"k8s.io/klog/v2"
 	"maps"
 	"math"
 	"slices"
 	"sort"
 	"strconv"
+	"time"
 	"unsafe"
 
 	"github.com/drasat/drasat/input"
@@ -36,10 +38,16 @@ const MaxWeight = 1000
 // whose CEL selectors were not evaluated within the build's budget: the
 // CEL cost all selectors may spend together (Options.CELCost) and ctx's
 // deadline (--timeout), past which no selector is evaluated any more.
+//
+// The build is logged through the context's logger at verbosity 1.
 func Build(ctx context.Context, objs *input.Objects, opts Options) (*Problem, error) {
+	start := time.Now()
 	p, err := build(ctx, objs, opts)
 	if err := ctx.Err(); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		return nil, fmt.Errorf("building the problem (evaluating selectors) stopped: %w", context.Cause(ctx))
+	}
+	if logger := klog.FromContext(ctx); err == nil && logger.V(1).Enabled() {
+		logger.V(1).Info("problem built", "took", time.Since(start), "devices", len(p.Devices), "claims", len(p.Claims), "nodes", len(p.Nodes), "celCost", p.CELCost)
 	}
 	return p, err
 }

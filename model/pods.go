@@ -463,7 +463,7 @@ func (b *builder) podGroups() {
 		}
 		var none error
 		if len(refused) == len(p.Nodes) {
-			none = fmt.Errorf("no node for its pods: %s", refusedSummary(p, refused))
+			none = Reject(ReasonNoNode, fmt.Errorf("no node for its pods: %s", refusedSummary(p, refused)))
 		}
 		for _, ci := range g.Claims {
 			c := p.Claims[ci]
@@ -473,7 +473,7 @@ func (b *builder) podGroups() {
 			}
 			if left != "" {
 				if c.Err == nil {
-					c.Err = fmt.Errorf("%s%s", PodLeftToScheduler, left)
+					c.Err = Reject(ReasonLeftToScheduler, fmt.Errorf("%s%s", PodLeftToScheduler, left))
 				}
 				continue
 			}
@@ -570,7 +570,7 @@ func (b *builder) podNodeConflicts() {
 		for _, pi := range g.Pods {
 			pods = append(pods, p.Pods[pi].Key)
 		}
-		err := fmt.Errorf("claims %s of pod %s cannot share a node", strings.Join(names, " and "), strings.Join(pods, ", "))
+		err := Reject(ReasonSamePod, fmt.Errorf("claims %s of pod %s cannot share a node", strings.Join(names, " and "), strings.Join(pods, ", ")))
 		for _, ci := range g.Claims {
 			p.Claims[ci].Err = err
 		}
@@ -594,7 +594,7 @@ func (b *builder) podRefusesDevices(g *PodGroup) {
 		for n := range serving {
 			refused[n] = c.PodRefused[n]
 		}
-		c.Err = fmt.Errorf("its pods cannot run where its devices are: %s", refusedSummary(p, refused))
+		c.Err = Reject(ReasonNoNode, fmt.Errorf("its pods cannot run where its devices are: %s", refusedSummary(p, refused)))
 	}
 }
 
@@ -688,7 +688,7 @@ func (b *builder) podFailsTogether(g *PodGroup) {
 	}
 	for _, ci := range g.Claims {
 		if c := p.Claims[ci]; c.Err == nil {
-			c.Err = fmt.Errorf("claim %s of the same pods cannot be allocated: %v", failed.Obj.Name, failed.Err)
+			c.Err = Reject(ReasonSamePod, fmt.Errorf("claim %s of the same pods cannot be allocated: %v", failed.Obj.Name, failed.Err))
 		}
 	}
 }

@@ -58,19 +58,25 @@ func TestPodRulesInBuild(t *testing.T) {
 		name   string
 		change func(*input.Objects)
 		want   map[string]string // claim -> part of its error ("" none)
+		// reasons: claim -> the Reason a caller reads without the message
+		reasons map[string]Reason
 	}{
 		{name: "the GPU only on a cordoned node", want: map[string]string{
 			"gpu": "its pods cannot run where its devices are: pod default/p: node-1 cordoned",
-			"nic": "claim gpu of the same pods cannot be allocated"}},
+			"nic": "claim gpu of the same pods cannot be allocated"},
+			reasons: map[string]Reason{"gpu": ReasonNoNode, "nic": ReasonSamePod}},
 		{name: "cordon tolerated, but no common node", change: func(o *input.Objects) {
 			o.Pods[0].Spec.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}}
-		}, want: map[string]string{"gpu": "claims gpu and nic of pod default/p cannot share a node", "nic": "cannot share a node"}},
+		}, want: map[string]string{"gpu": "claims gpu and nic of pod default/p cannot share a node", "nic": "cannot share a node"},
+			reasons: map[string]Reason{"gpu": ReasonSamePod, "nic": ReasonSamePod}},
 		{name: "too much CPU everywhere", change: func(o *input.Objects) {
 			o.Pods[0].Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("10")
-		}, want: map[string]string{"gpu": "no node for its pods: pod default/p: node-1 cordoned; pod default/p: needs 10 cpu, node-2 has 8 free; pod default/p: taint gpu=maintenance:NoSchedule of node-3 not tolerated"}},
+		}, want: map[string]string{"gpu": "no node for its pods: pod default/p: node-1 cordoned; pod default/p: needs 10 cpu, node-2 has 8 free; pod default/p: taint gpu=maintenance:NoSchedule of node-3 not tolerated"},
+			reasons: map[string]Reason{"gpu": ReasonNoNode}},
 		{name: "inter-pod affinity", change: func(o *input.Objects) {
 			o.Pods[0].Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{TopologyKey: "zone"}}}}
-		}, want: map[string]string{"gpu": PodLeftToScheduler + "pod default/p: it has required inter-pod affinity", "nic": PodLeftToScheduler}},
+		}, want: map[string]string{"gpu": PodLeftToScheduler + "pod default/p: it has required inter-pod affinity", "nic": PodLeftToScheduler},
+			reasons: map[string]Reason{"gpu": ReasonLeftToScheduler, "nic": ReasonLeftToScheduler}},
 		{name: "no pods", change: func(o *input.Objects) { o.Pods = nil }, want: map[string]string{"gpu": "", "nic": ""}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -92,6 +98,9 @@ func TestPodRulesInBuild(t *testing.T) {
 					t.Errorf("%s: %v, want no error", c.Obj.Name, c.Err)
 				case want != "" && (c.Err == nil || !strings.Contains(c.Err.Error(), want)):
 					t.Errorf("%s: %v, want %q", c.Obj.Name, c.Err, want)
+				}
+				if r, ok := tc.reasons[c.Obj.Name]; ok && ReasonOf(c.Err) != r {
+					t.Errorf("%s: reason %q, want %q", c.Obj.Name, ReasonOf(c.Err), r)
 				}
 			}
 		})

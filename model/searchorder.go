@@ -129,9 +129,9 @@ func (b *builder) searchOrderError(c *Claim) (*searchOutcome, error) {
 		g, ok := b.search(c, n, false, ordered)
 		switch {
 		case g.err != nil:
-			return nil, fmt.Errorf("%s%s (the scheduler's allocator searches in publication order and fails there)", g.err, b.onNode(n))
+			return nil, Reject(ReasonSearchOrder, fmt.Errorf("%s%s (the scheduler's allocator searches in publication order and fails there)", g.err, b.onNode(n)))
 		case g.steps <= 0 && ordered:
-			return nil, fmt.Errorf("the scheduler's allocator could not be followed%s within %d search steps, and its outcome depends on its search order", b.onNode(n), SearchSteps)
+			return nil, Reject(ReasonSearchOrder, fmt.Errorf("the scheduler's allocator could not be followed%s within %d search steps, and its outcome depends on its search order", b.onNode(n), SearchSteps))
 		case ok:
 			out.found[n] = slices.Clone(g.picks)
 			out.fits = append(out.fits, n)
@@ -185,7 +185,7 @@ func (b *builder) holdOrdered(c *Claim, out *searchOutcome) error {
 			if g.err != nil {
 				why = g.err.Error()
 			}
-			return fmt.Errorf("the scheduler's outcome depends on the order of the pending claims: if claim %s came first, the allocator could go past its first placement%s and meet %s", o.Key, b.onNode(m), why)
+			return Reject(ReasonSearchOrder, fmt.Errorf("the scheduler's outcome depends on the order of the pending claims: if claim %s came first, the allocator could go past its first placement%s and meet %s", o.Key, b.onNode(m), why))
 		}
 	}
 	b.holdTo(c, out.fits[0], out.found[out.fits[0]])

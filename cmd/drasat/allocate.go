@@ -5,6 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/drasat/drasat/k8s"
+	"github.com/go-logr/zapr"
+	"k8s.io/klog/v2"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -41,6 +44,7 @@ func allocateCommand() *cli.Command {
 			&cli.StringFlag{Name: "report", Usage: "write a JSON report to this file"},
 			&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile of the whole run (reading included) to this file, for go tool pprof"},
 			&cli.StringFlag{Name: "memprofile", Usage: "write a heap profile (allocations over the run, and what is live once the solve ends) to this file, for go tool pprof"},
+			&cli.StringFlag{Name: "log-level", Usage: "log the engine's slow paths (the build, each stage) to stderr at this level (debug shows them; info, warn or error)"},
 		},
 		Action: runAllocate,
 	}
@@ -56,6 +60,14 @@ func runAllocate(c *cli.Context) error {
 	timeout, err := timeoutFlag(c)
 	if err != nil {
 		return err
+	}
+	if level := c.String("log-level"); level != "" {
+		log, err := k8s.NewLogger(level, true)
+		if err != nil {
+			return fmt.Errorf("flag --log-level: %w", err)
+		}
+		defer func() { _ = log.Sync() }()
+		ctx = klog.NewContext(ctx, zapr.NewLogger(log.Named("engine")))
 	}
 	stopCPU, writeHeap, err := startProfiles(c.String("cpuprofile"), c.String("memprofile"))
 	if err != nil {
@@ -123,9 +135,7 @@ func runAllocate(c *cli.Context) error {
 	writeHeap()
 	// Why claims fit nowhere: within what is left of --timeout; Ctrl-C
 	// stops it.
-	for i, why := range explain.Reasons(ctx, p, res.Unplaceable, deadline) {
-		res.Rejected[i] = why
-	}
+	explain.FillReasons(ctx, p, res.Unplaceable, res.Rejected, deadline)
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -159,7 +169,7 @@ func runAllocate(c *cli.Context) error {
 	}
 	sort.Ints(keys)
 	for _, i := range keys {
-		fmt.Fprintf(os.Stderr, "unallocated: %s: %s\n", alloc.Printable(p.Claims[i].Key), alloc.Printable(res.Rejected[i]))
+		fmt.Fprintf(os.Stderr, "unallocated: %s: %s\n", alloc.Printable(p.Claims[i].Key), alloc.Printable(res.Rejected[i].Error()))
 	}
 	st := res.Stats
 	state := "optimal"

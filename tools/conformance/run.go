@@ -312,13 +312,11 @@ func RunDrasat(ctx context.Context, c Case) Drasat {
 		return d
 	}
 	// As drasat allocate: why claims fit nowhere, asked of explain.
-	for i, why := range explain.Reasons(ctx, p, res.Unplaceable, deadline) {
-		res.Rejected[i] = why
-	}
+	explain.FillReasons(ctx, p, res.Unplaceable, res.Rejected, deadline)
 	d.Pending, d.Admitted = res.Stats.Pending, res.Stats.Admitted
 	d.Rejected = map[string]string{}
 	for i, why := range res.Rejected {
-		d.Rejected[p.Claims[i].Obj.Name] = why
+		d.Rejected[p.Claims[i].Obj.Name] = why.Error()
 	}
 	d.Allocated, err = alloc.Allocated(p, res)
 	if err != nil {
