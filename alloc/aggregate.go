@@ -440,12 +440,7 @@ func solveCBC(ctx context.Context, cs *componentState, na *bound.NodeAggregate, 
 func searchNodes(ctx context.Context, cs *componentState, na *bound.NodeAggregate, end time.Time) (aggregateAnswer, error) {
 	start := map[int]int{}
 	for _, a := range cs.best {
-		n := a.Node
-		if len(a.Picks) > 0 {
-			if r := cs.p.Devices[a.Picks[0].Dev].Reach; len(r) == 1 {
-				n = r[0]
-			}
-		}
+		n := assignmentNode(cs, a)
 		if n < 0 {
 			return aggregateAnswer{}, fmt.Errorf("claim %s: no node", a.Claim.Key)
 		}

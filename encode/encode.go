@@ -701,27 +701,16 @@ func (m *Model) allMode(u *Unit, sel z.Lit, a *model.Alternative, xs []z.Lit, no
 		}
 		return
 	}
+	usable := func(d int) bool { _, ok := xOf[d]; return ok }
 	for k, n := range u.NodeIdx {
 		nl := u.NodeLit[k]
-		var here []z.Lit
-		blocked := false
-		for _, d := range a.AllMatch {
-			if !m.P.Devices[d].SeenFrom(n) {
-				continue
-			}
-			l, ok := xOf[d]
-			if !ok {
-				blocked = true
-				break
-			}
-			here = append(here, l)
-		}
-		if blocked || len(here) == 0 {
+		devs, ok := a.AllOnNode(m.P, n, usable)
+		if !ok {
 			m.clause(sel.Not(), nl.Not())
 			continue
 		}
-		for _, l := range here {
-			m.clause(sel.Not(), nl.Not(), l)
+		for _, d := range devs {
+			m.clause(sel.Not(), nl.Not(), xOf[d])
 		}
 	}
 }

@@ -608,26 +608,16 @@ func (w *writer) allMode(name string, alt *model.Alternative, sel int, xOf map[i
 		}
 		return
 	}
+	usable := func(d int) bool { _, ok := xOf[d]; return ok }
 	for k, n := range nodeIdx {
 		nv := nodeVar[k]
-		var here []int
-		blocked := false
-		for _, d := range alt.AllMatch {
-			if !w.p.Devices[d].SeenFrom(n) {
-				continue
-			}
-			x, ok := xOf[d]
-			if !ok {
-				blocked = true
-				break
-			}
-			here = append(here, x)
-		}
-		if blocked || len(here) == 0 {
+		devs, ok := alt.AllOnNode(w.p, n, usable)
+		if !ok {
 			w.row(fmt.Sprintf("alln%s_%d", name, n), []term{{1, sel}, {1, nv}}, "<=", 1)
 			continue
 		}
-		for _, x := range here {
+		for _, d := range devs {
+			x := xOf[d]
 			w.row(fmt.Sprintf("alln%s_%d_%s", name, n, w.prog.Vars[x].Name), []term{{1, sel}, {1, nv}, {-1, x}}, "<=", 1)
 		}
 	}

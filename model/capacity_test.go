@@ -198,8 +198,8 @@ func TestSharedDeviceState(t *testing.T) {
 		s := NewState(p)
 		alt := func(i int) *Alternative { return p.Claims[i].Requests[0].Alternatives[0] }
 		s.TakeFor(0, alt(0), true)
-		if s.Used(0) || s.Shares(0) != 1 {
-			t.Fatalf("after one share: used %t, shares %d; want a share, not a holder", s.Used(0), s.Shares(0))
+		if s.Used(0) || int(s.shares[0]) != 1 {
+			t.Fatalf("after one share: used %t, shares %d; want a share, not a holder", s.Used(0), int(s.shares[0]))
 		}
 		if s.Fits(1, true) {
 			t.Error("nic-1 fits beside a share of nic-0: the share did not consume the port")

@@ -257,8 +257,5 @@ func (s *State) ReleaseFor(d int, a *Alternative, exclusive bool) {
 // Used tells whether device d is allocated exclusively in this state.
 func (s *State) Used(d int) bool { return s.used[d] }
 
-// Shares is the number of new shares of device d in this state.
-func (s *State) Shares(d int) int { return int(s.shares[d]) }
-
 // Free is what is left of counter j of counter set set in this state.
 func (s *State) Free(set, j int) int64 { return s.free[set][j] }
