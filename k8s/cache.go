@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -42,8 +43,8 @@ type Cache struct {
 // NewCache creates (but does not start) the informers.
 func NewCache(client kubernetes.Interface, opts Options) *Cache {
 	c := &Cache{changed: make(chan struct{}, 1)}
-	c.factory = informers.NewSharedInformerFactory(client, opts.Resync)
-	c.podFactory = informers.NewSharedInformerFactoryWithOptions(client, opts.Resync, informers.WithNamespace(opts.Namespace))
+	c.factory = informers.NewSharedInformerFactoryWithOptions(client, opts.Resync, informers.WithTransform(stripUnread))
+	c.podFactory = informers.NewSharedInformerFactoryWithOptions(client, opts.Resync, informers.WithNamespace(opts.Namespace), informers.WithTransform(stripUnread))
 
 	claims := c.factory.Resource().V1().ResourceClaims()
 	slices := c.factory.Resource().V1().ResourceSlices()
@@ -196,3 +197,18 @@ func (c *Cache) Snapshot() (*Snapshot, error) {
 }
 
 func claimKey(c *resourceapi.ResourceClaim) string { return c.Namespace + "/" + c.Name }
+
+// stripUnread drops from every cached object what drasat never reads, as
+// the kube-scheduler does with its informers' transform: managedFields, and
+// a Node's image list (the kubelet reports dozens of image names a node, and
+// drasat never writes Nodes). The writes stay sound without them: an update
+// whose managedFields are nil keeps the server's, and no update sends a Node.
+func stripUnread(obj any) (any, error) {
+	if a, err := meta.Accessor(obj); err == nil && a.GetManagedFields() != nil {
+		a.SetManagedFields(nil)
+	}
+	if n, ok := obj.(*corev1.Node); ok {
+		n.Status.Images = nil
+	}
+	return obj, nil
+}

@@ -107,7 +107,7 @@ func TestParkedClaimRetriedAfterRelease(t *testing.T) {
 	e.allFeasible(t)
 }
 
-// The starvation: with --max-batch, the oldest claims that cannot
+// Starvation: with --max-batch, the oldest claims that cannot
 // fit used to fill every batch, so a newer claim that fits was never tried.
 // Now it is allocated within two passes.
 func TestNewClaimNotStarvedByUnplaceableOldOnes(t *testing.T) {
