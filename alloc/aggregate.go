@@ -166,8 +166,8 @@ type realisationGroup struct {
 // joins all of its node's bins.
 func realisationGroups(cs *componentState, re *bound.Realisation) []realisationGroup {
 	bins := cs.rel.Bins
-	uf := newUnionFind(len(bins))
-	find, union := uf.find, uf.union
+	uf := model.NewDisjointSets(len(bins))
+	find, union := uf.Find, uf.Union
 	nodeBins := map[int][]int{}
 	for b := range bins {
 		n := cs.p.CommonNode(bins[b].Devices)

@@ -8,8 +8,8 @@ import "github.com/drasat/drasat/model"
 // by compatibleOnlyWith. Each group keeps input order.
 func components(p *model.Problem) [][]*model.Claim {
 	nd, ns := len(p.Devices), len(p.CounterSets)
-	uf := newUnionFind(len(p.Claims) + nd + ns)
-	find, union := uf.find, uf.union
+	uf := model.NewDisjointSets(len(p.Claims) + nd + ns)
+	find, union := uf.Find, uf.Union
 	dev := func(d int) int { return len(p.Claims) + d }
 	set := func(s int) int { return len(p.Claims) + nd + s }
 	for _, c := range p.Claims {

@@ -259,22 +259,11 @@ func (r *Relaxation) shareCosts(a *model.Alternative, shared []int, dimOf map[in
 // buildBins groups candidate devices that share a counter set or are tied by
 // compatibleOnlyWith, and groups identical bins into types.
 func (r *Relaxation) buildBins(devs []int) {
-	parent := map[int]int{}
-	var find func(int) int
-	find = func(x int) int {
-		if _, ok := parent[x]; !ok {
-			parent[x] = x
-		}
-		for parent[x] != x {
-			parent[x] = parent[parent[x]]
-			x = parent[x]
-		}
-		return x
-	}
-	union := func(a, b int) { parent[find(a)] = find(b) }
-	setNode := func(s int) int { return -1 - s } // counter sets as negative ids
+	// Devices first, then counter sets.
+	sets := model.NewDisjointSets(len(r.p.Devices) + len(r.p.CounterSets))
+	find, union := sets.Find, sets.Union
+	setNode := func(s int) int { return len(r.p.Devices) + s }
 	for _, d := range devs {
-		find(d)
 		for _, c := range r.p.Devices[d].Consumes {
 			union(d, setNode(c.Set))
 		}

@@ -405,20 +405,11 @@ func boundAntiAffinity(pods []*corev1.Pod) []antiTerm {
 // of groups with a pod drasat does not model.
 func (b *builder) podGroups() {
 	p := b.p
-	parent := make([]int, len(p.Claims))
-	for i := range parent {
-		parent[i] = i
-	}
-	find := func(x int) int {
-		for parent[x] != x {
-			parent[x] = parent[parent[x]]
-			x = parent[x]
-		}
-		return x
-	}
+	sets := NewDisjointSets(len(p.Claims))
+	find := sets.Find
 	for _, pod := range p.Pods {
 		for _, c := range pod.Claims[1:] {
-			parent[find(c)] = find(pod.Claims[0])
+			sets.Union(c, pod.Claims[0])
 		}
 	}
 	index := map[int]int{}
