@@ -37,7 +37,7 @@ func TestDistributeByNode(t *testing.T) {
 		if err != nil || sol.Values == nil {
 			t.Fatalf("global dive: %v", err)
 		}
-		vals, w := na.DistributeByNode(context.Background(), time.Now().Add(time.Minute), g, sol.Values)
+		vals, w := na.DistributeByNode(context.Background(), time.Now().Add(time.Minute), g, sol.Values, sol.Bound)
 		checkPerNode(t, na, vals, w)
 		if w > sol.Bound {
 			t.Fatalf("seed %d: %d distributed, above the bound %d", seed, w, sol.Bound)
