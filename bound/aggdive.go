@@ -449,9 +449,9 @@ func (na *NodeAggregate) Distribute(global *NodeAggregate, values map[string]flo
 // greedy spread (Distribute, checking each node's capacity) loses claims
 // that each node's own model keeps: the nodes' patterns are chosen for the claims they get. While
 // time is left, pairs of nodes then trade: the model of both, with their
-// claims and those no node took, dived for more than they hold, until
-// the spread holds goal (the caller's bound: no trade gains past it), the
-// pair of the node left with the most room first. The
+// claims and those no node took, dived for more than they hold, the
+// pairs of the node left with the most room first, until no pair gains
+// or the spread holds goal (the caller's bound: no trade gains past it). The
 // answer is a solution of the per-node model; it bounds nothing.
 func (na *NodeAggregate) DistributeByNode(ctx context.Context, deadline time.Time, global *NodeAggregate, values map[string]float64, goal int64) (map[string]float64, int64) {
 	// The node order decides what the first nodes take: while the
