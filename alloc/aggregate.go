@@ -474,7 +474,7 @@ func diveLP(ctx context.Context, cs *componentState, na *bound.NodeAggregate, en
 			return ans, err
 		}
 		if len(na.Capacities) > 0 {
-			ans.values, ans.objective = na.DistributeByNode(ctx, end, g, sol.Values)
+			ans.values, ans.objective = na.DistributeByNode(ctx, end, g, sol.Values, sol.Bound)
 		} else {
 			ans.values, ans.objective = na.Distribute(g, sol.Values)
 		}

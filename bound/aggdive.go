@@ -449,9 +449,11 @@ func (na *NodeAggregate) Distribute(global *NodeAggregate, values map[string]flo
 // greedy spread (Distribute, checking each node's capacity) loses claims
 // that each node's own model keeps: the nodes' patterns are chosen for the claims they get. While
 // time is left, pairs of nodes then trade: the model of both, with their
-// claims and those no node took, dived for more than they hold. The
+// claims and those no node took, dived for more than they hold, the
+// pairs of the node left with the most room first, until no pair gains
+// or the spread holds goal (the caller's bound: no trade gains past it). The
 // answer is a solution of the per-node model; it bounds nothing.
-func (na *NodeAggregate) DistributeByNode(ctx context.Context, deadline time.Time, global *NodeAggregate, values map[string]float64) (map[string]float64, int64) {
+func (na *NodeAggregate) DistributeByNode(ctx context.Context, deadline time.Time, global *NodeAggregate, values map[string]float64, goal int64) (map[string]float64, int64) {
 	// The node order decides what the first nodes take: while the
 	// answer weighs less than the global one, and time is left, the
 	// spread starts again from the next node (on 8x8 batches with pods
@@ -468,7 +470,7 @@ func (na *NodeAggregate) DistributeByNode(ctx context.Context, deadline time.Tim
 			break
 		}
 		order := append(slices.Clone(na.Nodes[k:]), na.Nodes[:k]...)
-		vals, w := na.distributeFrom(ctx, deadline, order, global, values)
+		vals, w := na.distributeFrom(ctx, deadline, order, global, values, goal)
 		if w > bestW {
 			best, bestW = vals, w
 		}
@@ -480,7 +482,7 @@ func (na *NodeAggregate) DistributeByNode(ctx context.Context, deadline time.Tim
 }
 
 // distributeFrom is one spread of DistributeByNode, nodes taken in order.
-func (na *NodeAggregate) distributeFrom(ctx context.Context, deadline time.Time, order []int, global *NodeAggregate, values map[string]float64) (map[string]float64, int64) {
+func (na *NodeAggregate) distributeFrom(ctx context.Context, deadline time.Time, order []int, global *NodeAggregate, values map[string]float64, goal int64) (map[string]float64, int64) {
 	// on[n] is node n's part of the answer, held[n] its claims by class.
 	on := map[int]AggregateSolution{}
 	held := map[int][]int{}
@@ -566,13 +568,52 @@ func (na *NodeAggregate) distributeFrom(ctx context.Context, deadline time.Time,
 			take([]int{n}, unheld)
 		}
 	}
-	// Pairs trade until no pair gains.
-	for gained := true; gained && !expired(); {
+	heldWeight := func() (w int64) {
+		for _, n := range order {
+			w += on[n].Objective
+		}
+		return w
+	}
+	// used is what node n's claims ask of resource j.
+	used := func(n, j int) int64 {
+		var u int64
+		for ki, k := range na.Classes {
+			if j < len(k.Requests) {
+				u += int64(held[n][ki]) * k.Requests[j]
+			}
+		}
+		return u
+	}
+	// slack is the share of node n's capacity rows that its claims leave
+	// free: pairs with the node of most slack are tried first (the last
+	// nodes of the first pass hold what the others left, and room; at
+	// 16x8 a round in node order took seconds to reach them).
+	slack := func(n int) float64 {
+		var s float64
+		for _, c := range na.Capacities {
+			if c.Node == n && c.Free > 0 {
+				s += float64(c.Free-used(n, c.Resource)) / float64(c.Free)
+			}
+		}
+		return s
+	}
+	done := func() bool { return expired() || heldWeight() >= goal }
+	// Pairs trade until no pair gains, or the spread holds goal (a bound:
+	// no trade gains past it, and the rounds that would show it cost
+	// seconds at 16 nodes).
+	for gained := !done(); gained; {
 		gained = false
-		for i, a := range order {
-			for _, b := range order[i+1:] {
-				if expired() {
-					break
+		byslack := slices.Clone(order)
+		sl := map[int]float64{}
+		for _, n := range byslack {
+			sl[n] = slack(n)
+		}
+		sort.SliceStable(byslack, func(i, j int) bool { return sl[byslack[i]] > sl[byslack[j]] })
+	pairs:
+		for i, a := range byslack {
+			for _, b := range byslack[i+1:] {
+				if done() {
+					break pairs
 				}
 				most := slices.Clone(unheld)
 				for ki := range most {

@@ -14,9 +14,11 @@ import (
 // TestDistributeByNode spreads the global model's dive over the nodes of
 // MIG batches whose pods' CPU binds: the answer must be a solution of the
 // per-node model, row by row (every bin one pattern, each node's shapes
-// and capacity rows, each class at most its claims), weigh no more than
-// the root LP's bound, and lose at most one claim in a hundred against
-// the global answer (the greedy Distribute lost one in six here).
+// and capacity rows, each class at most its claims), and weigh the root
+// LP's bound, which makes it the per-node model's optimum (the greedy
+// Distribute lost one claim in six here; trading pairs in node order,
+// until a round gained nothing, stopped one claim short on seed 1 from
+// every start node: 199 of 200).
 func TestDistributeByNode(t *testing.T) {
 	for _, seed := range []uint64{1, 2} {
 		cfg := gen.DefaultMIG(8, 8, 300, seed)
@@ -37,13 +39,10 @@ func TestDistributeByNode(t *testing.T) {
 		if err != nil || sol.Values == nil {
 			t.Fatalf("global dive: %v", err)
 		}
-		vals, w := na.DistributeByNode(context.Background(), time.Now().Add(time.Minute), g, sol.Values)
+		vals, w := na.DistributeByNode(context.Background(), time.Now().Add(time.Minute), g, sol.Values, sol.Bound)
 		checkPerNode(t, na, vals, w)
-		if w > sol.Bound {
-			t.Fatalf("seed %d: %d distributed, above the bound %d", seed, w, sol.Bound)
-		}
-		if float64(w) < 0.99*float64(sol.Objective) {
-			t.Errorf("seed %d: %d distributed of the global %d", seed, w, sol.Objective)
+		if w != sol.Bound {
+			t.Errorf("seed %d: %d distributed, the bound is %d", seed, w, sol.Bound)
 		}
 		t.Logf("seed %d: global %d (bound %d), by node %d", seed, sol.Objective, sol.Bound, w)
 	}
