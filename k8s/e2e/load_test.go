@@ -413,6 +413,22 @@ func runLoad(t *testing.T, objs *model.Objects, lp loadPattern, compat string, g
 	fitting := map[string]fitState{}
 	stuck := map[string]bool{}
 	var lastCheck time.Time
+	// Held claims are admitted at the latest --hold after they were first
+	// seen: while drasat holds claims (drasat_held_claims), binding may
+	// pause that long; settling waits for no bind for --hold plus 15 s.
+	holdingSince := time.Time{}
+	holding := func() bool {
+		if d == nil {
+			return false
+		}
+		if v, err := strconv.ParseFloat(metricValue(httpGet(t, "http://"+metricsAddr(t, d)+"/metrics"), "drasat_held_claims"), 64); err == nil && v == 0 {
+			return false
+		}
+		if holdingSince.IsZero() {
+			holdingSince = time.Now()
+		}
+		return time.Since(holdingSince) < loadHold(t)+15*time.Second
+	}
 	settle := func(phase string, quiet time.Duration) {
 		last, lastChange := -1, time.Now()
 		firstBy := time.Now().Add(quiet)
@@ -447,7 +463,7 @@ func runLoad(t *testing.T, objs *model.Objects, lp loadPattern, compat string, g
 			done := false
 			select {
 			case <-created:
-				done = n == alive || (time.Since(lastChange) >= quiet && (last > 0 || time.Now().After(firstBy)))
+				done = n == alive || (time.Since(lastChange) >= quiet && (last > 0 || time.Now().After(firstBy)) && !holding())
 			default:
 				lastChange, lastArrival = time.Now(), time.Now() // still creating pods
 			}
@@ -478,13 +494,7 @@ func runLoad(t *testing.T, objs *model.Objects, lp loadPattern, compat string, g
 			time.Sleep(time.Second)
 		}
 	}
-	// Held claims are admitted at the latest --hold after they were first
-	// seen: drasat's binding may pause that long; the scheduler's does not.
-	quiet := 45 * time.Second
-	if gated {
-		quiet = max(quiet, loadHold(t)+15*time.Second)
-	}
-	settle("", quiet)
+	settle("", 45*time.Second)
 	t.Logf("%s: %d pods created, the last at %.1fs (%d claims already allocated)", res.mode, len(pending), lp.createAt(len(pending)-1, len(pending)).Seconds(), len(objs.Claims)-len(pending))
 	if lp.depart > 0 {
 		gone := 0
