@@ -118,12 +118,15 @@ func (o *Options) defaults() {
 		o.QuietFactor = 1.5
 	}
 	if o.MinQuiet <= 0 {
-		o.MinQuiet = 3 * time.Second
+		o.MinQuiet = DefaultMinQuiet
 	}
 	if o.IdlePerClaim == 0 {
 		o.IdlePerClaim = DefaultIdlePerClaim
 	}
 }
+
+// DefaultMinQuiet is Options.MinQuiet's default.
+const DefaultMinQuiet = 3 * time.Second
 
 // DefaultIdlePerClaim is Options.IdlePerClaim's default: chosen in the
 // arrival simulation (sim_test.go) on the burst, stream and waves, and

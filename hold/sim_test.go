@@ -336,3 +336,88 @@ func envInt(t *testing.T, k string, d int) int {
 	}
 	return x
 }
+
+// TestSimulateReleases replays the load test's departures (k8s/e2e
+// load_test.go, LOAD_PATTERN=departures) offline: the burst solved whole,
+// then every third pending claim's pod deleted, its claim released in
+// steps (SIM_RELEASE_STEPS, default 1,2,4,10,25,100), each step followed
+// by a solve of the claims still pending with every allocation fixed, as
+// a controller that passes after each release does. It prints the claims
+// admitted at the end per number of steps: what the controller's window
+// gains by waiting until releases stop (docs/adapter.md, "Departures").
+// A design tool: HOLD_SIM=1 runs it; SIM_SIZES (8x8:300) picks the size.
+func TestSimulateReleases(t *testing.T) {
+	if os.Getenv("HOLD_SIM") == "" {
+		t.Skip("HOLD_SIM=1 runs the release simulation")
+	}
+	for _, size := range strings.Split(envOr("SIM_SIZES", "8x8:300"), ",") {
+		sz, err := bench.ParseSize(size)
+		if err != nil {
+			t.Fatal(err)
+		}
+		insts, err := bench.Generate("mig", sz, 1, bench.GenerateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := insts[0]
+		var departing []string // the pending claims; every third leaves, as in the load test
+		for _, cl := range in.Objs.Claims {
+			if cl.Status.Allocation == nil {
+				departing = append(departing, cl.Name)
+			}
+		}
+		var gone []string
+		for i, n := range departing {
+			if i%3 == 0 {
+				gone = append(gone, n)
+			}
+		}
+		for _, f := range strings.Split(envOr("SIM_RELEASE_STEPS", "1,2,4,10,25,100"), ",") {
+			steps, err := strconv.Atoi(f)
+			if err != nil || steps < 1 {
+				t.Fatalf("SIM_RELEASE_STEPS: %q is not a positive number", f)
+			}
+			claims := slices.Clone(in.Objs.Claims)
+			admitted := func() int {
+				objs := *in.Objs
+				objs.Claims = claims
+				p, err := model.Build(context.Background(), &objs, model.Options{Compat: in.Compat})
+				if err != nil {
+					t.Fatal(err)
+				}
+				out, err := alloc.Run(context.Background(), p, alloc.Options{Objective: alloc.MaxClaims, Policy: alloc.Binpack, Timeout: 10 * time.Second})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, a := range out.Assignments {
+					r, err := alloc.AllocationResult(p, a)
+					if err != nil {
+						t.Fatal(err)
+					}
+					i := slices.IndexFunc(claims, func(c *resourceapi.ResourceClaim) bool { return c.Name == a.Claim.Obj.Name })
+					c := claims[i].DeepCopy()
+					c.Status.Allocation = r
+					claims[i] = c
+				}
+				n := 0
+				for _, c := range claims {
+					if c.Status.Allocation != nil && slices.ContainsFunc(in.Objs.Claims, func(o *resourceapi.ResourceClaim) bool {
+						return o.Name == c.Name && o.Status.Allocation == nil
+					}) {
+						n++
+					}
+				}
+				return n
+			}
+			burst := admitted()
+			per := (len(gone) + steps - 1) / steps
+			end := 0
+			for k := 0; k < len(gone); k += per {
+				step := gone[k:min(k+per, len(gone))]
+				claims = slices.DeleteFunc(claims, func(c *resourceapi.ResourceClaim) bool { return slices.Contains(step, c.Name) })
+				end = admitted()
+			}
+			t.Logf("%s: the burst admitted %d; %d pods leave, released in %d steps, a solve after each: %d admitted at the end", size, burst, len(gone), steps, end)
+		}
+	}
+}

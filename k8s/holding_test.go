@@ -8,9 +8,13 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/drasat/drasat/hold"
+	"github.com/drasat/drasat/input"
 )
 
 // holdEnv: one node of 8 GPUs, a pending claim for four and one for a
@@ -172,5 +176,27 @@ func TestHoldDeclinedWhenIdleCostsMore(t *testing.T) {
 	e.pass(t)
 	if e.r.holder == nil || e.r.holder.Options().IdlePerClaim != 7*time.Second {
 		t.Fatalf("holder %v: want IdlePerClaim from Options.HoldIdle", e.r.holder)
+	}
+}
+
+// A pod's claim arrives with its pod, not when the resourceclaim
+// controller gets to create it: a burst's claims come tens of seconds
+// after their pods, and timed by them the burst would look like a stream.
+func TestHoldObservesPodClaimsAtThePodsCreation(t *testing.T) {
+	podAt := time.Now().Add(-40 * time.Second).Truncate(time.Second)
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default", UID: "pod-uid", CreationTimestamp: metav1.NewTime(podAt)}}
+	own := claim("p-gpu", 1, nil)
+	own.CreationTimestamp = metav1.NewTime(podAt.Add(30 * time.Second))
+	own.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "p", UID: "pod-uid", Controller: ptr.To(true)}}
+	alone := claim("standalone", 1, nil)
+	alone.CreationTimestamp = metav1.NewTime(podAt.Add(35 * time.Second))
+	r := &Reconciler{Opts: Options{Hold: time.Minute}}
+	dem := &demand{keys: map[string]string{}}
+	r.holdObjects(&input.Objects{Pods: []*corev1.Pod{p}}, []*resourceapi.ResourceClaim{own, alone}, dem, time.Now())
+	if got := r.holder.Since(dem.key(own)); !got.Equal(podAt) {
+		t.Errorf("the pod's claim arrived at %v, want its pod's creation %v", got, podAt)
+	}
+	if got, want := r.holder.Since(dem.key(alone)), alone.CreationTimestamp.Time; !got.Equal(want) {
+		t.Errorf("the standalone claim arrived at %v, want its creation %v", got, want)
 	}
 }

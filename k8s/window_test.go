@@ -6,6 +6,8 @@ import (
 	"time"
 
 	resourceapi "k8s.io/api/resource/v1"
+
+	"github.com/drasat/drasat/hold"
 )
 
 func keysN(n int) []string {
@@ -59,5 +61,52 @@ func TestClearlyFits(t *testing.T) {
 	}
 	if clearlyFits(&Snapshot{Slices: []*resourceapi.ResourceSlice{part}}, []*resourceapi.ResourceClaim{claim("a", 1, nil)}) {
 		t.Error("partitions (shared counters) must count as contended")
+	}
+}
+
+func TestArrivedSince(t *testing.T) {
+	alloc := func(uids ...string) map[string]bool {
+		m := map[string]bool{}
+		for _, u := range uids {
+			m[u] = true
+		}
+		return m
+	}
+	seen := map[string]bool{"claim:0": true}
+	for _, tc := range []struct {
+		name       string
+		prev, next windowState
+		want       bool
+	}{
+		{"nothing new", windowState{keys: keysN(1), allocated: alloc("a")}, windowState{keys: keysN(1), allocated: alloc("a")}, false},
+		{"a new claim", windowState{keys: keysN(1)}, windowState{keys: keysN(2)}, true},
+		{"the same claim again", windowState{keys: keysN(2)}, windowState{keys: keysN(2)}, false},
+		{"a pod's claim not projectable", windowState{}, windowState{unknown: 1}, true},
+		{"an allocation released", windowState{allocated: alloc("a", "b")}, windowState{allocated: alloc("b")}, true},
+		{"a claim allocated (not a release)", windowState{allocated: alloc("b")}, windowState{allocated: alloc("a", "b")}, false},
+	} {
+		if got := arrivedSince(tc.prev, tc.next, seen); got != tc.want {
+			t.Errorf("%s: arrived = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestWindowWithHolding(t *testing.T) {
+	st := windowState{keys: keysN(3)}
+	o := Options{BatchWindow: 2 * time.Second, LiveOptions: LiveOptions{MaxWindow: 30 * time.Second}}
+	quiet := 2500 * time.Millisecond
+	if !windowCloses(st, 10*time.Second, quiet, o.window()) {
+		t.Error("holding off: the window closes once BatchWindow passed without demand")
+	}
+	o.Hold = 200 * time.Second
+	if windowCloses(st, 10*time.Second, quiet, o.window()) {
+		t.Errorf("holding on: demand quiet for %s, before the holder counts it as stopped (%s): the window must stay open", quiet, hold.DefaultMinQuiet)
+	}
+	if !windowCloses(st, 10*time.Second, hold.DefaultMinQuiet, o.window()) {
+		t.Error("holding on: quiet for the holder's MinQuiet: the window closes")
+	}
+	o.BatchWindow = 5 * time.Second
+	if windowCloses(st, 10*time.Second, hold.DefaultMinQuiet, o.window()) {
+		t.Error("a BatchWindow longer than MinQuiet stays in force")
 	}
 }

@@ -220,6 +220,23 @@ func (c *cluster) podClaim(p *corev1.Pod, entry string) *resourceapi.ResourceCla
 // claims' nodes.
 func (c *cluster) assertFeasible() {
 	c.t.Helper()
+	objs := c.objects()
+	n := 0
+	for _, cl := range objs.Claims {
+		if cl.Status.Allocation != nil {
+			n++
+		}
+	}
+	if err := check.CheckAll(objs, check.Options{}); err != nil {
+		c.t.Fatalf("the API server holds an infeasible state (%d allocated claims): %v", n, err)
+	}
+	c.t.Logf("checker: %d allocated claims of %d, all feasible together", n, len(objs.Claims))
+}
+
+// objects reads what the allocation depends on from the API server: every
+// claim, slice, class, node, pod and taint rule.
+func (c *cluster) objects() *input.Objects {
+	c.t.Helper()
 	ctx := context.Background()
 	cl, err := c.admin.ResourceV1().ResourceClaims("").List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -234,11 +251,7 @@ func (c *cluster) assertFeasible() {
 	for i := range tr.Items {
 		objs.TaintRules = append(objs.TaintRules, &tr.Items[i])
 	}
-	n := 0
 	for i := range cl.Items {
-		if cl.Items[i].Status.Allocation != nil {
-			n++
-		}
 		objs.Claims = append(objs.Claims, &cl.Items[i])
 	}
 	for i := range sl.Items {
@@ -253,13 +266,9 @@ func (c *cluster) assertFeasible() {
 	for i := range pl.Items {
 		objs.Pods = append(objs.Pods, &pl.Items[i])
 	}
-	if err := check.CheckAll(objs, check.Options{}); err != nil {
-		c.t.Fatalf("the API server holds an infeasible state (%d allocated claims): %v", n, err)
-	}
-	c.t.Logf("checker: %d allocated claims of %d, all feasible together", n, len(cl.Items))
+	return objs
 }
 
-// nodeMatches reports whether the allocation's node selector admits node.
 func (c *cluster) nodeMatches(a *resourceapi.AllocationResult, nodeName string) bool {
 	c.t.Helper()
 	if a.NodeSelector == nil {

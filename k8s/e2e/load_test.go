@@ -9,7 +9,9 @@ package e2e
 // time to the last bind, bind latency p50/p90, drasat's passes, solves and
 // CPU seconds, and checks the targets: drasat binds at least as many pods as
 // the scheduler alone and at least 95 % of what drasat admits offline on the
-// same claims, and the final state is feasible. The time target (last bind
+// same claims, no pod that fits stays gated with its devices idle once
+// arrivals have stopped (idleAfter, idleGrace; and none fits when binding
+// has settled), and the final state is feasible. The time target (last bind
 // within twice the scheduler alone's plus the configured window) is
 // reported, not asserted: on a shared machine times are noise.
 //
@@ -21,8 +23,11 @@ package e2e
 //     (default 30s), each created at once;
 //   - departures: a burst; once binding has settled, every LOAD_DEPART-th pod
 //     (default 3, bound or not) is deleted, releasing its claim, and the
-//     rest may take the freed devices. Offline is then drasat on the claims
-//     of the pods that stay.
+//     rest may take the freed devices. Offline is then drasat on the same
+//     events (offlineSameEvents: the burst, then the rest with the kept
+//     allocations fixed); the optimum on the claims of the pods that stay,
+//     which knows the departures before placing the burst, is reported
+//     next to it.
 // LOAD_MAX_WINDOW, LOAD_MAX_BATCH, LOAD_BATCH_WINDOW and LOAD_HOLD set drasat's
 // --max-window, --max-batch, --batch-window and --hold (default: the controller's
 // defaults); LOAD_FLAGS adds drasat flags (space-separated, e.g.
@@ -78,6 +83,11 @@ type loadResult struct {
 	toAlloc, toUngate, toBind durations
 	idle                      string // drasat_held_device_seconds_total
 	phases                    string // drasat's pass time per phase, summed
+	// stuck: pods that fitted, with nothing allocated, bound or released
+	// for idleGrace, once arrivals had stopped for idleAfter (each with
+	// when); fitAtEnd: pods that fit when binding had settled.
+	stuck    []string
+	fitAtEnd []string
 }
 
 // loadTableHeader heads the rows loadResult.row makes.
@@ -85,13 +95,13 @@ const loadTableHeader = `| size, arrivals | mode | bound / offline | last claim 
 |---|---|---|---|---|---|---|---|---|`
 
 // row is the run's line of the load table.
-func (r loadResult) row(size string, lp loadPattern, offline int) string {
+func (r loadResult) row(size string, lp loadPattern, offline int, clairvoyant string) string {
 	mode, idle, phases := "scheduler alone", "-", "-"
 	if r.mode == "drasat" {
 		mode, idle, phases = "drasat", r.idle, r.phases
 	}
-	return fmt.Sprintf("| %s, %s | %s | %d / %d (%.0f %%) | %.0fs | %.0fs | %.0fs / %.0fs | %s | %s, %s, %s | %s |",
-		size, lp, mode, r.bound, offline, 100*float64(r.bound)/float64(max(offline, 1)), r.lastClaim.Seconds(), r.lastBind.Seconds(),
+	return fmt.Sprintf("| %s, %s | %s | %d / %d (%.0f %%)%s | %.0fs | %.0fs | %.0fs / %.0fs | %s | %s, %s, %s | %s |",
+		size, lp, mode, r.bound, offline, 100*float64(r.bound)/float64(max(offline, 1)), clairvoyant, r.lastClaim.Seconds(), r.lastBind.Seconds(),
 		r.p50.Seconds(), r.p90.Seconds(), idle, r.toAlloc, r.toUngate, r.toBind, phases)
 }
 
@@ -244,13 +254,27 @@ func TestLoadMIG(t *testing.T) {
 	must(t, err)
 	offline := out.Stats.Admitted
 	t.Logf("offline: drasat admits %d pending claims (optimal: %v); arrivals: %s", offline, out.Stats.Optimal, lp)
+	// With departures, the optimum on the claims that stay knows which
+	// pods will leave before any is placed; the live run (and the
+	// scheduler) must place the burst first and cannot move a running
+	// pod's allocation. The target is drasat offline on the same events
+	// (offlineSameEvents); the optimum knowing the departures is reported
+	// next to it.
+	clairvoyant := ""
+	if lp.depart > 0 {
+		known := offline
+		offline, err = offlineSameEvents(objs, lp, insts[0].Compat)
+		must(t, err)
+		clairvoyant = fmt.Sprintf("; %d knowing the departures", known)
+		t.Logf("offline on the same events (the burst, then the departures, allocations kept): %d; knowing the departures ahead: %d", offline, known)
+	}
 
 	// Subtests, so each cluster stops before the next starts.
 	var sched, live loadResult
 	if os.Getenv("LOAD_SKIP_SCHEDULER") == "" {
-		t.Run("scheduler-alone", func(t *testing.T) { sched = runLoad(t, objs, lp, false) })
+		t.Run("scheduler-alone", func(t *testing.T) { sched = runLoad(t, objs, lp, insts[0].Compat, false) })
 	}
-	t.Run("drasat", func(t *testing.T) { live = runLoad(t, objs, lp, true) })
+	t.Run("drasat", func(t *testing.T) { live = runLoad(t, objs, lp, insts[0].Compat, true) })
 	window := 30 * time.Second // the controller's default --max-window
 	if w := os.Getenv("LOAD_MAX_WINDOW"); w != "" {
 		window, err = time.ParseDuration(w)
@@ -275,7 +299,7 @@ func TestLoadMIG(t *testing.T) {
 		if r.mode == "" {
 			continue // skipped
 		}
-		rows += r.row(sizeSpec, lp, offline) + "\n"
+		rows += r.row(sizeSpec, lp, offline, clairvoyant) + "\n"
 	}
 	t.Logf("\n%s\n%s", loadTableHeader, rows)
 	if f := os.Getenv("LOAD_OUT"); f != "" {
@@ -294,6 +318,12 @@ func TestLoadMIG(t *testing.T) {
 	if 100*live.bound < 95*offline {
 		t.Errorf("drasat bound %d pods live, below 95%% of the %d it admits offline", live.bound, offline)
 	}
+	if len(live.stuck) > 0 {
+		t.Errorf("drasat left %d pods gated that fitted, nothing allocated, bound or released for %s, after arrivals had stopped for %s: %s", len(live.stuck), idleGrace, idleAfter, strings.Join(live.stuck, ", "))
+	}
+	if len(live.fitAtEnd) > 0 {
+		t.Errorf("when binding had settled, %d pending pods fitted: %s", len(live.fitAtEnd), strings.Join(live.fitAtEnd, ", "))
+	}
 }
 
 // loadHold is LOAD_HOLD, drasat's --hold (0: off), or the controller's
@@ -310,7 +340,7 @@ func loadHold(t *testing.T) time.Duration {
 
 // runLoad creates the pods as the pattern says and waits until binding
 // stops.
-func runLoad(t *testing.T, objs *input.Objects, lp loadPattern, gated bool) loadResult {
+func runLoad(t *testing.T, objs *input.Objects, lp loadPattern, compat string, gated bool) loadResult {
 	c := newCluster(t)
 	c.createPool(objs)
 	const ns = "load"
@@ -377,14 +407,46 @@ func runLoad(t *testing.T, objs *input.Objects, lp loadPattern, gated bool) load
 		window, err = time.ParseDuration(w)
 		must(t, err)
 	}
+	// drasat's pods are checked for idle fits (idleFits) every
+	// idleCheckEvery, and at most half the time (the check's solve takes
+	// CPU from the components), once arrivals (claims created for the
+	// pods) have stopped for idleAfter: a pod that fits with nothing
+	// changed (pods bound, alive, gated, with a claim) for idleGrace is
+	// stuck.
+	const idleCheckEvery = 5 * time.Second
+	var checkTook time.Duration
+	type fitState struct {
+		key   [4]int
+		since time.Time
+	}
+	fitting := map[string]fitState{}
+	stuck := map[string]bool{}
+	var lastCheck time.Time
+	// Held claims are admitted at the latest --hold after they were first
+	// seen: while drasat holds claims (drasat_held_claims), binding may
+	// pause that long; settling waits for no bind for --hold plus 15 s.
+	holdingSince := time.Time{}
+	holding := func() bool {
+		if d == nil {
+			return false
+		}
+		if v, err := strconv.ParseFloat(metricValue(httpGet(t, "http://"+metricsAddr(t, d)+"/metrics"), "drasat_held_claims"), 64); err == nil && v == 0 {
+			return false
+		}
+		if holdingSince.IsZero() {
+			holdingSince = time.Now()
+		}
+		return time.Since(holdingSince) < loadHold(t)+15*time.Second
+	}
 	settle := func(phase string, quiet time.Duration) {
 		last, lastChange := -1, time.Now()
 		firstBy := time.Now().Add(quiet)
 		if gated {
 			firstBy = time.Now().Add(window + 60*time.Second)
 		}
+		withClaim, lastArrival := -1, time.Now()
 		for time.Since(start) < 15*time.Minute {
-			n, alive := 0, 0
+			n, alive, gatedNow, claimed := 0, 0, 0, 0
 			for _, p := range c.pods(ns) {
 				if p.DeletionTimestamp != nil {
 					continue
@@ -393,29 +455,56 @@ func runLoad(t *testing.T, objs *input.Objects, lp loadPattern, gated bool) load
 				if p.Spec.NodeName != "" {
 					n++
 				}
+				if hasGate(&p) {
+					gatedNow++
+				}
+				if len(p.Status.ResourceClaimStatuses) > 0 {
+					claimed++
+				}
 			}
 			if n != last {
 				last, lastChange = n, time.Now()
 				t.Logf("%s: %s%d bound after %.0fs", res.mode, phase, n, time.Since(start).Seconds())
 			}
+			if claimed != withClaim {
+				withClaim, lastArrival = claimed, time.Now()
+			}
+			done := false
 			select {
 			case <-created:
-				if n == alive || (time.Since(lastChange) >= quiet && (last > 0 || time.Now().After(firstBy))) {
-					return
-				}
+				done = n == alive || (time.Since(lastChange) >= quiet && (last > 0 || time.Now().After(firstBy)) && !holding())
 			default:
-				lastChange = time.Now() // still creating pods
+				lastChange, lastArrival = time.Now(), time.Now() // still creating pods
+			}
+			if gated && !done && time.Since(lastArrival) >= idleAfter && time.Since(lastCheck) >= max(idleCheckEvery, 2*checkTook) {
+				lastCheck = time.Now()
+				key := [4]int{n, alive, gatedNow, claimed}
+				fits := c.idleFits(ns, compat)
+				checkTook = time.Since(lastCheck)
+				now := map[string]fitState{}
+				for _, name := range fits {
+					f, ok := fitting[name]
+					if !ok || f.key != key {
+						f = fitState{key: key, since: lastCheck}
+					}
+					now[name] = f
+					if lastCheck.Sub(f.since) >= idleGrace && !stuck[name] {
+						stuck[name] = true
+						res.stuck = append(res.stuck, fmt.Sprintf("%s (fits since %.0fs)", name, f.since.Sub(start).Seconds()))
+					}
+				}
+				fitting = now
+				if len(fits) > 0 {
+					t.Logf("%s: %s%d pending pods fit at %.0fs, arrivals stopped %.0fs before", res.mode, phase, len(fits), time.Since(start).Seconds(), time.Since(lastArrival).Seconds())
+				}
+			}
+			if done {
+				return
 			}
 			time.Sleep(time.Second)
 		}
 	}
-	// Held claims are admitted at the latest --hold after they were first
-	// seen: drasat's binding may pause that long; the scheduler's does not.
-	quiet := 45 * time.Second
-	if gated {
-		quiet = max(quiet, loadHold(t)+15*time.Second)
-	}
-	settle("", quiet)
+	settle("", 45*time.Second)
 	t.Logf("%s: %d pods created, the last at %.1fs (%d claims already allocated)", res.mode, len(pending), lp.createAt(len(pending)-1, len(pending)).Seconds(), len(objs.Claims)-len(pending))
 	if lp.depart > 0 {
 		gone := 0
@@ -428,6 +517,9 @@ func runLoad(t *testing.T, objs *input.Objects, lp loadPattern, gated bool) load
 		t.Logf("%s: %d pods deleted after %.0fs", res.mode, gone, time.Since(start).Seconds())
 		res.pods -= gone
 		settle("after departures: ", 45*time.Second)
+	}
+	if gated {
+		res.fitAtEnd = c.idleFits(ns, compat)
 	}
 	var lat []time.Duration
 	for _, p := range c.pods(ns) {
@@ -485,6 +577,9 @@ func runLoad(t *testing.T, objs *input.Objects, lp loadPattern, gated bool) load
 		res.lastBind.Seconds(), res.p50.Seconds(), res.p90.Seconds(), res.lastClaim.Seconds())
 	t.Logf("%s: stages: last allocation %.0fs, last ungate %.0fs; per pod (median/max): claim created -> allocated %s, allocated -> ungated %s, -> bound %s; drasat's passes: %s",
 		res.mode, res.lastAlloc.Seconds(), res.lastUngate.Seconds(), res.toAlloc, res.toUngate, res.toBind, res.phases)
+	if gated {
+		t.Logf("%s: pods stuck (fitting, nothing changing, %s after arrivals stopped): %d %v; fitting when settled: %d %v", res.mode, idleAfter, len(res.stuck), res.stuck, len(res.fitAtEnd), res.fitAtEnd)
+	}
 	c.assertFeasible()
 	return res
 }
@@ -516,4 +611,111 @@ func grepMetrics(m, prefix string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// idleGrace is how long a pod that fits may stay gated, with nothing
+// allocated, bound or released meanwhile, once arrivals have stopped for
+// idleAfter: past it, the load test fails (its devices idle while it waits).
+const (
+	idleAfter = 10 * time.Second
+	idleGrace = 10 * time.Second
+)
+
+// idleFits is the pods in ns, alive and not bound, whose pending claims the
+// engine can still allocate on the cluster as it is, every allocation
+// fixed (a solve of the pending claims of the live pods; any claim it
+// admits fits now). The pods are named in order.
+func (c *cluster) idleFits(ns, compat string) []string {
+	c.t.Helper()
+	objs := c.objects()
+	alive := map[string]bool{} // pod name in ns -> waiting for its bind
+	pods := objs.Pods[:0]
+	for _, p := range objs.Pods {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		pods = append(pods, p)
+		if p.Namespace == ns && p.Spec.NodeName == "" {
+			alive[p.Name] = true
+		}
+	}
+	objs.Pods = pods
+	owner := map[string]string{} // claim name -> its pod
+	claims := objs.Claims[:0]
+	for _, cl := range objs.Claims {
+		if cl.Status.Allocation == nil {
+			if cl.Namespace != ns || cl.DeletionTimestamp != nil || len(cl.OwnerReferences) == 0 || !alive[cl.OwnerReferences[0].Name] {
+				continue
+			}
+			owner[cl.Name] = cl.OwnerReferences[0].Name
+		}
+		claims = append(claims, cl)
+	}
+	objs.Claims = claims
+	if len(owner) == 0 {
+		return nil
+	}
+	p, err := model.Build(context.Background(), objs, model.Options{Compat: compat})
+	must(c.t, err)
+	out, err := alloc.Run(context.Background(), p, alloc.Options{Objective: alloc.MaxClaims, Policy: alloc.Binpack, Timeout: 5 * time.Second})
+	must(c.t, err)
+	var fits []string
+	for _, a := range out.Assignments {
+		if pod, ok := owner[a.Claim.Obj.Name]; ok {
+			fits = append(fits, pod)
+		}
+	}
+	slices.Sort(fits)
+	return fits
+}
+
+// offlineSameEvents is what drasat admits offline on the departures
+// pattern's events without knowing them ahead: every pending claim solved
+// at once, as the burst; the departing pods' claims then removed (their
+// allocations released); the claims still pending solved again with every
+// kept allocation fixed, as allocations of running pods are. The kept
+// claims plus those the second solve admits.
+func offlineSameEvents(objs *input.Objects, lp loadPattern, compat string) (int, error) {
+	solve := func(objs *input.Objects) (*model.Problem, *alloc.Result, error) {
+		p, err := model.Build(context.Background(), objs, model.Options{Compat: compat})
+		if err != nil {
+			return nil, nil, err
+		}
+		out, err := alloc.Run(context.Background(), p, alloc.Options{Objective: alloc.MaxClaims, Policy: alloc.Binpack, Timeout: 10 * time.Second})
+		return p, out, err
+	}
+	p, first, err := solve(objs)
+	if err != nil {
+		return 0, err
+	}
+	allocated := map[string]*resourceapi.AllocationResult{}
+	for _, a := range first.Assignments {
+		r, err := alloc.AllocationResult(p, a)
+		if err != nil {
+			return 0, err
+		}
+		allocated[a.Claim.Obj.Name] = r
+	}
+	after := *objs
+	after.Claims = nil
+	kept, pendingIdx := 0, 0
+	for _, cl := range objs.Claims {
+		if cl.Status.Allocation == nil {
+			pendingIdx++
+			if lp.departs(pendingIdx - 1) {
+				continue
+			}
+			if r := allocated[cl.Name]; r != nil {
+				cl = cl.DeepCopy()
+				cl.Status.Allocation = r
+				kept++
+			}
+		}
+		after.Claims = append(after.Claims, cl)
+	}
+	_, second, err := solve(&after)
+	if err != nil {
+		return 0, err
+	}
+	return kept + second.Stats.Admitted, nil
 }
