@@ -8,6 +8,10 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	"github.com/drasat/drasat/frag"
 	"github.com/drasat/drasat/model"
 )
@@ -41,6 +45,18 @@ func (s *fpSim) fpSchedulerScore(n int, t *fpTask) int64 {
 	return least + balanced
 }
 
+// fpTargetPct is the share of the tasks FGD's target workload covers.
+const fpTargetPct = 95
+
+// fpWorkloadClaim is task t's claim as a shape of the workload (nil for
+// a CPU-only task).
+func fpWorkloadClaim(t *fpTask) *resourceapi.ResourceClaim {
+	if t.num == 0 {
+		return nil
+	}
+	return fpClaim("w", t)
+}
+
 // runDrasat runs the arrivals with drasat deciding the GPU tasks.
 // With cpuFGD, CPU-only tasks are placed by FGD's score instead (an
 // ablation: drasat's GPU decisions on a cluster whose scheduler places the
@@ -52,7 +68,10 @@ func (s *fpSim) runDrasat(ctx context.Context, arrivals []*fpTask, window int, t
 		window = DefaultFPDrasatWindow
 	}
 	c := &fpCurve{capMilli: s.capMilli}
+	// The look-ahead's target workload is FGD's: the tasks arrived so far
+	// by shape of CPU and GPU (CPU-only tasks included), the top 95 %.
 	wl := frag.NewWorkload()
+	wl.Top = fpTargetPct
 	var arrived int64
 	var pending []int // arrival indices of the window's GPU tasks
 	s.placed = make([]fpPlacement, 0, len(arrivals))
@@ -129,6 +148,7 @@ func (s *fpSim) runDrasat(ctx context.Context, arrivals []*fpTask, window int, t
 		arrived += t.totalMilli()
 		c.arrived = append(c.arrived, arrived)
 		s.placed = append(s.placed, fpPlacement{task: t, node: -1})
+		wl.ObserveTask(fpWorkloadClaim(t), corev1.ResourceList{corev1.ResourceCPU: *resource.NewMilliQuantity(t.cpu, resource.DecimalSI)})
 		if t.num == 0 {
 			best, bn := int64(math.MinInt64), -1
 			cnt := 0
@@ -161,7 +181,6 @@ func (s *fpSim) runDrasat(ctx context.Context, arrivals []*fpTask, window int, t
 				s.apply(bn, t, nil)
 			}
 		} else {
-			wl.Observe(fpClaim("w", t))
 			pending = append(pending, i)
 		}
 		c.allocated = append(c.allocated, s.usedMilli)

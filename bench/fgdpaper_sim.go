@@ -99,7 +99,7 @@ func newFPSim(nodes []fpNode, l *fpList, policy string, seed uint64) *fpSim {
 		}
 	}
 	if policy == FPFGD || policy == FPDrasat {
-		s.typical = fpTargetWorkload(l, 95)
+		s.typical = fpTargetWorkload(l, fpTargetPct)
 	}
 	return s
 }
