@@ -57,9 +57,9 @@ type FGDPaperConfig struct {
 	// (10 s when 0).
 	Window  int
 	Timeout time.Duration
-	// DrasatCPUByFGD: in the drasat policy, CPU-only tasks are placed by
-	// FGD's score instead of the kube-scheduler's default (an ablation).
-	DrasatCPUByFGD bool
+	// DrasatCPU: who places the CPU-only tasks in the drasat policy, one
+	// of FPCPUPlacers ("": FPCPUScheduler, the kube-scheduler's default).
+	DrasatCPU string
 	// Progress, when set, is told how far the run has come.
 	Progress func(done, total int, label string) `json:"-"`
 }
@@ -454,7 +454,7 @@ func RunFGDPaper(ctx context.Context, cfg FGDPaperConfig) (*FPReport, error) {
 						label := fmt.Sprintf("%s %s seed %d", name, pol, seed)
 						step = func(note string) { cfg.Progress(done, total, label+": "+note) }
 					}
-					if c, err = sim.runDrasat(ctx, arr, cfg.Window, timeout, cfg.DrasatCPUByFGD, step); err != nil {
+					if c, err = sim.runDrasat(ctx, arr, cfg.Window, timeout, cfg.DrasatCPU, step); err != nil {
 						return nil, fmt.Errorf("fgd-paper: drasat on %s, seed %d: %w", name, seed, err)
 					}
 				} else {

@@ -31,18 +31,44 @@ import (
 // DefaultFPDrasatWindow is the number of GPU arrivals decided together.
 const DefaultFPDrasatWindow = 10
 
-// fpSchedulerScore is the kube-scheduler's default score of a CPU-only
-// pod on a node: NodeResourcesFit's LeastAllocated (the mean free share of
-// CPU and memory after placing it) plus NodeResourcesBalancedAllocation
-// (one minus the spread of the two used shares), each 0..100.
-func (s *fpSim) fpSchedulerScore(n int, t *fpTask) int64 {
+// Who places the CPU-only tasks in the drasat policy (FGDPaperConfig.DrasatCPU).
+const (
+	// FPCPUScheduler: the kube-scheduler's default profile,
+	// NodeResourcesFit's LeastAllocated plus BalancedAllocation.
+	FPCPUScheduler = "scheduler"
+	// FPCPUMostAllocated: the kube-scheduler with the profile shipped in
+	// deploy/scheduler (NodeResourcesFit's MostAllocated plus
+	// BalancedAllocation), a setting an operator has.
+	FPCPUMostAllocated = "most-allocated"
+	// FPCPUFGD: FGD's score, an ablation (no scheduler scores so).
+	FPCPUFGD = "fgd"
+)
+
+// FPCPUPlacers are the values of FGDPaperConfig.DrasatCPU.
+var FPCPUPlacers = []string{FPCPUScheduler, FPCPUMostAllocated, FPCPUFGD}
+
+// fpSchedulerScore is the kube-scheduler's (v1.37) score of a CPU-only
+// pod on a node with its two resource scores at weight 1 each, as the
+// default profile has them: NodeResourcesFit (LeastAllocated, or
+// MostAllocated with mostAllocated set; CPU and memory at weight 1, in
+// the plugin's integer arithmetic) plus NodeResourcesBalancedAllocation
+// (the change in balance the pod brings: 50 + (50 + with − without)/2,
+// where a balance is 100 × (1 − |cpu share − memory share|/2)).
+func (s *fpSim) fpSchedulerScore(n int, t *fpTask, mostAllocated bool) int64 {
 	st, nd := &s.st[n], &s.nodes[n]
-	cpuFree := float64(st.cpuLeft-t.cpu) / float64(nd.cpu)
-	memFree := float64(st.memLeft-t.mem) / float64(nd.mem)
-	least := int64((cpuFree + memFree) / 2 * fpMaxScore)
-	spread := math.Abs((1-cpuFree)-(1-memFree)) / 2
-	balanced := int64((1 - spread) * fpMaxScore)
-	return least + balanced
+	cpuUsed, memUsed := nd.cpu-st.cpuLeft, nd.mem-st.memLeft
+	cpuReq, memReq := min(cpuUsed+t.cpu, nd.cpu), min(memUsed+t.mem, nd.mem)
+	var fit int64
+	if mostAllocated {
+		fit = (cpuReq*fpMaxScore/nd.cpu + memReq*fpMaxScore/nd.mem) / 2
+	} else {
+		fit = ((nd.cpu-cpuReq)*fpMaxScore/nd.cpu + (nd.mem-memReq)*fpMaxScore/nd.mem) / 2
+	}
+	balance := func(cpu, mem int64) int64 {
+		return int64((1 - math.Abs(float64(cpu)/float64(nd.cpu)-float64(mem)/float64(nd.mem))/2) * fpMaxScore)
+	}
+	balanced := fpMaxScore/2 + (fpMaxScore/2+balance(cpuReq, memReq)-balance(cpuUsed, memUsed))/2
+	return fit + balanced
 }
 
 // fpTargetPct is the share of the tasks FGD's target workload covers.
@@ -58,12 +84,13 @@ func fpWorkloadClaim(t *fpTask) *resourceapi.ResourceClaim {
 }
 
 // runDrasat runs the arrivals with drasat deciding the GPU tasks.
-// With cpuFGD, CPU-only tasks are placed by FGD's score instead (an
-// ablation: drasat's GPU decisions on a cluster whose scheduler places the
-// rest as FGD would).
+// cpu says who places the CPU-only tasks (FPCPUScheduler, FPCPUMostAllocated,
+// FPCPUFGD; "" is FPCPUScheduler); FGD's score is an ablation: drasat's
+// GPU decisions on a cluster whose scheduler placed the rest as FGD would.
 // step, when set, is told the arrived share after each window (the
 // progress bar: a drasat curve on the whole cluster takes minutes).
-func (s *fpSim) runDrasat(ctx context.Context, arrivals []*fpTask, window int, timeout time.Duration, cpuFGD bool, step func(note string)) (*fpCurve, error) {
+func (s *fpSim) runDrasat(ctx context.Context, arrivals []*fpTask, window int, timeout time.Duration, cpu string, step func(note string)) (*fpCurve, error) {
+	cpuFGD := cpu == FPCPUFGD
 	if window <= 0 {
 		window = DefaultFPDrasatWindow
 	}
@@ -160,7 +187,7 @@ func (s *fpSim) runDrasat(ctx context.Context, arrivals []*fpTask, window int, t
 				if cpuFGD {
 					sc, _ = s.fgdScore(n, t)
 				} else {
-					sc = s.fpSchedulerScore(n, t)
+					sc = s.fpSchedulerScore(n, t, cpu == FPCPUMostAllocated)
 				}
 				switch {
 				case sc > best:
