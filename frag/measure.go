@@ -136,6 +136,18 @@ func (m *Measure) free(s *model.State, g int) float64 {
 
 // hosts tells whether GPU g can still take one device of shape sh.
 func (m *Measure) hosts(s *model.State, sh *shape, g int) bool {
+	if g >= m.nSets {
+		i := g - m.nSets
+		if sh.sharedOK == nil || sh.sharedOK[i/64]&(1<<(i%64)) == 0 {
+			return false
+		}
+		d := m.shared[i]
+		need := sh.sharedNeed
+		if sh.needVaries {
+			need = sh.need[d]
+		}
+		return s.Fits(d, true) && sharesFit(s, d, need)
+	}
 	for _, d := range sh.bySet[g] {
 		if s.Fits(d, true) && sharesFit(s, d, sh.need[d]) {
 			return true
@@ -174,27 +186,49 @@ func (m *Measure) podFits(s *model.State, sh *shape, n int) bool {
 type nodeView struct {
 	node  int
 	sets  []int
-	pos   map[int]int
 	free  []float64
-	hosts [][]bool // per set position, per shape
+	hosts [][]bool    // per set position, per shape
+	index map[int]int // unit -> position, for views of many units
 	// runs: per shape, whether the node has the node resources it asks for.
 	runs []bool
 }
 
 func (m *Measure) view(s *model.State, n int) *nodeView {
-	v := &nodeView{node: n, sets: m.nodeSets[n], pos: map[int]int{}}
+	v := &nodeView{node: n, sets: m.nodeSets[n]}
 	v.free = make([]float64, len(v.sets))
 	v.hosts = make([][]bool, len(v.sets))
 	v.runs = make([]bool, len(m.shapes))
 	for k, sh := range m.shapes {
 		v.runs[k] = !m.nodeRes || m.podFits(s, sh, n)
 	}
+	if len(v.sets) > 16 {
+		v.index = make(map[int]int, len(v.sets))
+	}
 	for i, g := range v.sets {
-		v.pos[g] = i
+		if v.index != nil {
+			v.index[g] = i
+		}
 		v.hosts[i] = make([]bool, len(m.shapes))
 		m.refresh(s, v, i)
 	}
 	return v
+}
+
+// pos is the position of unit g in the view, or -1 (a node has a few
+// GPUs: a scan beats a map).
+func (v *nodeView) pos(g int) int {
+	if v.index != nil {
+		if i, ok := v.index[g]; ok {
+			return i
+		}
+		return -1
+	}
+	for i, x := range v.sets {
+		if x == g {
+			return i
+		}
+	}
+	return -1
 }
 
 func (m *Measure) refresh(s *model.State, v *nodeView, i int) {

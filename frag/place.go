@@ -183,7 +183,7 @@ func (m *Measure) viewNode(n int) int {
 
 func (m *Measure) refreshDevice(s *model.State, v *nodeView, d int) {
 	for _, u := range m.devUnits[d] {
-		if i, ok := v.pos[u]; ok {
+		if i := v.pos(u); i >= 0 {
 			m.refresh(s, v, i)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -123,8 +124,14 @@ type shape struct {
 	// candidate devices that consume from it.
 	bySet map[int][]int
 	// need is what one device of the shape takes of a shared device's
-	// capacities, as shares of their values.
-	need map[int][]float64
+	// capacities, as shares of their values. hosts reads sharedOK (bit i:
+	// shared unit i is a candidate) and sharedNeed (the need when it is
+	// the same on every candidate, as on GPUs of one kind) instead of the
+	// maps: they are the measure's innermost loop.
+	need       map[int][]float64
+	sharedOK   []uint64
+	sharedNeed []float64
+	needVaries bool
 	// req is what the shape's pod asks of a node, per Problem.Resources.
 	req []nodeReq
 	any bool // some candidate exists
@@ -213,7 +220,16 @@ func (w *Workload) Bind(ctx context.Context, objs *model.Objects, p *model.Probl
 			}
 			if u, ok := m.unitOf[d]; ok && len(q.Devices[qd].Capacity) == len(dev.Capacity) {
 				sh.bySet[u] = append(sh.bySet[u], d)
-				sh.need[d] = a.CapacityShares(qd)
+				need := a.CapacityShares(qd)
+				sh.need[d] = need
+				if sh.sharedOK == nil {
+					sh.sharedOK = make([]uint64, (len(m.shared)+63)/64)
+					sh.sharedNeed = need
+				} else if !slices.Equal(need, sh.sharedNeed) {
+					sh.needVaries = true
+				}
+				i := u - m.nSets
+				sh.sharedOK[i/64] |= 1 << (i % 64)
 			}
 			if dev.All {
 				sh.onNode[-1] = true
