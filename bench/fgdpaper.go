@@ -60,6 +60,10 @@ type FGDPaperConfig struct {
 	// DrasatCPU: who places the CPU-only tasks in the drasat policy, one
 	// of FPCPUPlacers ("": FPCPUScheduler, the kube-scheduler's default).
 	DrasatCPU string
+	// DrasatGPUShapes: the drasat policy's look-ahead learns task shapes
+	// by their claims alone, without the pods' CPU (a parameter the
+	// cross-validation in docs/bench.md chooses).
+	DrasatGPUShapes bool
 	// Progress, when set, is told how far the run has come.
 	Progress func(done, total int, label string) `json:"-"`
 }
@@ -454,7 +458,7 @@ func RunFGDPaper(ctx context.Context, cfg FGDPaperConfig) (*FPReport, error) {
 						label := fmt.Sprintf("%s %s seed %d", name, pol, seed)
 						step = func(note string) { cfg.Progress(done, total, label+": "+note) }
 					}
-					if c, err = sim.runDrasat(ctx, arr, cfg.Window, timeout, cfg.DrasatCPU, step); err != nil {
+					if c, err = sim.runDrasat(ctx, arr, cfg.Window, timeout, cfg.DrasatCPU, cfg.DrasatGPUShapes, step); err != nil {
 						return nil, fmt.Errorf("fgd-paper: drasat on %s, seed %d: %w", name, seed, err)
 					}
 				} else {

@@ -84,12 +84,13 @@ func fpWorkloadClaim(t *fpTask) *resourceapi.ResourceClaim {
 }
 
 // runDrasat runs the arrivals with drasat deciding the GPU tasks.
+// gpuShapes: the look-ahead's shapes without the pods' CPU.
 // cpu says who places the CPU-only tasks (FPCPUScheduler, FPCPUMostAllocated,
 // FPCPUFGD; "" is FPCPUScheduler); FGD's score is an ablation: drasat's
 // GPU decisions on a cluster whose scheduler placed the rest as FGD would.
 // step, when set, is told the arrived share after each window (the
 // progress bar: a drasat curve on the whole cluster takes minutes).
-func (s *fpSim) runDrasat(ctx context.Context, arrivals []*fpTask, window int, timeout time.Duration, cpu string, step func(note string)) (*fpCurve, error) {
+func (s *fpSim) runDrasat(ctx context.Context, arrivals []*fpTask, window int, timeout time.Duration, cpu string, gpuShapes bool, step func(note string)) (*fpCurve, error) {
 	cpuFGD := cpu == FPCPUFGD
 	if window <= 0 {
 		window = DefaultFPDrasatWindow
@@ -175,7 +176,11 @@ func (s *fpSim) runDrasat(ctx context.Context, arrivals []*fpTask, window int, t
 		arrived += t.totalMilli()
 		c.arrived = append(c.arrived, arrived)
 		s.placed = append(s.placed, fpPlacement{task: t, node: -1})
-		wl.ObserveTask(fpWorkloadClaim(t), corev1.ResourceList{corev1.ResourceCPU: *resource.NewMilliQuantity(t.cpu, resource.DecimalSI)})
+		if gpuShapes {
+			wl.ObserveTask(fpWorkloadClaim(t), nil)
+		} else {
+			wl.ObserveTask(fpWorkloadClaim(t), corev1.ResourceList{corev1.ResourceCPU: *resource.NewMilliQuantity(t.cpu, resource.DecimalSI)})
+		}
 		if t.num == 0 {
 			best, bn := int64(math.MinInt64), -1
 			cnt := 0

@@ -350,7 +350,7 @@ func TestFPDrasatRuns(t *testing.T) {
 	s := newFPSim(nodes[:12], l, FPDrasat, 4)
 	arr := fpArrivals(l, s.capMilli, FGDPaperRatio, 4)
 	steps := 0
-	c, err := s.runDrasat(context.Background(), arr, 7, 10*time.Second, FPCPUScheduler, func(string) { steps++ })
+	c, err := s.runDrasat(context.Background(), arr, 7, 10*time.Second, FPCPUScheduler, false, func(string) { steps++ })
 	if err != nil {
 		t.Fatal(err)
 	}
