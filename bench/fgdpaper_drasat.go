@@ -84,13 +84,14 @@ func fpWorkloadClaim(t *fpTask) *resourceapi.ResourceClaim {
 }
 
 // runDrasat runs the arrivals with drasat deciding the GPU tasks.
-// gpuShapes: the look-ahead's shapes without the pods' CPU.
+// gpuShapes: the look-ahead's shapes without the pods' CPU; binpack:
+// drasat-binpack, no look-ahead.
 // cpu says who places the CPU-only tasks (FPCPUScheduler, FPCPUMostAllocated,
 // FPCPUFGD; "" is FPCPUScheduler); FGD's score is an ablation: drasat's
 // GPU decisions on a cluster whose scheduler placed the rest as FGD would.
 // step, when set, is told the arrived share after each window (the
 // progress bar: a drasat curve on the whole cluster takes minutes).
-func (s *fpSim) runDrasat(ctx context.Context, arrivals []*fpTask, window int, timeout time.Duration, cpu string, gpuShapes bool, step func(note string)) (*fpCurve, error) {
+func (s *fpSim) runDrasat(ctx context.Context, arrivals []*fpTask, window int, timeout time.Duration, cpu string, gpuShapes, binpack bool, step func(note string)) (*fpCurve, error) {
 	cpuFGD := cpu == FPCPUFGD
 	if window <= 0 {
 		window = DefaultFPDrasatWindow
@@ -118,7 +119,11 @@ func (s *fpSim) runDrasat(ctx context.Context, arrivals []*fpTask, window int, t
 			objs.Pods = append(objs.Pods, fpPod(name, arrivals[i]))
 			objs.Claims = append(objs.Claims, fpClaim(name, arrivals[i]))
 		}
-		out, err := runPolicy(ctx, PolicyDrasat, objs, model.CompatKEP5963, timeout, wl, false, &lifecycle{upgrade: true})
+		policy := PolicyDrasat
+		if binpack {
+			policy = PolicyDrasatBinpack
+		}
+		out, err := runPolicy(ctx, policy, objs, model.CompatKEP5963, timeout, wl, false, &lifecycle{upgrade: true})
 		if err != nil {
 			return err
 		}

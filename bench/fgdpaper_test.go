@@ -324,17 +324,25 @@ func fpEngineFits(t *testing.T, s *fpSim, i int, tk *fpTask, n int) bool {
 func TestFPDrasatRuns(t *testing.T) {
 	dir := fpTestData(t)
 	for _, cpu := range FPCPUPlacers {
+		policies := []string{FPDrasat}
+		if cpu == FPCPUScheduler {
+			policies = append(policies, FPDrasatBinpack)
+		}
 		rep, err := RunFGDPaper(context.Background(), FGDPaperConfig{Dir: dir, Lists: []string{"gpuspec10"}, Nodes: 16,
-			Policies: []string{FPDrasat}, Seed: 3, Seeds: 1, Verify: true, DrasatCPU: cpu})
+			Policies: policies, Seed: 3, Seeds: 1, Verify: true, DrasatCPU: cpu})
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := rep.Results[0]
-		if !r.Verified || r.Placed == 0 || r.Failed == 0 || len(r.Curve) < 100 {
-			t.Errorf("cpu by %s: verified %v, %d placed, %d turned away, %d levels", cpu, r.Verified, r.Placed, r.Failed, len(r.Curve))
+		if len(rep.Results) != len(policies) {
+			t.Fatalf("%d results for %d policies", len(rep.Results), len(policies))
 		}
-		if u := r.At(130).Median; u < 0 || u > 100 {
-			t.Errorf("unallocated at 130 %%: %v", u)
+		for _, r := range rep.Results {
+			if !r.Verified || r.Placed == 0 || r.Failed == 0 || len(r.Curve) < 100 {
+				t.Errorf("%s, cpu by %s: verified %v, %d placed, %d turned away, %d levels", r.Policy, cpu, r.Verified, r.Placed, r.Failed, len(r.Curve))
+			}
+			if u := r.At(130).Median; u < 0 || u > 100 {
+				t.Errorf("%s: unallocated at 130 %%: %v", r.Policy, u)
+			}
 		}
 	}
 	// The curve counts each task from its arrival: it never falls, never
@@ -350,7 +358,7 @@ func TestFPDrasatRuns(t *testing.T) {
 	s := newFPSim(nodes[:12], l, FPDrasat, 4)
 	arr := fpArrivals(l, s.capMilli, FGDPaperRatio, 4)
 	steps := 0
-	c, err := s.runDrasat(context.Background(), arr, 7, 10*time.Second, FPCPUScheduler, false, func(string) { steps++ })
+	c, err := s.runDrasat(context.Background(), arr, 7, 10*time.Second, FPCPUScheduler, false, false, func(string) { steps++ })
 	if err != nil {
 		t.Fatal(err)
 	}
