@@ -30,8 +30,10 @@ type CapacityDim struct {
 	// negative when they already consume more (then nothing fits).
 	Free int64
 	Unit string
-	// FreeShare is Free as a share of Value (0..1), exact or not: the
-	// fragmentation measure's view of the device (frag).
+	// FreeShare is what existing allocations leave of Value, as a share
+	// of it (below 0 when they overdraw it), in floats computed from the
+	// quantities: known also where Free is not kept (a capacity that
+	// cannot bind). The fragmentation measure reads it (frag).
 	FreeShare float64
 }
 

@@ -19,8 +19,9 @@ type State struct {
 	groups [][][]string // per counter set: group lists of allocated devices
 	shares []int32      // per device: new shares of a shared device
 	capa   [][]int64    // per shared device: capacity left, per Device.Capacity
-	// capShare is capa as shares of the capacities' values, in floats that
-	// are never approximated away (frag's measure reads them).
+	// capShare: per shared device, what is left of each capacity as a
+	// share of its value (CapacityDim.FreeShare minus the new shares),
+	// kept also where capa is not; frag's measure reads it.
 	capShare [][]float64
 	// oneClaim: the state follows the scheduler's search for one claim,
 	// which does not know Device.OrderExclusive.
