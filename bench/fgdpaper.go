@@ -57,9 +57,13 @@ type FGDPaperConfig struct {
 	// (10 s when 0).
 	Window  int
 	Timeout time.Duration
-	// DrasatCPUByFGD: in the drasat policy, CPU-only tasks are placed by
-	// FGD's score instead of the kube-scheduler's default (an ablation).
-	DrasatCPUByFGD bool
+	// DrasatCPU: who places the CPU-only tasks in the drasat policy, one
+	// of FPCPUPlacers ("": FPCPUScheduler, the kube-scheduler's default).
+	DrasatCPU string
+	// DrasatGPUShapes: the drasat policy's look-ahead learns task shapes
+	// by their claims alone, without the pods' CPU (a parameter the
+	// cross-validation in docs/bench.md chooses).
+	DrasatGPUShapes bool
 	// Progress, when set, is told how far the run has come.
 	Progress func(done, total int, label string) `json:"-"`
 }
@@ -77,6 +81,9 @@ const (
 	FPFGD        = "fgd"
 	// FPDrasat is drasat's online policy (fgdpaper_drasat.go).
 	FPDrasat = "drasat"
+	// FPDrasatBinpack is drasat without the frag look-ahead: max-claims,
+	// then binpack (the bench's drasat-binpack).
+	FPDrasatBinpack = "drasat-binpack"
 )
 
 // FGDPaperPolicies lists the fgd-paper policies in the paper's order.
@@ -404,7 +411,7 @@ func RunFGDPaper(ctx context.Context, cfg FGDPaperConfig) (*FPReport, error) {
 	}
 	for _, p := range policies {
 		if !isFPPolicy(p) {
-			return nil, fmt.Errorf("fgd-paper: policy %q: want one of %s or %s", p, strings.Join(FGDPaperPolicies, ", "), FPDrasat)
+			return nil, fmt.Errorf("fgd-paper: policy %q: want one of %s, %s or %s", p, strings.Join(FGDPaperPolicies, ", "), FPDrasat, FPDrasatBinpack)
 		}
 	}
 	seeds := cfg.Seeds
@@ -444,7 +451,7 @@ func RunFGDPaper(ctx context.Context, cfg FGDPaperConfig) (*FPReport, error) {
 				sim := newFPSim(nodes, l, pol, seed)
 				arr := fpArrivals(l, sim.capMilli, ratio, seed)
 				var c *fpCurve
-				if pol == FPDrasat {
+				if pol == FPDrasat || pol == FPDrasatBinpack {
 					timeout := cfg.Timeout
 					if timeout <= 0 {
 						timeout = 10 * time.Second
@@ -454,7 +461,7 @@ func RunFGDPaper(ctx context.Context, cfg FGDPaperConfig) (*FPReport, error) {
 						label := fmt.Sprintf("%s %s seed %d", name, pol, seed)
 						step = func(note string) { cfg.Progress(done, total, label+": "+note) }
 					}
-					if c, err = sim.runDrasat(ctx, arr, cfg.Window, timeout, cfg.DrasatCPUByFGD, step); err != nil {
+					if c, err = sim.runDrasat(ctx, arr, cfg.Window, timeout, cfg.DrasatCPU, cfg.DrasatGPUShapes, pol == FPDrasatBinpack, step); err != nil {
 						return nil, fmt.Errorf("fgd-paper: drasat on %s, seed %d: %w", name, seed, err)
 					}
 				} else {

@@ -8,6 +8,10 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	"github.com/drasat/drasat/frag"
 	"github.com/drasat/drasat/model"
 )
@@ -27,32 +31,76 @@ import (
 // DefaultFPDrasatWindow is the number of GPU arrivals decided together.
 const DefaultFPDrasatWindow = 10
 
-// fpSchedulerScore is the kube-scheduler's default score of a CPU-only
-// pod on a node: NodeResourcesFit's LeastAllocated (the mean free share of
-// CPU and memory after placing it) plus NodeResourcesBalancedAllocation
-// (one minus the spread of the two used shares), each 0..100.
-func (s *fpSim) fpSchedulerScore(n int, t *fpTask) int64 {
+// Who places the CPU-only tasks in the drasat policy (FGDPaperConfig.DrasatCPU).
+const (
+	// FPCPUScheduler: the kube-scheduler's default profile,
+	// NodeResourcesFit's LeastAllocated plus BalancedAllocation.
+	FPCPUScheduler = "scheduler"
+	// FPCPUMostAllocated: the kube-scheduler with the profile shipped in
+	// deploy/scheduler (NodeResourcesFit's MostAllocated plus
+	// BalancedAllocation), a setting an operator has.
+	FPCPUMostAllocated = "most-allocated"
+	// FPCPUFGD: FGD's score, an ablation (no scheduler scores so).
+	FPCPUFGD = "fgd"
+)
+
+// FPCPUPlacers are the values of FGDPaperConfig.DrasatCPU.
+var FPCPUPlacers = []string{FPCPUScheduler, FPCPUMostAllocated, FPCPUFGD}
+
+// fpSchedulerScore is the kube-scheduler's (v1.37) score of a CPU-only
+// pod on a node with its two resource scores at weight 1 each, as the
+// default profile has them: NodeResourcesFit (LeastAllocated, or
+// MostAllocated with mostAllocated set; CPU and memory at weight 1, in
+// the plugin's integer arithmetic) plus NodeResourcesBalancedAllocation
+// (the change in balance the pod brings: 50 + (50 + with − without)/2,
+// where a balance is 100 × (1 − |cpu share − memory share|/2)).
+func (s *fpSim) fpSchedulerScore(n int, t *fpTask, mostAllocated bool) int64 {
 	st, nd := &s.st[n], &s.nodes[n]
-	cpuFree := float64(st.cpuLeft-t.cpu) / float64(nd.cpu)
-	memFree := float64(st.memLeft-t.mem) / float64(nd.mem)
-	least := int64((cpuFree + memFree) / 2 * fpMaxScore)
-	spread := math.Abs((1-cpuFree)-(1-memFree)) / 2
-	balanced := int64((1 - spread) * fpMaxScore)
-	return least + balanced
+	cpuUsed, memUsed := nd.cpu-st.cpuLeft, nd.mem-st.memLeft
+	cpuReq, memReq := min(cpuUsed+t.cpu, nd.cpu), min(memUsed+t.mem, nd.mem)
+	var fit int64
+	if mostAllocated {
+		fit = (cpuReq*fpMaxScore/nd.cpu + memReq*fpMaxScore/nd.mem) / 2
+	} else {
+		fit = ((nd.cpu-cpuReq)*fpMaxScore/nd.cpu + (nd.mem-memReq)*fpMaxScore/nd.mem) / 2
+	}
+	balance := func(cpu, mem int64) int64 {
+		return int64((1 - math.Abs(float64(cpu)/float64(nd.cpu)-float64(mem)/float64(nd.mem))/2) * fpMaxScore)
+	}
+	balanced := fpMaxScore/2 + (fpMaxScore/2+balance(cpuReq, memReq)-balance(cpuUsed, memUsed))/2
+	return fit + balanced
+}
+
+// fpTargetPct is the share of the tasks FGD's target workload covers.
+const fpTargetPct = 95
+
+// fpWorkloadClaim is task t's claim as a shape of the workload (nil for
+// a CPU-only task).
+func fpWorkloadClaim(t *fpTask) *resourceapi.ResourceClaim {
+	if t.num == 0 {
+		return nil
+	}
+	return fpClaim("w", t)
 }
 
 // runDrasat runs the arrivals with drasat deciding the GPU tasks.
-// With cpuFGD, CPU-only tasks are placed by FGD's score instead (an
-// ablation: drasat's GPU decisions on a cluster whose scheduler places the
-// rest as FGD would).
+// gpuShapes: the look-ahead's shapes without the pods' CPU; binpack:
+// drasat-binpack, no look-ahead.
+// cpu says who places the CPU-only tasks (FPCPUScheduler, FPCPUMostAllocated,
+// FPCPUFGD; "" is FPCPUScheduler); FGD's score is an ablation: drasat's
+// GPU decisions on a cluster whose scheduler placed the rest as FGD would.
 // step, when set, is told the arrived share after each window (the
 // progress bar: a drasat curve on the whole cluster takes minutes).
-func (s *fpSim) runDrasat(ctx context.Context, arrivals []*fpTask, window int, timeout time.Duration, cpuFGD bool, step func(note string)) (*fpCurve, error) {
+func (s *fpSim) runDrasat(ctx context.Context, arrivals []*fpTask, window int, timeout time.Duration, cpu string, gpuShapes, binpack bool, step func(note string)) (*fpCurve, error) {
+	cpuFGD := cpu == FPCPUFGD
 	if window <= 0 {
 		window = DefaultFPDrasatWindow
 	}
 	c := &fpCurve{capMilli: s.capMilli}
+	// The look-ahead's target workload is FGD's: the tasks arrived so far
+	// by shape of CPU and GPU (CPU-only tasks included), the top 95 %.
 	wl := frag.NewWorkload()
+	wl.Top = fpTargetPct
 	var arrived int64
 	var pending []int // arrival indices of the window's GPU tasks
 	s.placed = make([]fpPlacement, 0, len(arrivals))
@@ -71,7 +119,11 @@ func (s *fpSim) runDrasat(ctx context.Context, arrivals []*fpTask, window int, t
 			objs.Pods = append(objs.Pods, fpPod(name, arrivals[i]))
 			objs.Claims = append(objs.Claims, fpClaim(name, arrivals[i]))
 		}
-		out, err := runPolicy(ctx, PolicyDrasat, objs, model.CompatKEP5963, timeout, wl, false, &lifecycle{upgrade: true})
+		policy := PolicyDrasat
+		if binpack {
+			policy = PolicyDrasatBinpack
+		}
+		out, err := runPolicy(ctx, policy, objs, model.CompatKEP5963, timeout, wl, false, &lifecycle{upgrade: true})
 		if err != nil {
 			return err
 		}
@@ -129,6 +181,11 @@ func (s *fpSim) runDrasat(ctx context.Context, arrivals []*fpTask, window int, t
 		arrived += t.totalMilli()
 		c.arrived = append(c.arrived, arrived)
 		s.placed = append(s.placed, fpPlacement{task: t, node: -1})
+		if gpuShapes {
+			wl.ObserveTask(fpWorkloadClaim(t), nil)
+		} else {
+			wl.ObserveTask(fpWorkloadClaim(t), corev1.ResourceList{corev1.ResourceCPU: *resource.NewMilliQuantity(t.cpu, resource.DecimalSI)})
+		}
 		if t.num == 0 {
 			best, bn := int64(math.MinInt64), -1
 			cnt := 0
@@ -140,7 +197,7 @@ func (s *fpSim) runDrasat(ctx context.Context, arrivals []*fpTask, window int, t
 				if cpuFGD {
 					sc, _ = s.fgdScore(n, t)
 				} else {
-					sc = s.fpSchedulerScore(n, t)
+					sc = s.fpSchedulerScore(n, t, cpu == FPCPUMostAllocated)
 				}
 				switch {
 				case sc > best:
@@ -161,7 +218,6 @@ func (s *fpSim) runDrasat(ctx context.Context, arrivals []*fpTask, window int, t
 				s.apply(bn, t, nil)
 			}
 		} else {
-			wl.Observe(fpClaim("w", t))
 			pending = append(pending, i)
 		}
 		c.allocated = append(c.allocated, s.usedMilli)

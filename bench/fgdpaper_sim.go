@@ -72,7 +72,7 @@ type fpSim struct {
 }
 
 func isFPPolicy(p string) bool {
-	if p == FPDrasat {
+	if p == FPDrasat || p == FPDrasatBinpack {
 		return true
 	}
 	for _, q := range FGDPaperPolicies {
@@ -94,12 +94,12 @@ func newFPSim(nodes []fpNode, l *fpList, policy string, seed uint64) *fpSim {
 			st.gpuLeft[g] = 1000
 		}
 		s.capMilli += int64(n.gpus) * 1000
-		if policy == FPFGD || policy == FPDrasat {
+		if policy == FPFGD || policy == FPDrasat || policy == FPDrasatBinpack {
 			st.cache = make([]fpCached, len(l.shapes))
 		}
 	}
-	if policy == FPFGD || policy == FPDrasat {
-		s.typical = fpTargetWorkload(l, 95)
+	if policy == FPFGD || policy == FPDrasat || policy == FPDrasatBinpack {
+		s.typical = fpTargetWorkload(l, fpTargetPct)
 	}
 	return s
 }

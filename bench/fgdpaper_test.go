@@ -323,18 +323,26 @@ func fpEngineFits(t *testing.T, s *fpSim, i int, tk *fpTask, n int) bool {
 // checker.
 func TestFPDrasatRuns(t *testing.T) {
 	dir := fpTestData(t)
-	for _, cpuFGD := range []bool{false, true} {
+	for _, cpu := range FPCPUPlacers {
+		policies := []string{FPDrasat}
+		if cpu == FPCPUScheduler {
+			policies = append(policies, FPDrasatBinpack)
+		}
 		rep, err := RunFGDPaper(context.Background(), FGDPaperConfig{Dir: dir, Lists: []string{"gpuspec10"}, Nodes: 16,
-			Policies: []string{FPDrasat}, Seed: 3, Seeds: 1, Verify: true, DrasatCPUByFGD: cpuFGD})
+			Policies: policies, Seed: 3, Seeds: 1, Verify: true, DrasatCPU: cpu})
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := rep.Results[0]
-		if !r.Verified || r.Placed == 0 || r.Failed == 0 || len(r.Curve) < 100 {
-			t.Errorf("cpu by fgd %v: verified %v, %d placed, %d turned away, %d levels", cpuFGD, r.Verified, r.Placed, r.Failed, len(r.Curve))
+		if len(rep.Results) != len(policies) {
+			t.Fatalf("%d results for %d policies", len(rep.Results), len(policies))
 		}
-		if u := r.At(130).Median; u < 0 || u > 100 {
-			t.Errorf("unallocated at 130 %%: %v", u)
+		for _, r := range rep.Results {
+			if !r.Verified || r.Placed == 0 || r.Failed == 0 || len(r.Curve) < 100 {
+				t.Errorf("%s, cpu by %s: verified %v, %d placed, %d turned away, %d levels", r.Policy, cpu, r.Verified, r.Placed, r.Failed, len(r.Curve))
+			}
+			if u := r.At(130).Median; u < 0 || u > 100 {
+				t.Errorf("%s: unallocated at 130 %%: %v", r.Policy, u)
+			}
 		}
 	}
 	// The curve counts each task from its arrival: it never falls, never
@@ -350,7 +358,7 @@ func TestFPDrasatRuns(t *testing.T) {
 	s := newFPSim(nodes[:12], l, FPDrasat, 4)
 	arr := fpArrivals(l, s.capMilli, FGDPaperRatio, 4)
 	steps := 0
-	c, err := s.runDrasat(context.Background(), arr, 7, 10*time.Second, false, func(string) { steps++ })
+	c, err := s.runDrasat(context.Background(), arr, 7, 10*time.Second, FPCPUScheduler, false, false, func(string) { steps++ })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -394,5 +402,26 @@ func TestFPReportOutputs(t *testing.T) {
 	}
 	if err := WriteFPJSON(&js, rep); err != nil || !strings.Contains(js.String(), `"perSeedAt100"`) {
 		t.Errorf("json: %v", err)
+	}
+}
+
+// The kube-scheduler's scores of a CPU-only pod (8 CPUs, 8 GiB), by hand
+// from v1.37's NodeResourcesFit and BalancedAllocation. Node a (32 CPUs,
+// 64 GiB) already holds 16 CPUs and 16 GiB, node b (96 CPUs, 64 GiB)
+// nothing. LeastAllocated: a (25 + 62)/2 = 43, b (91 + 87)/2 = 89;
+// MostAllocated: a (75 + 37)/2 = 56, b (8 + 12)/2 = 10. Balance: a from
+// 87 to 81, 50 + (50 + 81 − 87)/2 = 72; b from 100 to 97, 73. The default
+// spreads the pod to b, the shipped profile packs it on a.
+func TestFPSchedulerScores(t *testing.T) {
+	s, _ := fpTiny(FPDrasat)
+	s.apply(0, &fpTask{cpu: 16000, mem: 16384}, nil)
+	pod := &fpTask{cpu: 8000, mem: 8192}
+	for _, tc := range []struct {
+		most bool
+		a, b int64
+	}{{false, 43 + 72, 89 + 73}, {true, 56 + 72, 10 + 73}} {
+		if a, b := s.fpSchedulerScore(0, pod, tc.most), s.fpSchedulerScore(1, pod, tc.most); a != tc.a || b != tc.b {
+			t.Errorf("most allocated %v: scores a %d b %d, want %d and %d", tc.most, a, b, tc.a, tc.b)
+		}
 	}
 }

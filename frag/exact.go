@@ -98,6 +98,11 @@ func (m *Measure) newExact(claims []*model.Claim, b budget) *exactSearch {
 	if len(claims) == 0 || len(claims) > exactMaxClaims || len(m.shapes) > 64 {
 		return nil
 	}
+	// The DP takes a GPU's hosting to depend on that GPU alone: not with
+	// node resources in the shapes, nor for GPUs shared by capacity.
+	if m.nodeRes || len(m.shared) > 0 {
+		return nil
+	}
 	p := m.p
 	e := &exactSearch{m: m, s: model.NewState(p), budget: b, options: map[int][]gpuOption{}}
 	for k, sh := range m.shapes {

@@ -9,25 +9,40 @@ import (
 
 // Measure is FGD's expected fragmentation of a cluster for a workload.
 //
-// A GPU is a counter set; its free share is the share of its memory slices
-// left (counters named memory-slice-*, as the NVIDIA driver publishes MIG
-// GPUs), or, for sets without them, the mean over its counters of the share
-// left. A set belongs to the node its devices are reachable from (-1 for
-// devices reachable from every node).
+// A GPU is a unit of the measure: a counter set, or a device that allows
+// multiple allocations with consumable capacity and consumes no counters
+// (a GPU shared by capacity, KEP-5075). A counter set's free share is the
+// share of its memory slices left (counters named memory-slice-*, as the
+// NVIDIA driver publishes MIG GPUs), or, for sets without them, the mean
+// over its counters of the share left; a shared device's is the mean over
+// its capacities of the share left (capacity left / capacity, FGD's
+// gpu_milli left / 1000). A unit belongs to the node its devices are
+// reachable from (-1 for devices reachable from every node).
 //
-// For one task shape m and one node n (Weng et al., §4.1): if no placement
-// of m fits on n, every free share on n is a fragment (F_n(m) = Σ_g free(g));
-// otherwise the fragments are the free shares of the GPUs that cannot host
-// one of m's devices (F_n(m) = Σ_{g cannot host m} free(g)). A shape of k
-// devices fits on n when at least k of its GPUs can host one. The node's
-// fragmentation is the expectation over the workload, F_n = Σ_m p_m F_n(m),
-// and the cluster's the sum over nodes.
+// For one task shape m and one node n (Weng et al., §4.1): if m cannot run
+// on n, every free share on n is a fragment (F_n(m) = Σ_g free(g)); it
+// cannot when fewer of n's GPUs than m asks for can host one of its
+// devices, when n lacks the CPU or memory (any resource the pending pods
+// request) m's pod asks for, or when m asks for no device at all (a
+// CPU-only task uses no GPU). Otherwise the fragments are the free shares
+// of the GPUs that cannot host one of m's devices (F_n(m) = Σ_{g cannot
+// host m} free(g)). The node's fragmentation is the expectation over the
+// workload, F_n = Σ_m p_m F_n(m), and the cluster's the sum over nodes.
 type Measure struct {
-	p        *model.Problem
-	shapes   []*shape
-	setNode  []int
+	p      *model.Problem
+	shapes []*shape
+	// Units 0..len(p.CounterSets)-1 are the counter sets, the next ones
+	// the shared devices listed in shared.
+	nSets    int
+	shared   []int       // device index per shared unit
+	unitOf   map[int]int // shared device -> its unit
+	devUnits [][]int     // per device: the units its allocation changes
+	setNode  []int       // per unit: its node
 	nodeSets map[int][]int
-	share    [][]int // per set: the counter indices its free share is measured on
+	share    [][]int // per counter set: the counter indices its free share is measured on
+	// nodeRes: some shape asks for node resources, so a node's CPU and
+	// memory decide whether the shape can run there.
+	nodeRes bool
 	// Cover ranks placements by coverage before FGD's measure (cover.go).
 	// It is for clusters where unadmitted claims wait (the controller,
 	// bench's openb-wait): it keeps large nodes whole from the start, at
@@ -45,7 +60,8 @@ type Measure struct {
 }
 
 func newMeasure(p *model.Problem) *Measure {
-	m := &Measure{p: p, setNode: make([]int, len(p.CounterSets)), nodeSets: map[int][]int{}, share: make([][]int, len(p.CounterSets))}
+	m := &Measure{p: p, nSets: len(p.CounterSets), unitOf: map[int]int{}, devUnits: make([][]int, len(p.Devices)),
+		setNode: make([]int, len(p.CounterSets)), nodeSets: map[int][]int{}, share: make([][]int, len(p.CounterSets))}
 	for i, cs := range p.CounterSets {
 		node := p.CommonNode(cs.Devices) // -1: a counter set not on one node
 		m.setNode[i] = node
@@ -63,14 +79,41 @@ func newMeasure(p *model.Problem) *Measure {
 			}
 		}
 	}
+	for _, d := range p.Devices {
+		for _, c := range d.Consumes {
+			m.devUnits[d.Index] = append(m.devUnits[d.Index], c.Set)
+		}
+		if !d.MultiAlloc || len(d.Consumes) > 0 || len(d.Capacity) == 0 {
+			continue
+		}
+		u := m.nSets + len(m.shared)
+		m.shared = append(m.shared, d.Index)
+		m.unitOf[d.Index] = u
+		m.devUnits[d.Index] = []int{u}
+		node := p.CommonNode([]int{d.Index})
+		m.setNode = append(m.setNode, node)
+		m.nodeSets[node] = append(m.nodeSets[node], u)
+	}
 	return m
 }
 
 // Problem is the problem the measure is bound to.
 func (m *Measure) Problem() *model.Problem { return m.p }
 
-// free is the free share of counter set g in s, in GPUs (0..1).
+// free is the free share of unit g in s, in GPUs (0..1).
 func (m *Measure) free(s *model.State, g int) float64 {
+	if g >= m.nSets {
+		d := m.shared[g-m.nSets]
+		if s.Used(d) {
+			return 0 // held whole by an existing dedicated result
+		}
+		n := len(m.p.Devices[d].Capacity)
+		t := 0.0
+		for j := 0; j < n; j++ {
+			t += min(max(s.ShareLeft(d, j), 0), 1)
+		}
+		return t / float64(n)
+	}
 	cs := m.p.CounterSets[g]
 	idx := m.share[g]
 	if len(idx) == 0 {
@@ -93,12 +136,49 @@ func (m *Measure) free(s *model.State, g int) float64 {
 
 // hosts tells whether GPU g can still take one device of shape sh.
 func (m *Measure) hosts(s *model.State, sh *shape, g int) bool {
+	if g >= m.nSets {
+		i := g - m.nSets
+		if sh.sharedOK == nil || sh.sharedOK[i/64]&(1<<(i%64)) == 0 {
+			return false
+		}
+		d := m.shared[i]
+		need := sh.sharedNeed
+		if sh.needVaries {
+			need = sh.need[d]
+		}
+		return s.Fits(d, true) && sharesFit(s, d, need)
+	}
 	for _, d := range sh.bySet[g] {
-		if s.Fits(d, true) {
+		if s.Fits(d, true) && sharesFit(s, d, sh.need[d]) {
 			return true
 		}
 	}
 	return false
+}
+
+// sharesFit tells whether a share that takes need (per capacity, as
+// shares of their values) still fits on shared device d.
+func sharesFit(s *model.State, d int, need []float64) bool {
+	for j, x := range need {
+		if x > s.ShareLeft(d, j)+1e-9 {
+			return false
+		}
+	}
+	return true
+}
+
+// podFits tells whether node n has the node resources shape sh's pod asks
+// for left (true for -1, the devices reachable from every node).
+func (m *Measure) podFits(s *model.State, sh *shape, n int) bool {
+	if n < 0 {
+		return true
+	}
+	for _, r := range sh.req {
+		if left, ok := s.NodeLeft(n, r.j); ok && r.v > left {
+			return false
+		}
+	}
+	return true
 }
 
 // nodeView caches, for one node, each GPU's free share and which shapes it
@@ -106,21 +186,49 @@ func (m *Measure) hosts(s *model.State, sh *shape, g int) bool {
 type nodeView struct {
 	node  int
 	sets  []int
-	pos   map[int]int
 	free  []float64
-	hosts [][]bool // per set position, per shape
+	hosts [][]bool    // per set position, per shape
+	index map[int]int // unit -> position, for views of many units
+	// runs: per shape, whether the node has the node resources it asks for.
+	runs []bool
 }
 
 func (m *Measure) view(s *model.State, n int) *nodeView {
-	v := &nodeView{node: n, sets: m.nodeSets[n], pos: map[int]int{}}
+	v := &nodeView{node: n, sets: m.nodeSets[n]}
 	v.free = make([]float64, len(v.sets))
 	v.hosts = make([][]bool, len(v.sets))
+	v.runs = make([]bool, len(m.shapes))
+	for k, sh := range m.shapes {
+		v.runs[k] = !m.nodeRes || m.podFits(s, sh, n)
+	}
+	if len(v.sets) > 16 {
+		v.index = make(map[int]int, len(v.sets))
+	}
 	for i, g := range v.sets {
-		v.pos[g] = i
+		if v.index != nil {
+			v.index[g] = i
+		}
 		v.hosts[i] = make([]bool, len(m.shapes))
 		m.refresh(s, v, i)
 	}
 	return v
+}
+
+// pos is the position of unit g in the view, or -1 (a node has a few
+// GPUs: a scan beats a map).
+func (v *nodeView) pos(g int) int {
+	if v.index != nil {
+		if i, ok := v.index[g]; ok {
+			return i
+		}
+		return -1
+	}
+	for i, x := range v.sets {
+		if x == g {
+			return i
+		}
+	}
+	return -1
 }
 
 func (m *Measure) refresh(s *model.State, v *nodeView, i int) {
@@ -139,6 +247,10 @@ func (m *Measure) frag(v *nodeView) float64 {
 	}
 	out := 0.0
 	for k, sh := range m.shapes {
+		if sh.count == 0 || !v.runs[k] {
+			out += sh.w * total // a CPU-only shape, or one the node cannot run
+			continue
+		}
 		n, unhosted := 0, 0.0
 		for i := range v.sets {
 			if v.hosts[i][k] {
@@ -178,5 +290,5 @@ func (m *Measure) nodeOrder() []int {
 	return ns
 }
 
-// GPUs is the number of counter sets measured.
-func (m *Measure) GPUs() int { return len(m.p.CounterSets) }
+// GPUs is the number of units (GPUs) measured.
+func (m *Measure) GPUs() int { return len(m.setNode) }

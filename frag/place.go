@@ -66,8 +66,10 @@ func (m *Measure) placeWhere(s *model.State, c *model.Claim, rule Rule, allowed 
 		if rule == FGD {
 			before = m.nodeFragAt(s, n)
 		}
+		s.PlacePod(c, n) // its pods' requests count in the measure
 		picks, ok := m.placeOn(s, c, n, rule)
 		if !ok {
+			s.UnplacePod(c, n)
 			continue
 		}
 		var sc [2]float64
@@ -77,10 +79,10 @@ func (m *Measure) placeWhere(s *model.State, c *model.Claim, rule Rule, allowed 
 		case BestFit:
 			seen := map[int]bool{}
 			for _, pk := range picks {
-				for _, cons := range m.p.Devices[pk.Dev].Consumes {
-					if !seen[cons.Set] {
-						seen[cons.Set] = true
-						sc[0] += m.free(s, cons.Set)
+				for _, u := range m.devUnits[pk.Dev] {
+					if !seen[u] {
+						seen[u] = true
+						sc[0] += m.free(s, u)
 					}
 				}
 			}
@@ -91,6 +93,7 @@ func (m *Measure) placeWhere(s *model.State, c *model.Claim, rule Rule, allowed 
 		for i := len(picks) - 1; i >= 0; i-- {
 			alloc.ReleasePick(s, c, picks[i])
 		}
+		s.UnplacePod(c, n)
 		if sc[0] < bestScore[0]-1e-9 || (math.Abs(sc[0]-bestScore[0]) <= 1e-9 && sc[1] < bestScore[1]-1e-9) {
 			best, bestNode, bestScore = picks, n, sc
 		}
@@ -179,8 +182,8 @@ func (m *Measure) viewNode(n int) int {
 }
 
 func (m *Measure) refreshDevice(s *model.State, v *nodeView, d int) {
-	for _, cons := range m.p.Devices[d].Consumes {
-		if i, ok := v.pos[cons.Set]; ok {
+	for _, u := range m.devUnits[d] {
+		if i := v.pos(u); i >= 0 {
 			m.refresh(s, v, i)
 		}
 	}
@@ -204,8 +207,8 @@ func (m *Measure) bestDevice(s *model.State, c *model.Claim, ri, ai int, cands [
 			m.refreshDevice(s, v, d)
 		case BestFit:
 			alloc.TakePick(s, c, pk)
-			for _, cons := range m.p.Devices[d].Consumes {
-				sc += m.free(s, cons.Set)
+			for _, u := range m.devUnits[d] {
+				sc += m.free(s, u)
 			}
 			alloc.ReleasePick(s, c, pk)
 		}
@@ -216,10 +219,12 @@ func (m *Measure) bestDevice(s *model.State, c *model.Claim, ri, ai int, cands [
 	return best
 }
 
-// consumedShare is the share of its GPUs device d takes, in GPUs: per
-// counter set, the mean over the counters its free share is measured on
-// (memory slices have capacity 1 each, so that is slices taken / 8).
-func consumedShare(m *Measure, d int) float64 {
+// consumedShare is the share of its GPUs device d takes for alternative
+// a, in GPUs: per counter set, the mean over the counters its free share
+// is measured on (memory slices have capacity 1 each, so that is slices
+// taken / 8); for a shared device, the mean over its capacities of the
+// share a takes.
+func consumedShare(m *Measure, a *model.Alternative, d int) float64 {
 	t := 0.0
 	for _, cons := range m.p.Devices[d].Consumes {
 		cs := m.p.CounterSets[cons.Set]
@@ -233,7 +238,21 @@ func consumedShare(m *Measure, d int) float64 {
 		}
 		t += u / float64(len(idx))
 	}
+	if _, ok := m.unitOf[d]; ok {
+		if sh := a.CapacityShares(d); len(sh) > 0 {
+			u := 0.0
+			for _, x := range sh {
+				u += x
+			}
+			t += u / float64(len(sh))
+		}
+	}
 	return t
+}
+
+// pickShare is consumedShare of pick pk of claim c.
+func pickShare(m *Measure, c *model.Claim, pk alloc.Pick) float64 {
+	return consumedShare(m, c.Requests[pk.Req].Alternatives[pk.Alt], pk.Dev)
 }
 
 func taken(picks []alloc.Pick, d int) bool {

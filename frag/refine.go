@@ -51,7 +51,7 @@ func (m *Measure) Refine(ctx context.Context, p *model.Problem, res *alloc.Resul
 	size := map[int]float64{}
 	for _, a := range res.Assignments {
 		for _, pk := range a.Picks {
-			size[a.Claim.Index] += consumedShare(m, pk.Dev)
+			size[a.Claim.Index] += pickShare(m, a.Claim, pk)
 		}
 	}
 	bySize := func(as []*alloc.Assignment) {
@@ -73,7 +73,7 @@ func (m *Measure) Refine(ctx context.Context, p *model.Problem, res *alloc.Resul
 		for _, a := range cur {
 			size[a.Claim.Index] = 0
 			for _, pk := range a.Picks {
-				size[a.Claim.Index] += consumedShare(m, pk.Dev)
+				size[a.Claim.Index] += pickShare(m, a.Claim, pk)
 			}
 		}
 	}
@@ -207,13 +207,17 @@ func (m *Measure) score(s *model.State) placementScore {
 	return placementScore{m.coverage(s), f}
 }
 
+// take puts a into s, its pods on its node included (as Place does), so
+// that the node resources the measure reads stay right.
 func take(s *model.State, a *alloc.Assignment) {
 	for _, pk := range a.Picks {
 		alloc.TakePick(s, a.Claim, pk)
 	}
+	s.PlacePod(a.Claim, a.Node)
 }
 
 func release(s *model.State, a *alloc.Assignment) {
+	s.UnplacePod(a.Claim, a.Node)
 	for i := len(a.Picks) - 1; i >= 0; i-- {
 		alloc.ReleasePick(s, a.Claim, a.Picks[i])
 	}
@@ -275,8 +279,8 @@ func (m *Measure) assignmentNodes(a *alloc.Assignment) []int {
 	seen := map[int]bool{}
 	var out []int
 	for _, pk := range a.Picks {
-		for _, c := range m.p.Devices[pk.Dev].Consumes {
-			n := m.setNode[c.Set]
+		for _, u := range m.devUnits[pk.Dev] {
+			n := m.setNode[u]
 			if !seen[n] {
 				seen[n] = true
 				out = append(out, n)

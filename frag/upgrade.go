@@ -49,7 +49,7 @@ func (m *Measure) upgrade(s *model.State, as []*alloc.Assignment, b budget) ([]*
 	size := func(a *alloc.Assignment) float64 {
 		t := 0.0
 		for _, pk := range a.Picks {
-			t += consumedShare(m, pk.Dev)
+			t += pickShare(m, a.Claim, pk)
 		}
 		return t
 	}
@@ -109,7 +109,7 @@ func (m *Measure) requestedShare(c *model.Claim) (float64, bool) {
 		}
 		least := math.Inf(1)
 		for _, d := range a.Candidates {
-			least = min(least, consumedShare(m, d))
+			least = min(least, consumedShare(m, a, d))
 		}
 		t += float64(a.Count) * least
 	}

@@ -11,37 +11,65 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 
 	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/model"
 )
 
-// Workload is the distribution of task shapes: how often each kind of claim
-// (identical spec.devices) has been seen. It is learnt from claims as they
-// arrive (bench: the trace's past; the controller: the claims it allocated).
+// Workload is the distribution of task shapes: how often each kind of
+// task (identical spec.devices of its claim, and identical requests of its
+// pod when they are known) has been seen. It is learnt from claims as they
+// arrive (bench: the trace's past; the controller: the claims it
+// allocated).
 type Workload struct {
 	keys   []string
-	claims []*resourceapi.ResourceClaim // one representative per shape
+	claims []*resourceapi.ResourceClaim // one representative per shape; nil: a task without devices
+	reqs   []corev1.ResourceList        // the pod's requests per shape (nil: not known)
 	counts []float64
 	index  map[string]int
+	// Top, when above 0, keeps only the most frequent shapes that together
+	// make up Top % of the tasks, their frequencies renormalised (FGD's
+	// target workload: 95 in the paper). Ties keep the shape seen first.
+	Top float64
 }
 
 // NewWorkload is an empty workload.
 func NewWorkload() *Workload { return &Workload{index: map[string]int{}} }
 
 // Observe counts one claim of the workload.
-func (w *Workload) Observe(c *resourceapi.ResourceClaim) {
-	js, _ := json.Marshal(c.Spec.Devices)
-	k := string(js)
+func (w *Workload) Observe(c *resourceapi.ResourceClaim) { w.ObserveTask(c, nil) }
+
+// ObserveTask counts one task: its claim (nil for a task that uses no
+// devices) and what its pod requests of the node (nil: not known).
+func (w *Workload) ObserveTask(c *resourceapi.ResourceClaim, requests corev1.ResourceList) {
+	var b strings.Builder
+	if c != nil {
+		js, _ := json.Marshal(c.Spec.Devices)
+		b.Write(js)
+	}
+	names := make([]string, 0, len(requests))
+	for n := range requests {
+		names = append(names, string(n))
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		q := requests[corev1.ResourceName(n)]
+		fmt.Fprintf(&b, "|%s=%s", n, q.String())
+	}
+	k := b.String()
 	i, ok := w.index[k]
 	if !ok {
 		i = len(w.keys)
 		w.index[k] = i
 		w.keys = append(w.keys, k)
 		w.claims = append(w.claims, c)
+		w.reqs = append(w.reqs, requests)
 		w.counts = append(w.counts, 0)
 	}
 	w.counts[i]++
@@ -66,14 +94,47 @@ func (w *Workload) Total() float64 {
 	return t
 }
 
+// target is the shapes the measure weighs (all, or the top ones by
+// Top) and the total count they share.
+func (w *Workload) target() ([]int, float64) {
+	idx := make([]int, len(w.keys))
+	for i := range idx {
+		idx[i] = i
+	}
+	if w.Top <= 0 {
+		return idx, w.Total()
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return w.counts[idx[a]] > w.counts[idx[b]] })
+	total, cum := w.Total(), 0.0
+	for k, i := range idx {
+		if cum >= w.Top*total/100 {
+			idx = idx[:k]
+			break
+		}
+		cum += w.counts[i]
+	}
+	sort.Ints(idx)
+	return idx, cum
+}
+
 // shape is one task shape bound to a problem's devices.
 type shape struct {
 	w     float64 // frequency, the weights sum to 1
-	count int     // devices the shape asks for
-	// bySet lists, per counter set, the shape's candidate devices that
-	// consume from it.
+	count int     // devices the shape asks for; 0: a task without devices
+	// bySet lists, per unit (counter set or shared device), the shape's
+	// candidate devices that consume from it.
 	bySet map[int][]int
-	// noSet lists candidates that consume no counters, per node.
+	// need is what one device of the shape takes of a shared device's
+	// capacities, as shares of their values. hosts reads sharedOK (bit i:
+	// shared unit i is a candidate) and sharedNeed (the need when it is
+	// the same on every candidate, as on GPUs of one kind) instead of the
+	// maps: they are the measure's innermost loop.
+	need       map[int][]float64
+	sharedOK   []uint64
+	sharedNeed []float64
+	needVaries bool
+	// req is what the shape's pod asks of a node, per Problem.Resources.
+	req []nodeReq
 	any bool // some candidate exists
 	// nodes on which the shape has candidates.
 	onNode map[int]bool
@@ -82,20 +143,32 @@ type shape struct {
 	whole bool
 }
 
+// nodeReq is an amount of resource j (Problem.Resources) of a node.
+type nodeReq struct {
+	j int
+	v int64
+}
+
 // Bind resolves the workload's shapes against the devices of objs (only
 // slices and classes are read) and returns the measure for problem p, whose
 // devices are matched by ID. Shapes that are not one request for Count
 // devices (firstAvailable, allocationMode All, constraints) are measured by
-// their first alternative.
+// their first alternative. A shape's pod requests count for the resources
+// p knows (those its pending pods request).
 func (w *Workload) Bind(ctx context.Context, objs *input.Objects, p *model.Problem) (*Measure, error) {
 	m := newMeasure(p)
 	if w.Shapes() == 0 {
 		return m, nil
 	}
+	keep, total := w.target()
 	o := *objs
 	o.Claims = nil
 	o.Pods = nil
-	for i, c := range w.claims {
+	for _, i := range keep {
+		c := w.claims[i]
+		if c == nil {
+			continue
+		}
 		cc := c.DeepCopy()
 		cc.Namespace, cc.Name = "drasat-frag", fmt.Sprintf("shape-%d", i)
 		cc.Status = resourceapi.ResourceClaimStatus{}
@@ -105,17 +178,37 @@ func (w *Workload) Bind(ctx context.Context, objs *input.Objects, p *model.Probl
 	if err != nil {
 		return nil, fmt.Errorf("frag: workload shapes: %w", err)
 	}
+	byShape := map[int]*model.Claim{}
+	for _, c := range q.Claims {
+		var i int
+		if _, err := fmt.Sscanf(c.Obj.Name, "shape-%d", &i); err == nil {
+			byShape[i] = c
+		}
+	}
 	byID := make(map[input.DeviceID]int, len(p.Devices))
 	for _, d := range p.Devices {
 		byID[d.ID] = d.Index
 	}
-	total := w.Total()
-	for i, c := range q.Claims {
-		if c.Err != nil || len(c.Requests) == 0 || len(c.Requests[0].Alternatives) == 0 {
+	for _, i := range keep {
+		sh := &shape{w: w.counts[i] / total, bySet: map[int][]int{}, need: map[int][]float64{}, onNode: map[int]bool{}}
+		for j, r := range p.Resources {
+			if v, ok := w.reqs[i][r]; ok {
+				if x := model.ResourceAmount(r, v); x > 0 {
+					sh.req = append(sh.req, nodeReq{j, x})
+					m.nodeRes = true
+				}
+			}
+		}
+		if w.claims[i] == nil {
+			m.shapes = append(m.shapes, sh)
+			continue
+		}
+		c := byShape[i]
+		if c == nil || c.Err != nil || len(c.Requests) == 0 || len(c.Requests[0].Alternatives) == 0 {
 			continue
 		}
 		a := c.Requests[0].Alternatives[0]
-		sh := &shape{w: w.counts[i] / total, count: max(a.Count, 1), bySet: map[int][]int{}, onNode: map[int]bool{}}
+		sh.count = max(a.Count, 1)
 		for _, qd := range a.Candidates {
 			d, ok := byID[q.Devices[qd].ID]
 			if !ok {
@@ -125,6 +218,19 @@ func (w *Workload) Bind(ctx context.Context, objs *input.Objects, p *model.Probl
 			dev := p.Devices[d]
 			for _, cons := range dev.Consumes {
 				sh.bySet[cons.Set] = append(sh.bySet[cons.Set], d)
+			}
+			if u, ok := m.unitOf[d]; ok && len(q.Devices[qd].Capacity) == len(dev.Capacity) {
+				sh.bySet[u] = append(sh.bySet[u], d)
+				need := a.CapacityShares(qd)
+				sh.need[d] = need
+				if sh.sharedOK == nil {
+					sh.sharedOK = make([]uint64, (len(m.shared)+63)/64)
+					sh.sharedNeed = need
+				} else if !slices.Equal(need, sh.sharedNeed) {
+					sh.needVaries = true
+				}
+				i := u - m.nSets
+				sh.sharedOK[i/64] |= 1 << (i % 64)
 			}
 			if dev.All {
 				sh.onNode[-1] = true

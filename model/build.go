@@ -1204,7 +1204,7 @@ func (b *builder) match(class *resourceapi.DeviceClass, sels []resourceapi.Devic
 		candidates = append(candidates, d.Index)
 		if d.MultiAlloc {
 			if alt.caps == nil {
-				alt.caps = &altCapacity{consumed: map[int]map[resourceapi.QualifiedName]resource.Quantity{}, amounts: map[int][]int64{}}
+				alt.caps = &altCapacity{consumed: map[int]map[resourceapi.QualifiedName]resource.Quantity{}, amounts: map[int][]int64{}, shares: map[int][]float64{}}
 				b.altCaps = append(b.altCaps, alt.caps)
 			}
 			alt.caps.consumed[d.Index] = consumed

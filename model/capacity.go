@@ -30,6 +30,11 @@ type CapacityDim struct {
 	// negative when they already consume more (then nothing fits).
 	Free int64
 	Unit string
+	// FreeShare is what existing allocations leave of Value, as a share
+	// of it (below 0 when they overdraw it), in floats computed from the
+	// quantities: known also where Free is not kept (a capacity that
+	// cannot bind). The fragmentation measure reads it (frag).
+	FreeShare float64
 }
 
 // errCapacityNotRepresentable and errNegativeCapacity are the allocator's
@@ -427,6 +432,19 @@ func (b *builder) scaleCapacities() {
 		}
 		for j := range d.Capacity {
 			dim := &d.Capacity[j]
+			dim.FreeShare = 0
+			if v := dim.Value.AsApproximateFloat64(); v > 0 {
+				e := b.existingCap[d.Index][dim.Name]
+				dim.FreeShare = 1 - e.AsApproximateFloat64()/v
+				for _, ac := range users {
+					q := ac.consumed[d.Index][dim.Name]
+					ac.shares[d.Index] = append(ac.shares[d.Index], q.AsApproximateFloat64()/v)
+				}
+			} else {
+				for _, ac := range users {
+					ac.shares[d.Index] = append(ac.shares[d.Index], 0)
+				}
+			}
 			// When every share the claims could take fits at once, the
 			// capacity cannot bind: it needs no numbers (which may exceed
 			// 64 bits, like 10^21).

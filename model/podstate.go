@@ -64,3 +64,16 @@ func (s *State) UnplacePod(c *Claim, n int) {
 		delete(ps.node, g)
 	}
 }
+
+// NodeLeft is what is left of resource j (per Problem.Resources) on node n
+// besides the pod groups placed so far; ok is false when the node's
+// amount is not known (Problem.Limited).
+func (s *State) NodeLeft(n, j int) (left int64, ok bool) {
+	if n < 0 || n >= len(s.P.NodeFree) || !s.P.Limited(n, j) {
+		return 0, false
+	}
+	if s.pods == nil {
+		return s.P.NodeFree[n][j], true
+	}
+	return s.pods.load.Free(n, j), true
+}

@@ -379,8 +379,19 @@ type Alternative struct {
 // MultiAlloc candidates; alternatives with the same match share it.
 type altCapacity struct {
 	consumed map[int]map[resourceapi.QualifiedName]resource.Quantity
-	amounts  map[int][]int64 // scaled, in the order of Device.Capacity
-	uses     int             // alternatives sharing it: shares it may take of a device
+	amounts  map[int][]int64   // scaled, in the order of Device.Capacity
+	shares   map[int][]float64 // consumed / value, in the order of Device.Capacity
+	uses     int               // alternatives sharing it: shares it may take of a device
+}
+
+// CapacityShares is what the alternative consumes of MultiAlloc device d,
+// per entry of Device.Capacity as a share of its value; nil for other
+// devices.
+func (a *Alternative) CapacityShares(d int) []float64 {
+	if a == nil || a.caps == nil {
+		return nil
+	}
+	return a.caps.shares[d]
 }
 
 // ConsumedCapacity is what the alternative consumes of MultiAlloc device d,

@@ -19,6 +19,10 @@ type State struct {
 	groups [][][]string // per counter set: group lists of allocated devices
 	shares []int32      // per device: new shares of a shared device
 	capa   [][]int64    // per shared device: capacity left, per Device.Capacity
+	// capShare: per shared device, what is left of each capacity as a
+	// share of its value (CapacityDim.FreeShare minus the new shares),
+	// kept also where capa is not; frag's measure reads it.
+	capShare [][]float64
 	// oneClaim: the state follows the scheduler's search for one claim,
 	// which does not know Device.OrderExclusive.
 	oneClaim bool
@@ -29,11 +33,12 @@ type State struct {
 // NewState is the state before any pending claim is placed.
 func NewState(p *Problem) *State {
 	s := &State{P: p, used: make([]bool, len(p.Devices)), free: make([][]int64, len(p.CounterSets)), groups: make([][][]string, len(p.CounterSets)),
-		shares: make([]int32, len(p.Devices)), capa: make([][]int64, len(p.Devices))}
+		shares: make([]int32, len(p.Devices)), capa: make([][]int64, len(p.Devices)), capShare: make([][]float64, len(p.Devices))}
 	for i, d := range p.Devices {
 		s.used[i] = d.InUse
 		for _, c := range d.Capacity {
 			s.capa[i] = append(s.capa[i], c.Free)
+			s.capShare[i] = append(s.capShare[i], c.FreeShare)
 		}
 	}
 	for i, cs := range p.CounterSets {
@@ -213,6 +218,9 @@ func (s *State) TakeFor(d int, a *Alternative, exclusive bool) {
 		for j, x := range a.CapacityAmounts(d) {
 			s.capa[d][j] -= x
 		}
+		for j, x := range a.CapacityShares(d) {
+			s.capShare[d][j] -= x
+		}
 		s.shares[d]++
 	} else if exclusive {
 		s.used[d] = true
@@ -238,6 +246,9 @@ func (s *State) ReleaseFor(d int, a *Alternative, exclusive bool) {
 		for j, x := range a.CapacityAmounts(d) {
 			s.capa[d][j] += x
 		}
+		for j, x := range a.CapacityShares(d) {
+			s.capShare[d][j] += x
+		}
 		s.shares[d]--
 	} else if exclusive {
 		s.used[d] = false
@@ -256,6 +267,11 @@ func (s *State) ReleaseFor(d int, a *Alternative, exclusive bool) {
 
 // Used tells whether device d is allocated exclusively in this state.
 func (s *State) Used(d int) bool { return s.used[d] }
+
+// ShareLeft is what is left of capacity j (per Device.Capacity) of shared
+// device d, as a share of its value (0..1; below 0 when existing
+// allocations overdraw it).
+func (s *State) ShareLeft(d, j int) float64 { return s.capShare[d][j] }
 
 // Free is what is left of counter j of counter set set in this state.
 func (s *State) Free(set, j int) int64 { return s.free[set][j] }

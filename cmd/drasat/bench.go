@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -75,9 +76,11 @@ an invalid one fails the run.`,
 			&cli.StringSliceFlag{Name: "fgd-list", Usage: "fgd-paper: pod lists to run, by name (default for openb_pod_list_default.csv; default: every list in the trace folder)"},
 			&cli.IntFlag{Name: "fgd-nodes", Usage: "fgd-paper: sample this many of the trace's nodes with --seed (0: all 1,213); the arrivals scale with their GPUs"},
 			&cli.IntFlag{Name: "fgd-window", Value: bench.DefaultFPDrasatWindow, Usage: "fgd-paper: the drasat policy decides this many GPU arrivals together (within --timeout)"},
-			&cli.StringFlag{Name: "fgd-drasat-cpu", Value: "scheduler", Usage: "fgd-paper: who places CPU-only tasks in the drasat policy: scheduler (the kube-scheduler's default scores, as in a cluster) or fgd (FGD's score, an ablation)"},
+			&cli.StringFlag{Name: "fgd-drasat-cpu", Value: "scheduler", Usage: "fgd-paper: who places CPU-only tasks in the drasat policy: scheduler (the kube-scheduler's default scores, as in a cluster), most-allocated (the kube-scheduler with the profile in deploy/scheduler) or fgd (FGD's score, an ablation)"},
+			&cli.BoolFlag{Name: "fgd-drasat-gpu-shapes", Usage: "fgd-paper: the drasat policy's look-ahead learns task shapes by their claims alone, without the pods' CPU"},
 			&cli.BoolFlag{Name: "fgd-verify", Usage: "fgd-paper: check the final state of each policy's first seed with the independent checker (about 30 s per list and policy)"},
 			&cli.BoolFlag{Name: "no-progress", Usage: "no progress bar"},
+			&cli.StringFlag{Name: "cpuprofile", Usage: "fgd-paper: write a CPU profile of the run to this file, for go tool pprof"},
 		},
 		Action: runBench,
 	}
@@ -151,12 +154,10 @@ func runFGDPaper(ctx context.Context, c *cli.Context) error {
 	if _, err := timeoutFlag(c); err != nil {
 		return err
 	}
-	switch c.String("fgd-drasat-cpu") {
-	case "scheduler":
-	case "fgd":
-		cfg.DrasatCPUByFGD = true
-	default:
-		return fmt.Errorf("--fgd-drasat-cpu %q: want scheduler or fgd", c.String("fgd-drasat-cpu"))
+	cfg.DrasatCPU = c.String("fgd-drasat-cpu")
+	cfg.DrasatGPUShapes = c.Bool("fgd-drasat-gpu-shapes")
+	if !slices.Contains(bench.FPCPUPlacers, cfg.DrasatCPU) {
+		return fmt.Errorf("--fgd-drasat-cpu %q: want one of %s", cfg.DrasatCPU, strings.Join(bench.FPCPUPlacers, ", "))
 	}
 	if c.IsSet("policy") {
 		cfg.Policies = c.StringSlice("policy")
@@ -164,8 +165,13 @@ func runFGDPaper(ctx context.Context, c *cli.Context) error {
 	if !c.Bool("no-progress") && isTerminal(os.Stderr) {
 		cfg.Progress = progressBar(os.Stderr)
 	}
+	stopCPU, _, err := startProfiles(c.String("cpuprofile"), "")
+	if err != nil {
+		return err
+	}
+	defer stopCPU()
 	var rep *bench.FPReport
-	err := interruptible(ctx, "bench", func() error {
+	err = interruptible(ctx, "bench", func() error {
 		var err error
 		rep, err = bench.RunFGDPaper(ctx, cfg)
 		return err
