@@ -138,7 +138,10 @@ func (cs *componentState) short() bool { return !cs.optimal && cs.value < cs.bou
 // that ran is logged through the context's logger at verbosity 1 (the
 // controller's --log-level debug), as the scheduler logs its slow paths.
 func (cs *componentState) solve(ctx context.Context) *componentResult {
-	logger := klog.FromContext(ctx).WithValues("claims", len(cs.claims))
+	// Asked once: at scale a run has thousands of components, and a
+	// logger with values costs an allocation even when nothing is logged.
+	logger := klog.FromContext(ctx).V(1)
+	verbose := logger.Enabled()
 	cs.started = time.Now()
 	cs.bound = math.MaxInt64
 	stages := maxClaimsStages
@@ -163,8 +166,8 @@ func (cs *componentState) solve(ctx context.Context) *componentResult {
 			cs.stages = addStageTime(cs.stages, StageTime{Stage: st.name, Time: time.Since(start), Runs: 1, Overrun: over})
 		}
 		stop := cs.accept(out)
-		if !out.skip && logger.V(1).Enabled() {
-			logger.V(1).Info("stage done", "stage", st.name, "took", time.Since(start), "value", cs.value, "bound", cs.bound, "optimal", cs.optimal)
+		if verbose && !out.skip {
+			logger.Info("stage done", "claims", len(cs.claims), "stage", st.name, "took", time.Since(start), "value", cs.value, "bound", cs.bound, "optimal", cs.optimal)
 		}
 		if stop {
 			break

@@ -11,7 +11,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -299,7 +300,7 @@ func FlattenDraft(s *DraftResourceSlice) ([]*resourceapi.ResourceSlice, error) {
 		}
 		names[i] = map[resourceapi.QualifiedName]string{}
 		byCounter := map[string]resourceapi.QualifiedName{}
-		for _, c := range sortedQualifiedKeys(flat[i].Capacity) {
+		for _, c := range slices.Sorted(maps.Keys(flat[i].Capacity)) {
 			n := draftCounterName(c)
 			if msg := DNSLabel(n); msg != "" || n == draftExclusionCounter {
 				return nil, fmt.Errorf("device %s: capacity %s: its counter name %q is not usable: %s", flat[i].Name, c, n, orRequired("x", msg))
@@ -378,15 +379,6 @@ func FlattenDraft(s *DraftResourceSlice) ([]*resourceapi.ResourceSlice, error) {
 		devices.Spec.Devices = append(devices.Spec.Devices, dev)
 	}
 	return []*resourceapi.ResourceSlice{counters, devices}, nil
-}
-
-func sortedQualifiedKeys[T any](m map[resourceapi.QualifiedName]T) []resourceapi.QualifiedName {
-	out := make([]resourceapi.QualifiedName, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
-	return out
 }
 
 // addDraftSlice is the loader's hook for objects of DraftAPIVersion: it

@@ -3,8 +3,9 @@ package model
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 	"strings"
 
 	resourceapi "k8s.io/api/resource/v1"
@@ -59,7 +60,7 @@ func ConsumedCapacity(req *resourceapi.CapacityRequirements, caps map[resourceap
 			}
 		}
 	}
-	names := sortedCapacityNames(caps)
+	names := slices.Sorted(maps.Keys(caps))
 	consumed := make(map[resourceapi.QualifiedName]resource.Quantity, len(caps))
 	for _, name := range names {
 		var requested *resource.Quantity
@@ -84,15 +85,6 @@ func ConsumedCapacity(req *resourceapi.CapacityRequirements, caps map[resourceap
 		}
 	}
 	return consumed, true, nil
-}
-
-func sortedCapacityNames[T any](caps map[resourceapi.QualifiedName]T) []resourceapi.QualifiedName {
-	names := make([]resourceapi.QualifiedName, 0, len(caps))
-	for n := range caps {
-		names = append(names, n)
-	}
-	sort.Slice(names, func(i, j int) bool { return names[i] < names[j] })
-	return names
 }
 
 // consumedOne: without a request, the policy's default or else the whole
@@ -237,7 +229,7 @@ func exactMilli(q resource.Quantity) (int64, bool) {
 func CapacityPolicyErrors(d *resourceapi.Device) []string {
 	var out []string
 	multi := d.AllowMultipleAllocations != nil && *d.AllowMultipleAllocations
-	for _, name := range sortedCapacityNames(d.Capacity) {
+	for _, name := range slices.Sorted(maps.Keys(d.Capacity)) {
 		c := d.Capacity[name]
 		f := "capacity[" + string(name) + "]"
 		if c.Value.Sign() < 0 {
@@ -372,7 +364,7 @@ func (b *builder) deviceCapacity(d *Device) error {
 			b.origin("ResourceSlice", "", d.Slice.Name), d.Spec.Name, strings.Join(errs, "; field ")))
 	}
 	if d.MultiAlloc {
-		for _, name := range sortedCapacityNames(d.Spec.Capacity) {
+		for _, name := range slices.Sorted(maps.Keys(d.Spec.Capacity)) {
 			d.Capacity = append(d.Capacity, CapacityDim{Name: name, Value: d.Spec.Capacity[name].Value})
 		}
 	}
