@@ -91,23 +91,16 @@ func fpObjects(s *fpSim, upto int, bound bool) *input.Objects {
 func fpNodeObject(n fpNode) *corev1.Node {
 	return &corev1.Node{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Node"},
 		ObjectMeta: metav1.ObjectMeta{Name: n.name, Labels: map[string]string{"kubernetes.io/hostname": n.name}},
-		Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{
-			corev1.ResourceCPU:    *resource.NewMilliQuantity(n.cpu, resource.DecimalSI),
-			corev1.ResourceMemory: *resource.NewQuantity(n.mem<<20, resource.BinarySI),
-			corev1.ResourcePods:   *resource.NewQuantity(1001, resource.DecimalSI)}}}
+		Status:     corev1.NodeStatus{Allocatable: nodeAllocatable(n.cpu, n.mem)}}
 }
 
 // fpPod is task t as a pod named pod-NAME; a GPU task uses claim NAME.
 func fpPod(name string, t *fpTask) *corev1.Pod {
-	p := &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
-		ObjectMeta: metav1.ObjectMeta{Name: "pod-" + name, Namespace: "default", UID: types.UID("uid-pod-" + name)}}
-	p.Spec.Containers = []corev1.Container{{Name: "main", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-		corev1.ResourceCPU:    *resource.NewMilliQuantity(t.cpu, resource.DecimalSI),
-		corev1.ResourceMemory: *resource.NewQuantity(t.mem<<20, resource.BinarySI)}}}}
+	claim := ""
 	if t.num > 0 {
-		p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To(name)}}
+		claim = name
 	}
-	return p
+	return taskPod(name, t.cpu, t.mem, claim)
 }
 
 // fpClaim is GPU task t as a claim: num GPUs of milli each, of an

@@ -47,28 +47,11 @@ const (
 // FPCPUPlacers are the values of FGDPaperConfig.DrasatCPU.
 var FPCPUPlacers = []string{FPCPUScheduler, FPCPUMostAllocated, FPCPUFGD}
 
-// fpSchedulerScore is the kube-scheduler's (v1.37) score of a CPU-only
-// pod on a node with its two resource scores at weight 1 each, as the
-// default profile has them: NodeResourcesFit (LeastAllocated, or
-// MostAllocated with mostAllocated set; CPU and memory at weight 1, in
-// the plugin's integer arithmetic) plus NodeResourcesBalancedAllocation
-// (the change in balance the pod brings: 50 + (50 + with − without)/2,
-// where a balance is 100 × (1 − |cpu share − memory share|/2)).
+// fpSchedulerScore is the kube-scheduler's score of CPU-only task t on
+// node n (schedulerScore).
 func (s *fpSim) fpSchedulerScore(n int, t *fpTask, mostAllocated bool) int64 {
 	st, nd := &s.st[n], &s.nodes[n]
-	cpuUsed, memUsed := nd.cpu-st.cpuLeft, nd.mem-st.memLeft
-	cpuReq, memReq := min(cpuUsed+t.cpu, nd.cpu), min(memUsed+t.mem, nd.mem)
-	var fit int64
-	if mostAllocated {
-		fit = (cpuReq*fpMaxScore/nd.cpu + memReq*fpMaxScore/nd.mem) / 2
-	} else {
-		fit = ((nd.cpu-cpuReq)*fpMaxScore/nd.cpu + (nd.mem-memReq)*fpMaxScore/nd.mem) / 2
-	}
-	balance := func(cpu, mem int64) int64 {
-		return int64((1 - math.Abs(float64(cpu)/float64(nd.cpu)-float64(mem)/float64(nd.mem))/2) * fpMaxScore)
-	}
-	balanced := fpMaxScore/2 + (fpMaxScore/2+balance(cpuReq, memReq)-balance(cpuUsed, memUsed))/2
-	return fit + balanced
+	return schedulerScore(nd.cpu, nd.mem, nd.cpu-st.cpuLeft, nd.mem-st.memLeft, t.cpu, t.mem, mostAllocated)
 }
 
 // fpTargetPct is the share of the tasks FGD's target workload covers.

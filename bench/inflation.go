@@ -3,7 +3,9 @@ package bench
 import (
 	"context"
 	"fmt"
+	corev1 "k8s.io/api/core/v1"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -47,6 +49,10 @@ type InflationStats struct {
 	// FragExactBatches counts drasat's batches whose placement is proven
 	// the least fragmented (the frag policy's exact level).
 	FragExactBatches int `json:"fragExactBatches,omitempty"`
+	// CPUTasks counts the CPU-only tasks drawn, CPUTasksPlaced those the
+	// scheduler placed (OpenBConfig.GPUOnly off).
+	CPUTasks       int `json:"cpuTasks,omitempty"`
+	CPUTasksPlaced int `json:"cpuTasksPlaced,omitempty"`
 }
 
 // InflationPoint is the cluster after some arrived workload, in % of the
@@ -75,11 +81,12 @@ func RunInflation(ctx context.Context, cfg OpenBConfig, sz Size, seed uint64, po
 		return nil, fmt.Errorf("inflation: GPU model %q: want a100 or h100", cfg.GPU)
 	}
 	gm := &models[0]
-	nodes, tasks, err := loadOpenB(cfg, false)
+	pods := !cfg.GPUOnly
+	nodes, tasks, err := loadOpenB(cfg, false, pods)
 	if err != nil {
 		return nil, err
 	}
-	if len(tasks) == 0 {
+	if !slices.ContainsFunc(tasks, func(t openbTask) bool { return t.numGPU > 0 }) {
 		return nil, fmt.Errorf("inflation: pod list %q has no GPU tasks", cfg.Pods)
 	}
 	if sz.Nodes > 0 && sz.Nodes < len(nodes) {
@@ -99,8 +106,11 @@ func RunInflation(ctx context.Context, cfg OpenBConfig, sz Size, seed uint64, po
 	for _, n := range nodes {
 		gpus += n.gpus
 	}
-	base := openbCluster(nodes, gm)
+	base := openbCluster(nodes, gm, pods)
 	inst := fmt.Sprintf("inflation %d nodes %d GPUs %s %s batch %d", len(nodes), gpus, openbPods(cfg.Pods), openbGPUName(cfg.GPU), batch)
+	if cfg.GPUOnly {
+		inst += " gpu only"
+	}
 	row := &Row{Scenario: "inflation", Instance: inst, Size: Size{Nodes: len(nodes), Claims: batch}, Compat: model.CompatKEP5963,
 		Policy: policy, UnitName: "GPUs", UtilName: "memory slices", Units: gpus}
 	is := &InflationStats{GPUs: gpus}
@@ -109,7 +119,20 @@ func RunInflation(ctx context.Context, cfg OpenBConfig, sz Size, seed uint64, po
 	// The reporting measure: the pod list's own distribution of shapes.
 	target := frag.NewWorkload()
 	for i := range tasks {
-		target.Observe(openbClaim(&tasks[i], gm))
+		if tasks[i].numGPU > 0 {
+			target.Observe(openbClaim(&tasks[i], gm))
+		}
+	}
+	// The pods (with pods): every task's requests on its node, the
+	// CPU-only tasks where the scheduler puts them on arrival.
+	tn := newTraceNodes(nodes, seed)
+	taskAt := map[string]string{}
+	drawn := map[string]*openbTask{}
+	poolNode := map[string]string{}
+	for _, sl := range base.Slices {
+		if sl.Spec.NodeName != nil {
+			poolNode[sl.Spec.Pool.Name] = *sl.Spec.NodeName
+		}
 	}
 	learnt := frag.NewWorkload() // what the policies know: the arrived tasks
 	rng := rand.New(rand.NewPCG(seed, 0x696e666c))
@@ -125,15 +148,36 @@ func RunInflation(ctx context.Context, cfg OpenBConfig, sz Size, seed uint64, po
 		}
 		objs := *base
 		objs.Claims = append([]*resourceapi.ResourceClaim(nil), running...)
-		for k := 0; k < batch && requested < float64(gpus); k++ {
+		var batchPods []*corev1.Pod
+		for k := 0; k < batch && requested < float64(gpus); {
 			t := tasks[rng.IntN(len(tasks))]
 			t.name = fmt.Sprintf("task-%05d", seq)
 			seq++
+			if t.numGPU == 0 {
+				learnt.ObserveTask(nil, taskRequests(&t))
+				is.CPUTasks++
+				if node, ok := tn.place(t.cpu, t.mem); ok {
+					is.CPUTasksPlaced++
+					taskAt[t.name] = node
+					drawn[t.name] = &t
+				}
+				continue
+			}
+			k++
 			c := openbClaim(&t, gm)
-			learnt.Observe(c)
+			if pods {
+				learnt.ObserveTask(c, taskRequests(&t))
+				drawn[t.name] = &t
+				batchPods = append(batchPods, taskPod(t.name, t.cpu, t.mem, t.name))
+			} else {
+				learnt.Observe(c)
+			}
 			objs.Claims = append(objs.Claims, c)
 			requested += openbShare(&t, gm)
 			row.Claims++
+		}
+		if pods {
+			objs.Pods = append(tracePods(taskAt, drawn), batchPods...)
 		}
 		h := startHeapSampler()
 		start := time.Now()
@@ -159,6 +203,13 @@ func RunInflation(ctx context.Context, cfg OpenBConfig, sz Size, seed uint64, po
 			is.FragExactBatches++
 		}
 		running = append(running, out.allocated...)
+		if pods {
+			for _, c := range out.allocated {
+				node := poolNode[c.Status.Allocation.Devices.Results[0].Pool]
+				taskAt[c.Name] = node
+				tn.take(node, drawn[c.Name].cpu, drawn[c.Name].mem, +1)
+			}
+		}
 		row.Admitted += len(out.allocated)
 		for _, c := range out.allocated {
 			row.Devices += len(c.Status.Allocation.Devices.Results)

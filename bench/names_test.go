@@ -97,7 +97,7 @@ func openbObjects(t *testing.T) []*input.Objects {
 	var tasks []openbTask
 	// multigpu50 has no arrival times; the replay refuses it.
 	for _, pods := range []string{"default", "gpushare100"} {
-		n, ts, err := loadOpenB(OpenBConfig{Pods: pods}, true)
+		n, ts, err := loadOpenB(OpenBConfig{Pods: pods}, true, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -123,7 +123,7 @@ func openbObjects(t *testing.T) []*input.Objects {
 	}
 	var out []*input.Objects
 	for _, gm := range []*gen.GPUModel{&gen.A100, &gen.H100} {
-		objs := openbCluster(nodes, gm)
+		objs := openbCluster(nodes, gm, false)
 		for i := range tasks {
 			objs.Claims = append(objs.Claims, openbClaim(&tasks[i], gm))
 		}

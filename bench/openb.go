@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -81,6 +83,11 @@ type OpenBConfig struct {
 	HoldIdlePerClaim time.Duration
 	// Batch is the number of tasks per batch of the inflation simulation.
 	Batch int
+	// GPUOnly replays the GPU tasks alone on nodes without CPU or memory,
+	// as the replays did before they carried pods: the trace's CPU-only
+	// tasks are left out, and a GPU task's pod requests nothing of its
+	// node.
+	GPUOnly bool
 	// Step, when set, is told how far a long simulation has come (the
 	// terminal's progress bar).
 	Step func(note string) `json:"-"`
@@ -124,6 +131,10 @@ type ReplayStats struct {
 	MeanHeldWaitS float64 `json:"meanHeldWaitS,omitempty"`
 	MaxHeldWaitS  float64 `json:"maxHeldWaitS,omitempty"`
 	Unplaced      int     `json:"stillPending,omitempty"`
+	// CPUTasks counts the trace's CPU-only tasks that arrived,
+	// CPUTasksPlaced those the scheduler placed (OpenBConfig.GPUOnly off).
+	CPUTasks       int `json:"cpuTasks,omitempty"`
+	CPUTasksPlaced int `json:"cpuTasksPlaced,omitempty"`
 	// Waits samples the number of tasks pending over time.
 	Pending []TimePoint `json:"pending,omitempty"`
 }
@@ -173,14 +184,16 @@ func OpenBDir(cfgDir string) (string, error) {
 const OpenBDataEnv = "DRASAT_OPENB_DATA"
 
 type openbNode struct {
-	name  string
-	gpus  int
-	model string
+	name     string
+	gpus     int
+	model    string
+	cpu, mem int64 // milli-CPUs, MiB
 }
 
 type openbTask struct {
 	name             string
 	numGPU, milli    int
+	cpu, mem         int64 // milli-CPUs, MiB
 	spec             []string
 	arrive, leave    float64 // seconds, after load compression
 	creation, delete int64
@@ -225,8 +238,9 @@ func atoi(path, field, s string) (int64, error) {
 	return v, nil
 }
 
-// loadOpenB reads the node list and the task list.
-func loadOpenB(cfg OpenBConfig, needTimes bool) ([]openbNode, []openbTask, error) {
+// loadOpenB reads the node list and the task list: the GPU tasks, and the
+// CPU-only ones too with cpuTasks.
+func loadOpenB(cfg OpenBConfig, needTimes, cpuTasks bool) ([]openbNode, []openbTask, error) {
 	dir, err := OpenBDir(cfg.Dir)
 	if err != nil {
 		return nil, nil, err
@@ -242,8 +256,16 @@ func loadOpenB(cfg OpenBConfig, needTimes bool) ([]openbNode, []openbTask, error
 		if err != nil {
 			return nil, nil, err
 		}
+		cpu, err := atoi(np, "cpu_milli", r["cpu_milli"])
+		if err != nil {
+			return nil, nil, err
+		}
+		mem, err := atoi(np, "memory_mib", r["memory_mib"])
+		if err != nil {
+			return nil, nil, err
+		}
 		if g > 0 {
-			nodes = append(nodes, openbNode{name: r["sn"], gpus: int(g), model: r["model"]})
+			nodes = append(nodes, openbNode{name: r["sn"], gpus: int(g), model: r["model"], cpu: cpu, mem: mem})
 		}
 	}
 	pods := openbPods(cfg.Pods)
@@ -260,8 +282,14 @@ func loadOpenB(cfg OpenBConfig, needTimes bool) ([]openbNode, []openbTask, error
 		if err != nil {
 			return nil, nil, err
 		}
-		if n == 0 {
-			continue // CPU-only task
+		if n == 0 && !cpuTasks {
+			continue
+		}
+		if t.cpu, err = atoi(pp, "cpu_milli", r["cpu_milli"]); err != nil {
+			return nil, nil, err
+		}
+		if t.mem, err = atoi(pp, "memory_mib", r["memory_mib"]); err != nil {
+			return nil, nil, err
 		}
 		m, err := atoi(pp, "gpu_milli", r["gpu_milli"])
 		if err != nil {
@@ -311,13 +339,18 @@ func openbProfile(gm *gen.GPUModel, milli int) (gen.MIGProfile, bool) {
 	return *best, true
 }
 
-// openbCluster publishes the sampled nodes as MIG GPUs.
-func openbCluster(nodes []openbNode, gm *gen.GPUModel) *input.Objects {
+// openbCluster publishes the sampled nodes as MIG GPUs; with resources,
+// every node has its CPU and memory as allocatable.
+func openbCluster(nodes []openbNode, gm *gen.GPUModel, resources bool) *input.Objects {
 	objs := &input.Objects{CompatibleOnlyWith: map[input.DeviceID]string{}, Origin: map[string]string{}}
 	objs.Classes = gen.MIGClasses()
 	for _, n := range nodes {
-		objs.Nodes = append(objs.Nodes, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.name,
-			Labels: map[string]string{"nvidia.com/gpu.product": gen.ProductLabel(gm.Name), "openb/model": n.model}}})
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.name,
+			Labels: map[string]string{"nvidia.com/gpu.product": gen.ProductLabel(gm.Name), "openb/model": n.model}}}
+		if resources {
+			node.Status.Allocatable = nodeAllocatable(n.cpu, n.mem)
+		}
+		objs.Nodes = append(objs.Nodes, node)
 		// The driver's slices, and our own attribute openbModel on every
 		// device: the trace's GPU model, for the tasks that ask for one.
 		for _, sl := range driverprofile.NVIDIADynamicMIG(gm.Version, gm.Driver, n.name, n.gpus).Slices {
@@ -409,18 +442,28 @@ func RunOpenB(ctx context.Context, cfg OpenBConfig, sz Size, seed uint64, policy
 		return nil, fmt.Errorf("openb: GPU model %q: want a100 or h100", cfg.GPU)
 	}
 	gm := &models[0]
-	nodes, tasks, err := loadOpenB(cfg, true)
+	pods := !cfg.GPUOnly
+	nodes, tasks, err := loadOpenB(cfg, true, pods)
 	if err != nil {
 		return nil, err
 	}
 	nodes, tasks = sampleReplay(nodes, tasks, sz, seed, cfg.Load)
-	base := openbCluster(nodes, gm)
+	base := openbCluster(nodes, gm, pods)
+	gpuTasks := 0
+	for i := range tasks {
+		if tasks[i].numGPU > 0 {
+			gpuTasks++
+		}
+	}
 	w := newWorld(base)
 	st := &replayState{w: w, slices: map[counterKey]int{}, running: map[string]*resourceapi.ResourceClaim{}}
 	for _, set := range w.setOrder {
 		st.gpus = append(st.gpus, set)
 	}
-	scenario, inst := "openb", fmt.Sprintf("openb %s %s %s load %g window %s", Size{Nodes: len(nodes), Claims: len(tasks)}, openbPods(cfg.Pods), openbGPUName(cfg.GPU), cfg.Load, cfg.Window)
+	scenario, inst := "openb", fmt.Sprintf("openb %s %s %s load %g window %s", Size{Nodes: len(nodes), Claims: gpuTasks}, openbPods(cfg.Pods), openbGPUName(cfg.GPU), cfg.Load, cfg.Window)
+	if cfg.GPUOnly {
+		inst += " gpu only"
+	}
 	if cfg.Wait {
 		scenario = "openb-wait"
 		inst = "openb-wait" + strings.TrimPrefix(inst, "openb")
@@ -440,8 +483,8 @@ func RunOpenB(ctx context.Context, cfg OpenBConfig, sz Size, seed uint64, policy
 	if cfg.Hold > 0 {
 		inst += " hold " + cfg.Hold.String()
 	}
-	row := &Row{Scenario: scenario, Instance: inst, Size: Size{Nodes: len(nodes), Claims: len(tasks)}, Compat: model.CompatKEP5963,
-		Policy: policy, Claims: len(tasks), UnitName: "GPUs", UtilName: "memory slices (time mean)", Units: len(st.gpus)}
+	row := &Row{Scenario: scenario, Instance: inst, Size: Size{Nodes: len(nodes), Claims: gpuTasks}, Compat: model.CompatKEP5963,
+		Policy: policy, Claims: gpuTasks, UnitName: "GPUs", UtilName: "memory slices (time mean)", Units: len(st.gpus)}
 	rs := &ReplayStats{GPUs: len(st.gpus), MinFreeGPUs: len(st.gpus)}
 	row.Replay = rs
 
@@ -475,11 +518,30 @@ func RunOpenB(ctx context.Context, cfg OpenBConfig, sz Size, seed uint64, policy
 		lastT = t
 		series = append(series, TimePoint{Hours: t / 3600, Value: float64(lastFree)})
 	}
+	// The pods: every task's requests on its node (bound), the
+	// scheduler's placement of the CPU-only tasks, and where each runs.
+	tn := newTraceNodes(nodes, seed)
+	taskAt := map[string]string{} // running task -> node
+	byTask := map[string]*openbTask{}
+	for i := range tasks {
+		byTask[tasks[i].name] = &tasks[i]
+	}
+	poolNode := map[string]string{}
+	for _, sl := range base.Slices {
+		if sl.Spec.NodeName != nil {
+			poolNode[sl.Spec.Pool.Name] = *sl.Spec.NodeName
+		}
+	}
 	release := func(until float64) {
 		sort.SliceStable(deps, func(i, j int) bool { return deps[i].at < deps[j].at })
 		k := 0
 		for ; k < len(deps) && deps[k].at <= until; k++ {
 			d := deps[k]
+			if node, ok := taskAt[d.name]; ok {
+				t := byTask[d.name]
+				tn.take(node, t.cpu, t.mem, -1)
+				delete(taskAt, d.name)
+			}
 			if c, ok := st.running[d.name]; ok {
 				st.apply(c, -1)
 				delete(st.running, d.name)
@@ -509,7 +571,8 @@ func RunOpenB(ctx context.Context, cfg OpenBConfig, sz Size, seed uint64, policy
 	heldEver := map[int]bool{} // tasks held back at least once
 	var heldWaits []float64
 	lastEnd := math.Inf(-1)
-	var pending []int // task indices waiting, in arrival order
+	var pending []int    // GPU task indices waiting, in arrival order
+	var cpuPending []int // CPU-only task indices waiting (openb-wait), in arrival order
 	var waits []float64
 	var pendingSeries []TimePoint
 	nextDeparture := func() float64 {
@@ -520,7 +583,7 @@ func RunOpenB(ctx context.Context, cfg OpenBConfig, sz Size, seed uint64, policy
 		return t
 	}
 	heldNow := 0 // tasks the last window held back
-	for i := 0; i < len(tasks) || (cfg.Wait && len(pending) > 0 && len(deps) > 0) || heldNow > 0; {
+	for i := 0; i < len(tasks) || (cfg.Wait && len(pending)+len(cpuPending) > 0 && len(deps) > 0) || heldNow > 0; {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
@@ -528,7 +591,7 @@ func RunOpenB(ctx context.Context, cfg OpenBConfig, sz Size, seed uint64, policy
 		if i < len(tasks) {
 			next = tasks[i].arrive
 		}
-		if cfg.Wait && len(pending) > 0 {
+		if cfg.Wait && len(pending)+len(cpuPending) > 0 {
 			next = math.Min(next, nextDeparture())
 		}
 		if heldNow > 0 {
@@ -565,11 +628,48 @@ func RunOpenB(ctx context.Context, cfg OpenBConfig, sz Size, seed uint64, policy
 			pending = keep
 		}
 		for t := i; t < j; t++ {
+			if tasks[t].numGPU == 0 {
+				cpuPending = append(cpuPending, t)
+				rs.CPUTasks++
+				wl.ObserveTask(nil, taskRequests(&tasks[t]))
+				continue
+			}
 			pending = append(pending, t)
 			c := openbClaim(&tasks[t], gm)
-			wl.Observe(c) // the workload learnt from the trace's past
+			if pods {
+				wl.ObserveTask(c, taskRequests(&tasks[t])) // the workload learnt from the trace's past
+			} else {
+				wl.Observe(c)
+			}
 			if life.holder != nil {
 				life.holder.Observe(time.Unix(0, 0).Add(time.Duration(tasks[t].arrive*float64(time.Second))), c.Name, c)
+			}
+		}
+		// The CPU-only tasks of the window go where the scheduler puts
+		// them, before the window's GPU tasks are decided.
+		var cpuStill []int
+		for _, t := range cpuPending {
+			tk := &tasks[t]
+			node, ok := tn.place(tk.cpu, tk.mem)
+			if !ok {
+				if cfg.Wait {
+					cpuStill = append(cpuStill, t)
+				}
+				continue
+			}
+			rs.CPUTasksPlaced++
+			taskAt[tk.name] = node
+			leave := math.Max(tk.leave, end)
+			if cfg.Wait {
+				leave = end + (tk.leave - tk.arrive)
+			}
+			deps = append(deps, departure{at: leave, name: tk.name})
+		}
+		cpuPending = cpuStill
+		if pods {
+			objs.Pods = tracePods(taskAt, byTask)
+			for _, t := range pending {
+				objs.Pods = append(objs.Pods, taskPod(tasks[t].name, tasks[t].cpu, tasks[t].mem, tasks[t].name))
 			}
 		}
 		for _, t := range pending {
@@ -618,6 +718,11 @@ func RunOpenB(ctx context.Context, cfg OpenBConfig, sz Size, seed uint64, policy
 			t := &tasks[byName[c.Name]]
 			st.running[c.Name] = c
 			st.apply(c, +1)
+			if pods {
+				node := poolNode[c.Status.Allocation.Devices.Results[0].Pool]
+				taskAt[c.Name] = node
+				tn.take(node, t.cpu, t.mem, +1)
+			}
 			row.Admitted++
 			row.Devices += len(c.Status.Allocation.Devices.Results)
 			leave := math.Max(t.leave, end) // the dropping replay: the task ends when the trace says
@@ -748,8 +853,42 @@ func sampleReplay(nodes []openbNode, tasks []openbTask, sz Size, seed uint64, lo
 		t.leave = t.arrive + float64(t.delete-t.creation)
 	}
 	sort.SliceStable(tasks, func(i, j int) bool { return tasks[i].arrive < tasks[j].arrive })
-	if sz.Claims > 0 && sz.Claims < len(tasks) {
-		tasks = tasks[:sz.Claims]
+	if sz.Claims > 0 {
+		// The first sz.Claims GPU tasks, with the CPU-only tasks that
+		// arrive among them.
+		n := 0
+		for k := range tasks {
+			if tasks[k].numGPU > 0 {
+				if n++; n == sz.Claims {
+					tasks = tasks[:k+1]
+					break
+				}
+			}
+		}
 	}
 	return nodes, tasks
+}
+
+// taskRequests is what task t's pod requests of its node.
+func taskRequests(t *openbTask) corev1.ResourceList {
+	return corev1.ResourceList{corev1.ResourceCPU: *resource.NewMilliQuantity(t.cpu, resource.DecimalSI),
+		corev1.ResourceMemory: *resource.NewQuantity(t.mem<<20, resource.BinarySI)}
+}
+
+// tracePods are the running tasks' pods, bound to their nodes, in name
+// order; a GPU task's pod uses its claim (named as the task).
+func tracePods(at map[string]string, tasks map[string]*openbTask) []*corev1.Pod {
+	names := slices.Sorted(maps.Keys(at))
+	out := make([]*corev1.Pod, 0, len(names))
+	for _, n := range names {
+		t := tasks[n]
+		claim := ""
+		if t.numGPU > 0 {
+			claim = n
+		}
+		p := taskPod(n, t.cpu, t.mem, claim)
+		p.Spec.NodeName = at[n]
+		out = append(out, p)
+	}
+	return out
 }

@@ -113,7 +113,7 @@ func RunResearchOpenB(ctx context.Context, cfg Config, sz Size, progress func(st
 	if oc.Load <= 0 {
 		oc.Load = DefaultOpenBLoad
 	}
-	nodes, tasks, err := loadOpenB(oc, true)
+	nodes, tasks, err := loadOpenB(oc, true, false)
 	if err != nil {
 		return nil, err
 	}

@@ -122,8 +122,10 @@ func TestOpenBHold(t *testing.T) {
 	// gain is a task or two against minutes of idle GPUs); a rate of an
 	// hour per task makes every hold with a gain pay, which is what this
 	// test is about: holding in the replay, and its bound. (6:120 has no
-	// hold with a gain at all.)
-	cfg := OpenBConfig{Hold: 5 * time.Minute, HoldIdlePerClaim: time.Hour}
+	// hold with a gain at all.) The GPU tasks alone: with the pods' CPU
+	// and memory (39 of 200 admitted) the holder, which forecasts claims
+	// and not their pods, finds no hold with a gain here.
+	cfg := OpenBConfig{Hold: 5 * time.Minute, HoldIdlePerClaim: time.Hour, GPUOnly: true}
 	rep := runSim(t, "openb", "8:200", cfg, PolicyDrasat)
 	r := rep.Rows[0]
 	if r.Replay.HeldTasks == 0 {

@@ -40,6 +40,9 @@ func WriteTable(w io.Writer, rep *Report) error {
 		if r.Replay != nil {
 			fmt.Fprintf(w, "%s, %s: %d/%d tasks admitted, %.1f GPU-hours stranded, whole GPUs free mean %.1f min %d",
 				r.Instance, r.Policy, r.Admitted, r.Claims, r.Replay.StrandedGPUHours, r.Replay.MeanFreeGPUs, r.Replay.MinFreeGPUs)
+			if r.Replay.CPUTasks > 0 {
+				fmt.Fprintf(w, ", CPU-only tasks placed by the scheduler %d/%d", r.Replay.CPUTasksPlaced, r.Replay.CPUTasks)
+			}
 			if r.Scenario == "openb-wait" {
 				fmt.Fprintf(w, ", wait mean %.0fs p99 %.0fs, %d dropped, %d never admitted", r.Replay.MeanWaitS, r.Replay.P99WaitS, r.Replay.Dropped, r.Replay.Unplaced)
 			}
@@ -57,6 +60,9 @@ func WriteTable(w io.Writer, rep *Report) error {
 		if in := r.Inflation; in != nil {
 			fmt.Fprintf(w, "%s, %s: %d/%d tasks admitted; at %.0f%% arrived: %.1f%% GPUs unallocated, %.1f%% fragmented (%.1f%% of the unallocated)",
 				r.Instance, r.Policy, r.Admitted, r.Claims, in.At100.ArrivedPct, in.At100.UnallocatedPct, in.At100.FragPct, in.At100.FragOfFreePct)
+			if in.CPUTasks > 0 {
+				fmt.Fprintf(w, "; CPU-only tasks placed by the scheduler %d/%d", in.CPUTasksPlaced, in.CPUTasks)
+			}
 			if isDrasat(r.Policy) {
 				fmt.Fprintf(w, "; %d/%d batches optimal", in.OptimalBatches, in.Batches)
 				if in.FragExactBatches > 0 {

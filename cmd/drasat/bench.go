@@ -66,6 +66,7 @@ an invalid one fails the run.`,
 			&cli.DurationFlag{Name: "openb-window", Value: time.Minute, Usage: "batch window: arrivals within it are allocated together (trace time, after --openb-load)"},
 			&cli.Float64Flag{Name: "openb-load", Value: bench.DefaultOpenBLoad, Usage: "arrival compression: creation times are divided by this, durations kept"},
 			&cli.DurationFlag{Name: "openb-max-wait", Usage: "openb-wait: drop a task pending longer than this (trace time; 0: never)"},
+			&cli.BoolFlag{Name: "openb-gpu-only", Usage: "openb, openb-wait, inflation: the GPU tasks alone, on nodes without CPU or memory (the replays before they carried each task's pod; by default every task is a pod with the trace's CPU and memory, CPU-only tasks placed by the scheduler's default scores)"},
 			&cli.BoolFlag{Name: "openb-no-reserve", Usage: "openb, openb-wait: the drasat policy without its node reservation for a task that waits because it fits nowhere (to measure it)"},
 			&cli.StringFlag{Name: "openb-objective", Value: "max-claims", Usage: "openb, openb-wait, inflation: the objective of the drasat policies, max-claims or ordered (admit in arrival order, each task iff it fits with those before it)"},
 			&cli.DurationFlag{Name: "openb-hold", Usage: "openb, openb-wait: the drasat policy holds tasks back for forecast demand, each at most this long after its arrival (trace time; 0: off), as drasat controller --hold does"},
@@ -219,7 +220,7 @@ func benchConfig(c *cli.Context) (bench.Config, error) {
 		MIGGPU:    strings.ToLower(strings.TrimSpace(c.String("mig-gpu"))),
 		OpenB: bench.OpenBConfig{Dir: c.String("openb-data"), Pods: c.String("openb-pods"), GPU: c.String("openb-gpu"),
 			Window: c.Duration("openb-window"), Load: c.Float64("openb-load"),
-			MaxWait: c.Duration("openb-max-wait"), Aging: c.Duration("openb-aging"), NoReserve: c.Bool("openb-no-reserve"), Hold: c.Duration("openb-hold"), HoldIdlePerClaim: c.Duration("openb-hold-idle-per-claim"), Objective: c.String("openb-objective"), Batch: c.Int("inflation-batch")},
+			MaxWait: c.Duration("openb-max-wait"), Aging: c.Duration("openb-aging"), NoReserve: c.Bool("openb-no-reserve"), Hold: c.Duration("openb-hold"), HoldIdlePerClaim: c.Duration("openb-hold-idle-per-claim"), Objective: c.String("openb-objective"), Batch: c.Int("inflation-batch"), GPUOnly: c.Bool("openb-gpu-only")},
 	}
 	for _, s := range c.StringSlice("size") {
 		scs := cfg.Scenarios

@@ -1,0 +1,100 @@
+package bench
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// writeTrace writes a trace folder of one node list and the default pod
+// list.
+func writeTrace(t *testing.T, nodes, pods string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, body := range map[string]string{"openb_node_list_gpu_node.csv": nodes, "openb_pod_list_default.csv": pods} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(strings.TrimSpace(body)+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// One node of 8 CPUs and two GPUs. A CPU-only task takes 4 CPUs first;
+// then two one-GPU tasks of 3 CPUs each arrive together: the GPUs hold
+// both, the node's CPU one. The replay with pods admits one, the GPU-only
+// replay both, for every policy.
+func TestOpenBReplayCarriesPods(t *testing.T) {
+	dir := writeTrace(t, `
+sn,cpu_milli,memory_mib,gpu,model
+n0,8000,65536,2,A100`, `
+name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time
+cpu,4000,1024,0,0,,LS,Running,0,100000,0
+gpu-a,3000,1024,1,1000,,LS,Running,120,100000,120
+gpu-b,3000,1024,1,1000,,LS,Running,121,100000,121`)
+	for _, policy := range []string{PolicyFirstFit, PolicyUpstream, PolicyFGD, PolicyDrasat} {
+		for _, gpuOnly := range []bool{false, true} {
+			cfg := OpenBConfig{Dir: dir, Load: 1, GPUOnly: gpuOnly}
+			row, err := RunOpenB(context.Background(), cfg, Size{}, 1, policy, 5*time.Second)
+			if err != nil {
+				t.Fatalf("%s gpu-only %v: %v", policy, gpuOnly, err)
+			}
+			want, cpu := 1, 1
+			if gpuOnly {
+				want, cpu = 2, 0
+			}
+			if row.Claims != 2 || row.Admitted != want || row.Replay.CPUTasks != cpu || row.Replay.CPUTasksPlaced != cpu {
+				t.Errorf("%s gpu-only %v: admitted %d of %d GPU tasks, CPU-only placed %d of %d; want %d of 2, %d of %d",
+					policy, gpuOnly, row.Admitted, row.Claims, row.Replay.CPUTasksPlaced, row.Replay.CPUTasks, want, cpu, cpu)
+			}
+		}
+	}
+}
+
+// The inflation protocol draws the CPU-only tasks too; a GPU task's pod
+// takes its CPU: on a node of 8 CPUs, one task of 6 CPUs fits where the
+// GPUs would hold two.
+func TestInflationCarriesPods(t *testing.T) {
+	dir := writeTrace(t, `
+sn,cpu_milli,memory_mib,gpu,model
+n0,8000,65536,2,A100`, `
+name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time
+gpu,6000,1024,1,1000,,LS,Running,0,100000,0`)
+	for _, policy := range []string{PolicyFirstFit, PolicyBestFit, PolicyDrasat} {
+		for _, gpuOnly := range []bool{false, true} {
+			row, err := RunInflation(context.Background(), OpenBConfig{Dir: dir, GPUOnly: gpuOnly}, Size{}, 1, policy, 5*time.Second)
+			if err != nil {
+				t.Fatalf("%s gpu-only %v: %v", policy, gpuOnly, err)
+			}
+			want := 1
+			if gpuOnly {
+				want = 2
+			}
+			if row.Claims != 2 || row.Admitted != want {
+				t.Errorf("%s gpu-only %v: admitted %d of %d; want %d of 2", policy, gpuOnly, row.Admitted, row.Claims, want)
+			}
+		}
+	}
+}
+
+// The scheduler puts a pod without claims on the least allocated node
+// that holds it, and nowhere when none does.
+func TestTraceNodesPlace(t *testing.T) {
+	tn := newTraceNodes([]openbNode{{name: "a", cpu: 8000, mem: 8192}, {name: "b", cpu: 8000, mem: 8192}}, 1)
+	tn.take("a", 2000, 1024, +1)
+	if n, ok := tn.place(4000, 1024); !ok || n != "b" {
+		t.Fatalf("placed on %q (%v), want b: a has less free", n, ok)
+	}
+	if n, ok := tn.place(5000, 1024); !ok || n != "a" {
+		t.Fatalf("placed on %q (%v), want a: b has 4 CPUs left", n, ok)
+	}
+	if n, ok := tn.place(5000, 1024); ok {
+		t.Fatalf("placed on %q; no node has 5 CPUs left", n)
+	}
+	tn.take("a", 7000, 2048, -1)
+	if n, ok := tn.place(5000, 1024); !ok || n != "a" {
+		t.Fatalf("after a's pods left, placed on %q (%v), want a", n, ok)
+	}
+}
