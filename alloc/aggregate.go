@@ -474,7 +474,18 @@ func diveLP(ctx context.Context, cs *componentState, na *bound.NodeAggregate, en
 			return ans, err
 		}
 		if len(na.Capacities) > 0 {
-			ans.values, ans.objective = na.DistributeByNode(ctx, end, g, sol.Values, sol.Bound)
+			// The per-node LP's bound, where its rows are few enough to
+			// solve: on nodes that differ the global model's pooled
+			// capacity bounds far above it, and the spread would trade
+			// towards a weight no answer has.
+			goal := sol.Bound
+			if na.Rows() <= cs.limits().DiveLPRows {
+				if b, err := na.RootBound(ctx, share(end, cs.plan.rootBound)); err == nil && b < goal {
+					goal = b
+					ans.bound, ans.hasBnd = b, true
+				}
+			}
+			ans.values, ans.objective = na.DistributeByNode(ctx, end, g, sol.Values, goal)
 		} else {
 			ans.values, ans.objective = na.Distribute(g, sol.Values)
 		}

@@ -626,6 +626,9 @@ func RunOpenB(ctx context.Context, cfg OpenBConfig, sz Size, seed uint64, policy
 				}
 			}
 			pending = keep
+			// CPU-only tasks too (not counted in Dropped, which counts GPU
+			// tasks: they are among CPUTasks but not CPUTasksPlaced).
+			cpuPending = slices.DeleteFunc(cpuPending, func(t int) bool { return end-tasks[t].arrive > cfg.MaxWait.Seconds() })
 		}
 		for t := i; t < j; t++ {
 			if tasks[t].numGPU == 0 {

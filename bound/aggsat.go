@@ -2,6 +2,7 @@ package bound
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -341,6 +342,9 @@ func (e *aggEncoding) decode(s *solver.S) (map[string]float64, int64) {
 // makes its answer optimal.
 func (na *NodeAggregate) Search(ctx context.Context, deadline time.Time, start map[int]int, claims []*model.Claim, upper int64) (AggregateSolution, error) {
 	res := AggregateSolution{Bound: math.MaxInt64}
+	if len(na.merged) > 0 {
+		return res, errors.New("pods of several claims: the search starts from claims, not from their pod groups")
+	}
 	pos := map[string]int{}
 	for ki, k := range na.Classes {
 		pos[na.r.classes[k.Class].key] = ki

@@ -37,6 +37,11 @@ type NodeAggregate struct {
 	// oneNode marks a model of one node cut out of a larger one
 	// (DistributeByNode): its dive gets one short round.
 	oneNode bool
+	// merged: the pod groups of several claims made one class
+	// (podgroups.go), by the class's Class, and memberDemand their
+	// claims' own items, by class key.
+	merged       map[int][]groupMember
+	memberDemand map[string][]ShapeDemand
 }
 
 // BinGroup is the bins of one type on one node: c<Type>_<Node>_<p> of
@@ -164,6 +169,7 @@ func (r *Relaxation) NodeAggregateBy(ctx context.Context, deadline time.Time) (*
 		}
 		na.Classes = append(na.Classes, nc)
 	}
+	na.mergePodGroups()
 	na.podCapacities()
 	return na, nil
 }
@@ -184,7 +190,11 @@ func (na *NodeAggregate) podCapacities() {
 		if g := c.Group; g != nil && p.Pinning(c) {
 			reqs[ki] = make([]int64, len(p.Resources))
 			for j, v := range g.Requests {
-				reqs[ki][j] = v / int64(len(g.Claims)) // rounded down: still a relaxation
+				if _, whole := na.merged[na.Classes[ki].Class]; whole {
+					reqs[ki][j] = v // the group's claims as one class
+				} else {
+					reqs[ki][j] = v / int64(len(g.Claims)) // rounded down: still a relaxation
+				}
 			}
 		}
 	}
@@ -337,7 +347,7 @@ func (na *NodeAggregate) Realise(values map[string]float64, claims []*model.Clai
 	if err != nil {
 		return nil, err
 	}
-	re := &Realisation{Keep: keep, Nodes: na.r.NodesOf(values, claims), Bins: map[int][]int{}}
+	re := &Realisation{Keep: keep, Nodes: na.r.NodesOf(na.expand(values), claims), Bins: map[int][]int{}}
 	// The free slots per node and shape, bin by bin.
 	type sn struct{ s, n int }
 	type slot struct{ bin, left int }
@@ -361,6 +371,9 @@ func (na *NodeAggregate) Realise(values map[string]float64, claims []*model.Clai
 	demand := map[string][]ShapeDemand{}
 	for ki := range na.Classes {
 		demand[na.r.classes[na.Classes[ki].Class].key] = na.Classes[ki].Demand
+	}
+	for key, d := range na.memberDemand { // a merged pod group's claims
+		demand[key] = d
 	}
 	for _, c := range claims {
 		n, ok := re.Nodes[c.Index]

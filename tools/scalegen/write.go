@@ -9,7 +9,7 @@ import (
 )
 
 // WriteYAML writes the objects as a multi-document YAML stream, one object
-// at a time: Nodes, classes, slices, claims.
+// at a time: Nodes, classes, slices, claims, pods.
 func WriteYAML(w io.Writer, objs *input.Objects) error {
 	bw := bufio.NewWriterSize(w, 1<<20)
 	var docs []any
@@ -23,6 +23,9 @@ func WriteYAML(w io.Writer, objs *input.Objects) error {
 		docs = append(docs, o)
 	}
 	for _, o := range objs.Claims {
+		docs = append(docs, o)
+	}
+	for _, o := range objs.Pods {
 		docs = append(docs, o)
 	}
 	for i, d := range docs {
