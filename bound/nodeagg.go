@@ -369,6 +369,7 @@ func (na *NodeAggregate) Realise(values map[string]float64, claims []*model.Clai
 		}
 		var bins []int
 		fits := true
+		spread := distinctDevices(c)
 		for _, d := range demand[c.ClassKey()] {
 			q := slots[sn{d.Shape, n}]
 			for need := int(math.Round(d.N)); need > 0; {
@@ -377,11 +378,16 @@ func (na *NodeAggregate) Realise(values map[string]float64, claims []*model.Clai
 					break
 				}
 				take := min(need, q[0].left)
+				if spread {
+					take = 1 // one item a bin, the next from the next bin
+				}
 				bins = append(bins, q[0].bin)
 				q[0].left -= take
 				need -= take
 				if q[0].left == 0 {
 					q = q[1:]
+				} else if spread {
+					q = append(q[1:], q[0])
 				}
 			}
 			slots[sn{d.Shape, n}] = q
