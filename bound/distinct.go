@@ -7,7 +7,10 @@ import "github.com/drasat/drasat/model"
 // per-node model. Realise hands such a claim's items out one a bin, so
 // that the group of bins the SAT model then places it on has the distinct
 // GPUs it needs; taking them slot by slot would put both on one GPU, which
-// the SAT model must reject.
+// the SAT model must reject. Where the node's slots of its shape lie on
+// fewer bins than it has items, the claim gets no bins: its group is then
+// its whole node, whose SAT model may move a claim of one device to free
+// a slot on another GPU.
 
 // distinctDevices tells whether c has a distinctAttribute constraint.
 func distinctDevices(c *model.Claim) bool {

@@ -321,9 +321,10 @@ type Realisation struct {
 	Nodes map[int]int // claim index -> node
 	// Bins is, per claim index, the bins (Bin.Index) whose patterns
 	// hold the claim's items: the claim's shapes, taken slot by slot
-	// from the bins of its node in bin order. A claim whose node has no
-	// slot left for one of its items (not in an integral solution) has
-	// no entry.
+	// from the bins of its node in bin order (a distinctAttribute
+	// claim's one a bin, distinct.go). A claim whose node has no slot
+	// left for one of its items (not in an integral solution), or whose
+	// distinct items found fewer bins than they are, has no entry.
 	Bins map[int][]int
 }
 
@@ -392,9 +393,11 @@ func (na *NodeAggregate) Realise(values map[string]float64, claims []*model.Clai
 			}
 			slots[sn{d.Shape, n}] = q
 		}
-		if fits {
-			sort.Ints(bins)
-			re.Bins[c.Index] = slices.Compact(bins)
+		items := len(bins)
+		sort.Ints(bins)
+		bins = slices.Compact(bins)
+		if fits && !(spread && len(bins) < items) {
+			re.Bins[c.Index] = bins
 		}
 	}
 	return re, nil
