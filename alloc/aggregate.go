@@ -141,7 +141,7 @@ func aggregateStage(ctx context.Context, cs *componentState, end time.Time, stag
 		return out
 	}
 	// Claims the merge dropped, or the incumbent's nodes have room for.
-	as := fill(ctx, cs.p, mergeNodes(cs, groups, got), cs.bySize, cs.limits().SearchSteps)
+	as := mergeRealised(ctx, cs, groups, got)
 	if cs.valueOf(as) <= cs.value {
 		return out
 	}

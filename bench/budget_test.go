@@ -14,6 +14,7 @@ import (
 	"github.com/drasat/drasat/frag"
 	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/model"
+	"github.com/drasat/drasat/tools/scalegen"
 )
 
 // sweepBudgets are the run budgets TestBudgetSweep tries, shortest first.
@@ -69,6 +70,12 @@ func sweepInstances(t *testing.T, short bool) []sweepInstance {
 	seeds := 12
 	if short {
 		seeds = 3
+	}
+	// The independent generator's rich family (firstAvailable, claims of
+	// several devices on one GPU, distinctAttribute, mixed fleets).
+	for seed := uint64(1); seed <= uint64(min(seeds, 2)); seed++ {
+		objs := scalegen.Generate(scalegen.Config{Nodes: 4, GPUs: 8, Claims: 150, Seed: seed, Family: "rich"})
+		out = append(out, sweepInstance{fmt.Sprintf("scalegen rich 4x8:150 seed %d", seed), objs, model.CompatKEP5963})
 	}
 	for seed := uint64(1); seed <= uint64(seeds); seed++ {
 		objs, pending := indepInstance(seed)

@@ -13,22 +13,27 @@ import (
 )
 
 // shapeKey is equal for items that need the same devices: the same
-// counts of the same kinds per request.
+// counts of the same kinds per request, in each of the same ways.
 func shapeKey(it item) string {
 	var sb strings.Builder
-	for _, rq := range it.reqs {
-		fmt.Fprintf(&sb, "%d%v;", rq.cnt, rq.kinds)
+	for i, way := range it.alts {
+		if i > 0 {
+			sb.WriteByte('|')
+		}
+		for _, rq := range way {
+			fmt.Fprintf(&sb, "%d%v;", rq.cnt, rq.kinds)
+		}
 	}
 	return sb.String()
 }
 
-// fitsAll tells whether the shapes (multiset, as item reqs) fit into v.
-func fitsAll(shapes [][]itemReq, v []kc) bool {
+// fitsAll tells whether the shapes (multiset, as item ways) fit into v.
+func fitsAll(shapes [][][]itemReq, v []kc) bool {
 	if len(shapes) == 0 {
 		return true
 	}
-	// takeEach stops (false) at the first way that leaves room for the rest.
-	return !takeEach(shapes[0], v, -1, false, func(after []kc, _ bool) bool {
+	// takeAny stops (false) at the first way that leaves room for the rest.
+	return !takeAny(shapes[0], v, func(after []kc, _ bool) bool {
 		return !fitsAll(shapes[1:], after)
 	})
 }
@@ -125,7 +130,7 @@ func (r *Relaxation) WriteAggregateLP(w io.Writer) (AggregateStats, error) {
 type aggregated struct {
 	stats     AggregateStats
 	ps        *patterns
-	shapes    [][]itemReq
+	shapes    [][][]itemReq // per shape: its ways
 	itemShape []int
 	pats      [][][]int // type -> pattern -> shapes
 	vecs      [][][]kc  // type -> its maximal kind vectors
@@ -148,7 +153,7 @@ func (r *Relaxation) aggregateBy(ctx context.Context, deadline time.Time) (*aggr
 		if !ok {
 			s = len(ag.shapes)
 			shapeOf[k] = s
-			ag.shapes = append(ag.shapes, it.reqs)
+			ag.shapes = append(ag.shapes, it.alts)
 		}
 		ag.itemShape[i] = s
 	}
@@ -177,7 +182,7 @@ func (r *Relaxation) aggregateBy(ctx context.Context, deadline time.Time) (*aggr
 			var out [][]kc
 			seen := map[string]bool{}
 			for _, r := range res {
-				takeEach(shapes[s], r, -1, false, func(after []kc, _ bool) bool {
+				takeAny(shapes[s], r, func(after []kc, _ bool) bool {
 					if k := keyOf(after); !seen[k] {
 						seen[k] = true
 						out = append(out, after)
@@ -189,7 +194,7 @@ func (r *Relaxation) aggregateBy(ctx context.Context, deadline time.Time) (*aggr
 		}
 		fitsAny := func(res [][]kc, s int) bool {
 			for _, r := range res {
-				if !takeEach(shapes[s], r, -1, false, func([]kc, bool) bool { return false }) {
+				if !takeAny(shapes[s], r, func([]kc, bool) bool { return false }) {
 					return true
 				}
 			}
@@ -289,7 +294,7 @@ func (r *Relaxation) realiseLayouts(ag *aggregated, values map[string]float64, p
 			if n <= 0 {
 				continue
 			}
-			ms := make([][]itemReq, len(pat))
+			ms := make([][][]itemReq, len(pat))
 			for i, s := range pat {
 				ms[i] = ag.shapes[s]
 			}

@@ -76,10 +76,10 @@ type NodeClass struct {
 	Demand []ShapeDemand
 	// Requests is what one claim's pods request of each node resource
 	// (model.Problem.Resources), in units of the resource's
-	// NodeCapacity.Unit; a group of several claims splits its pods'
-	// requests evenly among them (all or none of them lands on the node,
-	// so the node sees the whole). Nil when the claim's pods do not
-	// count on node resources.
+	// NodeCapacity.Unit; a pod group of several claims is one class
+	// with the group's requests (podgroups.go), or, when some of its
+	// claims are not in the model, splits them evenly among its claims.
+	// Nil when the claim's pods do not count on node resources.
 	Requests []int64
 }
 
@@ -331,9 +331,10 @@ type Realisation struct {
 	Nodes map[int]int // claim index -> node
 	// Bins is, per claim index, the bins (Bin.Index) whose patterns
 	// hold the claim's items: the claim's shapes, taken slot by slot
-	// from the bins of its node in bin order. A claim whose node has no
-	// slot left for one of its items (not in an integral solution) has
-	// no entry.
+	// from the bins of its node in bin order (a distinctAttribute
+	// claim's one a bin, distinct.go). A claim whose node has no slot
+	// left for one of its items (not in an integral solution), or whose
+	// distinct items found fewer bins than they are, has no entry.
 	Bins map[int][]int
 }
 
@@ -382,6 +383,7 @@ func (na *NodeAggregate) Realise(values map[string]float64, claims []*model.Clai
 		}
 		var bins []int
 		fits := true
+		spread := distinctDevices(c)
 		for _, d := range demand[c.ClassKey()] {
 			q := slots[sn{d.Shape, n}]
 			for need := int(math.Round(d.N)); need > 0; {
@@ -390,18 +392,25 @@ func (na *NodeAggregate) Realise(values map[string]float64, claims []*model.Clai
 					break
 				}
 				take := min(need, q[0].left)
+				if spread {
+					take = 1 // one item a bin, the next from the next bin
+				}
 				bins = append(bins, q[0].bin)
 				q[0].left -= take
 				need -= take
 				if q[0].left == 0 {
 					q = q[1:]
+				} else if spread {
+					q = append(q[1:], q[0])
 				}
 			}
 			slots[sn{d.Shape, n}] = q
 		}
-		if fits {
-			sort.Ints(bins)
-			re.Bins[c.Index] = slices.Compact(bins)
+		items := len(bins)
+		sort.Ints(bins)
+		bins = slices.Compact(bins)
+		if fits && !(spread && len(bins) < items) {
+			re.Bins[c.Index] = bins
 		}
 	}
 	return re, nil

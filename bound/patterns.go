@@ -2,6 +2,7 @@ package bound
 
 import (
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -31,11 +32,14 @@ import (
 // device is either left empty or used by some item), memoised per descent
 // step.
 
-// item is what one claim of a class needs from one bin.
+// item is what one claim of a class needs from one bin: the devices of
+// one of its ways (alts). A claim held to one bin with firstAvailable
+// requests has a way per choice of alternatives (one 3g, or two 1g, or
+// one 2g); other items have one way.
 type item struct {
 	class int
 	mult  float64 // items per claim
-	reqs  []itemReq
+	alts  [][]itemReq
 }
 
 type itemReq struct {
@@ -104,11 +108,17 @@ func (r *Relaxation) local(k *class) bool {
 func (r *Relaxation) patternItems() *patterns {
 	ps := &patterns{byKind: map[int][]int{}, classItems: make([][]int, len(r.classes)), served: make([]bool, len(r.classes))}
 	for ki, k := range r.classes {
+		// Per request: its merged need (the fewest devices of any
+		// alternative, from any alternative's kinds), and its
+		// alternatives' own needs; nil for a request that needs no
+		// device (admin access, shares).
 		var reqs []itemReq
+		var ways [][]itemReq
 		served := true
 		for _, alts := range k.reqs {
 			cnt, free := math.Inf(1), false
 			kinds := map[int]bool{}
+			var own []itemReq
 			for _, a := range alts {
 				// Shares of shared devices are not items of this
 				// relaxation: relaxing them to free keeps it sound.
@@ -123,6 +133,7 @@ func (r *Relaxation) patternItems() *patterns {
 				for _, kd := range a.kinds {
 					kinds[kd] = true
 				}
+				own = append(own, itemReq{cnt: int(a.cnt), kinds: sortedKinds(a.kinds)})
 			}
 			if free {
 				continue // admin access occupies no device
@@ -137,6 +148,7 @@ func (r *Relaxation) patternItems() *patterns {
 			}
 			sort.Ints(req.kinds)
 			reqs = append(reqs, req)
+			ways = append(ways, own)
 		}
 		ps.served[ki] = served
 		if !served || len(reqs) == 0 {
@@ -147,24 +159,62 @@ func (r *Relaxation) patternItems() *patterns {
 			ps.items = append(ps.items, it)
 			ps.classItems[ki] = append(ps.classItems[ki], i)
 			seen := map[int]bool{}
-			for _, rq := range it.reqs {
-				for _, kd := range rq.kinds {
-					if !seen[kd] {
-						seen[kd] = true
-						ps.byKind[kd] = append(ps.byKind[kd], i)
+			for _, way := range it.alts {
+				for _, rq := range way {
+					for _, kd := range rq.kinds {
+						if !seen[kd] {
+							seen[kd] = true
+							ps.byKind[kd] = append(ps.byKind[kd], i)
+						}
 					}
 				}
 			}
 		}
 		if r.local(k) {
-			add(item{class: ki, mult: 1, reqs: reqs})
+			add(item{class: ki, mult: 1, alts: itemWays(reqs, ways)})
 			continue
 		}
 		for _, rq := range reqs {
-			add(item{class: ki, mult: float64(rq.cnt), reqs: []itemReq{{cnt: 1, kinds: rq.kinds}}})
+			add(item{class: ki, mult: float64(rq.cnt), alts: [][]itemReq{{{cnt: 1, kinds: rq.kinds}}}})
 		}
 	}
 	return ps
+}
+
+// maxItemWays caps the ways of one item (the product of its requests'
+// alternatives); above it the item takes the merged need of each request,
+// which relaxes it (any way holds the merged need) and so stays sound.
+const maxItemWays = 16
+
+// itemWays are the ways of a claim held to one bin: one alternative of
+// each request, every combination (requests with a single alternative
+// have just it). merged is each request's merged need, used when there
+// is one way only or too many.
+func itemWays(merged []itemReq, own [][]itemReq) [][]itemReq {
+	n := 1
+	for _, alts := range own {
+		n *= len(alts)
+	}
+	if n == 1 || n > maxItemWays {
+		return [][]itemReq{merged}
+	}
+	out := [][]itemReq{nil}
+	for _, alts := range own {
+		var next [][]itemReq
+		for _, way := range out {
+			for _, a := range alts {
+				next = append(next, append(append([]itemReq(nil), way...), a))
+			}
+		}
+		out = next
+	}
+	return out
+}
+
+func sortedKinds(kinds []int) []int {
+	out := slices.Clone(kinds)
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // kc is a count of devices of one kind; a multiset of kinds is a slice of
@@ -232,4 +282,15 @@ func takeEach(reqs []itemReq, v []kc, k0 int, used bool, emit func(after []kc, u
 		return true
 	}
 	return choose(0, rq.cnt, v, used)
+}
+
+// takeAny is takeEach over the ways of an item shape: every way of every
+// alternative, until emit returns false.
+func takeAny(ways [][]itemReq, v []kc, emit func(after []kc, usedK0 bool) bool) bool {
+	for _, reqs := range ways {
+		if !takeEach(reqs, v, -1, false, emit) {
+			return false
+		}
+	}
+	return true
 }

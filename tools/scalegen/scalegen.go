@@ -6,7 +6,9 @@
 //
 // A quarter of the GPUs hold one or two running MIG devices; the pending
 // claims ask for one MIG device of a profile, two 1g devices on one GPU
-// (matchAttribute on parentUUID), or one whole GPU.
+// (matchAttribute on parentUUID), or one whole GPU. The rich family
+// (rich.go) draws claims as users write them on a mixed A100-40GB,
+// A100-80GB and H100 fleet.
 package scalegen
 
 import (
@@ -25,6 +27,9 @@ import (
 type Config struct {
 	Nodes, GPUs, Claims int
 	Seed                uint64
+	// Family is the claim mix: "" or "default" (above), or "rich" (claims
+	// as users write them on a mixed fleet; generateRich).
+	Family string
 }
 
 // share is one kind of pending claim and how often it is drawn.
@@ -47,6 +52,9 @@ const gpuModelLabel = "nvidia.com/gpu.product"
 // classes, running claims, then cfg.Claims pending ones. The same Config
 // gives the same objects.
 func Generate(cfg Config) *input.Objects {
+	if cfg.Family == "rich" {
+		return generateRich(cfg)
+	}
 	gm := driverprofile.A100SXM440GB
 	r := rand.New(rand.NewPCG(cfg.Seed, 0x5ca1e))
 	objs := &input.Objects{Classes: driverprofile.NVIDIAClasses()}
