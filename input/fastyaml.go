@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"slices"
-	"strings"
 
 	yamlv2 "go.yaml.in/yaml/v2"
 )
@@ -50,6 +49,9 @@ type fastParser struct {
 	cache scalarCache
 	depth int
 
+	keys   [][]byte // the keys of the mappings being read, innermost last
+	starts []int    // where each key's entry starts in out
+
 	// The object's type and name, seen on the way (parseObject need not
 	// read the JSON again for them): metaBad when one is not a string.
 	meta    typeMeta
@@ -59,16 +61,16 @@ type fastParser struct {
 
 // noteMeta records the value of apiVersion, kind, metadata.name or
 // metadata.namespace.
-func (p *fastParser) noteMeta(key string, js []byte) {
+func (p *fastParser) noteMeta(key []byte, js []byte) {
 	var f *string
-	switch {
-	case key == "apiVersion" && !p.inMeta:
+	switch k := string(key); {
+	case k == "apiVersion" && !p.inMeta:
 		f = &p.meta.APIVersion
-	case key == "kind" && !p.inMeta:
+	case k == "kind" && !p.inMeta:
 		f = &p.meta.Kind
-	case key == "name" && p.inMeta:
+	case k == "name" && p.inMeta:
 		f = &p.meta.Metadata.Name
-	case key == "namespace" && p.inMeta:
+	case k == "namespace" && p.inMeta:
 		f = &p.meta.Metadata.Namespace
 	default:
 		return
@@ -94,7 +96,8 @@ func fastYAMLToJSONMeta(doc []byte, cache scalarCache) (js []byte, meta *typeMet
 			return nil, nil, false // tabs, CR, control bytes, non-ASCII
 		}
 	}
-	p := &fastParser{cache: cache, out: make([]byte, 0, len(doc)/2)}
+	n := bytes.Count(doc, []byte{'\n'}) + 1
+	p := &fastParser{cache: cache, out: make([]byte, 0, len(doc)/2), lines: make([]fastLine, 0, n), gap: make([]bool, 0, n)}
 	gap := false
 	for len(doc) > 0 {
 		line := doc
@@ -149,9 +152,11 @@ func isSeqEntry(t []byte) bool { return t[0] == '-' && (len(t) == 1 || t[1] == '
 // mapping reads the block mapping at indent n.
 func (p *fastParser) mapping(n int) bool {
 	p.out = append(p.out, '{')
-	var keys []string
+	// This mapping's keys and where their entries start in p.out, on
+	// stacks the nested mappings share.
+	base := len(p.keys)
+	defer func() { p.keys, p.starts = p.keys[:base], p.starts[:base] }()
 	var many map[string]bool // past a few keys, a set instead of a scan
-	var starts []int         // where each key's entry starts in p.out
 	for p.i < len(p.lines) {
 		l := p.lines[p.i]
 		if l.indent < n {
@@ -166,34 +171,35 @@ func (p *fastParser) mapping(n int) bool {
 		}
 		// A duplicate key is the exact path's to report.
 		if many != nil {
-			if many[key] {
+			if many[string(key)] {
 				return false
 			}
-			many[key] = true
+			many[string(key)] = true
 		} else {
-			for _, k := range keys {
-				if k == key {
+			for _, k := range p.keys[base:] {
+				if bytes.Equal(k, key) {
 					return false
 				}
 			}
-			if len(keys) == 16 {
-				many = map[string]bool{key: true}
-				for _, k := range keys {
-					many[k] = true
+			if len(p.keys)-base == 16 {
+				many = map[string]bool{string(key): true}
+				for _, k := range p.keys[base:] {
+					many[string(k)] = true
 				}
 			}
 		}
-		if keys = append(keys, key); len(keys) > 1 {
+		if len(p.keys) > base {
 			p.out = append(p.out, ',')
 		}
-		starts = append(starts, len(p.out))
+		p.keys = append(p.keys, key)
+		p.starts = append(p.starts, len(p.out))
 		p.out = appendJSONString(p.out, key)
 		p.out = append(p.out, ':')
 		p.i++
 		value := len(p.out)
 		top := p.depth == 1
 		if top {
-			p.inMeta = key == "metadata"
+			p.inMeta = string(key) == "metadata"
 		}
 		if v := bytes.TrimLeft(rest, " "); len(v) > 0 && v[0] != '#' {
 			if !p.inline(v, n) {
@@ -209,7 +215,7 @@ func (p *fastParser) mapping(n int) bool {
 			p.noteMeta(key, p.out[value:])
 		}
 	}
-	p.sortEntries(keys, starts)
+	p.sortEntries(p.keys[base:], p.starts[base:])
 	p.out = append(p.out, '}')
 	return true
 }
@@ -219,12 +225,12 @@ func (p *fastParser) mapping(n int) bool {
 // map: the JSON is then the exact path's byte for byte, which matters
 // where a decoder keeps raw JSON (runtime.RawExtension, opaque device
 // configuration). Writers of YAML mostly sort keys already.
-func (p *fastParser) sortEntries(keys []string, starts []int) {
-	if slices.IsSorted(keys) {
+func (p *fastParser) sortEntries(keys [][]byte, starts []int) {
+	if slices.IsSortedFunc(keys, bytes.Compare) {
 		return
 	}
 	type entry struct {
-		key        string
+		key        []byte
 		start, end int
 	}
 	es := make([]entry, len(keys))
@@ -235,7 +241,7 @@ func (p *fastParser) sortEntries(keys []string, starts []int) {
 		}
 		es[i] = entry{keys[i], starts[i], end}
 	}
-	slices.SortFunc(es, func(a, b entry) int { return strings.Compare(a.key, b.key) })
+	slices.SortFunc(es, func(a, b entry) int { return bytes.Compare(a.key, b.key) })
 	sorted := make([]byte, 0, len(p.out)-starts[0])
 	for i, e := range es {
 		if i > 0 {
@@ -350,11 +356,9 @@ func (p *fastParser) inline(v []byte, n int) bool {
 				text = folded
 			}
 		}
-		js, ok := p.plain(text)
-		if !ok {
+		if !p.plain(text) {
 			return false
 		}
-		p.out = append(p.out, js...)
 	}
 	// Nothing may follow more indented: it would be a continuation the
 	// fast path does not fold, or an error.
@@ -363,37 +367,37 @@ func (p *fastParser) inline(v []byte, n int) bool {
 
 // splitKey cuts "key: rest" or "key:" into a key that is a plain or
 // quoted string and the rest after the colon.
-func splitKey(t []byte) (string, []byte, bool) {
+func splitKey(t []byte) ([]byte, []byte, bool) {
 	if t[0] == '"' || t[0] == '\'' {
 		s, rest, ok := quoted(t)
-		if !ok || len(rest) == 0 || rest[0] != ':' || (len(rest) > 1 && rest[1] != ' ') || len(s) > 1000 || s == "<<" {
-			return "", nil, false
+		if !ok || len(rest) == 0 || rest[0] != ':' || (len(rest) > 1 && rest[1] != ' ') || len(s) > 1000 || string(s) == "<<" {
+			return nil, nil, false
 		}
 		return s, rest[1:], true
 	}
 	k := keyEnd(t)
 	if k < 0 {
-		return "", nil, false
+		return nil, nil, false
 	}
 	key := t[:k]
 	if !plainOK(key) || key[len(key)-1] == ' ' || len(key) > 1000 || bytes.Contains(key, []byte(" #")) {
-		return "", nil, false
+		return nil, nil, false
 	}
 	// Only keys yaml/v2 reads as strings: no bool, null, number, or
 	// merge key.
 	switch yamlHint(key[0]) {
 	case 0:
 		if string(key) == "<<" {
-			return "", nil, false
+			return nil, nil, false
 		}
 	case 'M':
 		if yamlSpecialWord(key) {
-			return "", nil, false
+			return nil, nil, false
 		}
 	default:
-		return "", nil, false
+		return nil, nil, false
 	}
-	return string(key), t[k+1:], true
+	return key, t[k+1:], true
 }
 
 // keyEnd is the index of the colon ending a plain key (followed by a
@@ -447,16 +451,16 @@ func commentOnly(rest []byte) bool {
 
 // quoted reads a one-line quoted scalar at the start of t: single quotes
 // with a doubled quote for a quote, or double quotes without escapes.
-func quoted(t []byte) (string, []byte, bool) {
+func quoted(t []byte) ([]byte, []byte, bool) {
 	q := t[0]
 	if q == '"' {
 		k := bytes.IndexByte(t[1:], '"')
 		if k < 0 || bytes.IndexByte(t[1:1+k], '\\') >= 0 {
-			return "", nil, false
+			return nil, nil, false
 		}
-		return string(t[1 : 1+k]), t[2+k:], true
+		return t[1 : 1+k], t[2+k:], true
 	}
-	var s []byte
+	s := []byte{} // not nil: an empty string is a string
 	for k := 1; k < len(t); k++ {
 		if t[k] != '\'' {
 			s = append(s, t[k])
@@ -467,9 +471,9 @@ func quoted(t []byte) (string, []byte, bool) {
 			k++
 			continue
 		}
-		return string(s), t[k+1:], true
+		return s, t[k+1:], true
 	}
-	return "", nil, false
+	return nil, nil, false
 }
 
 // yamlHint is yaml/v2's resolve table: 0 for a first byte that makes a
@@ -503,28 +507,32 @@ func yamlSpecialWord(t []byte) bool {
 	return false
 }
 
-// plain returns the JSON of a plain scalar as yaml/v2 resolves it.
-func (p *fastParser) plain(t []byte) ([]byte, bool) {
+// plain appends the JSON of a plain scalar as yaml/v2 resolves it.
+func (p *fastParser) plain(t []byte) bool {
 	switch yamlHint(t[0]) {
 	case 0:
-		return appendJSONString(nil, string(t)), true
+		p.out = appendJSONString(p.out, t)
+		return true
 	case 'M':
 		if !yamlSpecialWord(t) {
-			return appendJSONString(nil, string(t)), true
+			p.out = appendJSONString(p.out, t)
+			return true
 		}
 	case 'D':
 		if decimal(t) {
-			return t, true
+			p.out = append(p.out, t...)
+			return true
 		}
 	}
-	if js, ok := p.cache[string(t)]; ok {
-		return js, js != nil
+	js, ok := p.cache[string(t)]
+	if !ok {
+		js = resolvePlain(t)
+		if len(p.cache) < fastScalarCacheSize {
+			p.cache[string(t)] = js
+		}
 	}
-	js := resolvePlain(t)
-	if len(p.cache) < fastScalarCacheSize {
-		p.cache[string(t)] = js
-	}
-	return js, js != nil
+	p.out = append(p.out, js...)
+	return js != nil
 }
 
 // decimal tells whether t is a decimal integer yaml/v2 reads as itself:
@@ -568,7 +576,7 @@ func resolvePlain(t []byte) []byte {
 // appendJSONString appends s as a JSON string the way encoding/json
 // writes it; s is printable ASCII (the fast path takes no other bytes),
 // so only quotes, backslashes and the HTML characters are escaped.
-func appendJSONString(out []byte, s string) []byte {
+func appendJSONString[S ~string | ~[]byte](out []byte, s S) []byte {
 	out = append(out, '"')
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; c {
