@@ -53,9 +53,13 @@ type docDecoders struct {
 
 func newDocDecoders() *docDecoders {
 	d := &docDecoders{work: make(chan *decodedDoc, maxDocsAhead)}
+	fast := fastYAML // read once: workers may outlive a failed load
 	for range min(runtime.GOMAXPROCS(0), 4) {
 		go func() {
-			cache := scalarCache{}
+			var cache scalarCache
+			if fast {
+				cache = scalarCache{}
+			}
 			for doc := range d.work {
 				doc.decode(cache)
 				close(doc.done)
@@ -85,6 +89,7 @@ func (d *docDecoders) stop() { d.once.Do(func() { close(d.work) }) }
 // (fastyaml.go); tests turn it off to compare with the exact path.
 var fastYAML = true
 
+// decode reads one document; a nil cache turns the fast path off.
 func (doc *decodedDoc) decode(cache scalarCache) {
 	doc.objs, doc.isJSON, doc.jsonErr = jsonObjects(doc.raw)
 	if doc.isJSON || doc.jsonErr != nil {
@@ -93,7 +98,7 @@ func (doc *decodedDoc) decode(cache scalarCache) {
 		}
 		return
 	}
-	if fastYAML {
+	if cache != nil {
 		// The fast path's answer stands only for an object read without
 		// error into a type drasat reads; anything else (an error, a
 		// list, a kind skipped) is read again by the exact path, so that
