@@ -378,18 +378,26 @@ func (r *Relaxation) NodesOf(values map[string]float64, claims []*model.Claim) m
 	for ki, k := range r.classes {
 		classOf[k.key] = ki
 	}
-	took := map[[2]int]int{}
+	// A class's claims fill its nodes in node order, so the first node
+	// with room only moves forward: one cursor a class instead of a scan
+	// of every node for every claim (30,000 claims x 1,000 nodes).
+	type fill struct{ node, took int }
+	at := map[int]*fill{}
 	out := map[int]int{}
 	for _, c := range claims {
 		ki, ok := classOf[c.ClassKey()]
 		if !ok {
 			continue
 		}
-		for n := range r.p.Nodes {
-			key := [2]int{ki, n}
-			if float64(took[key]) < values[fmt.Sprintf("y%d_%d", ki, n)]-0.5 {
-				took[key]++
-				out[c.Index] = n
+		f := at[ki]
+		if f == nil {
+			f = &fill{}
+			at[ki] = f
+		}
+		for ; f.node < len(r.p.Nodes); f.node, f.took = f.node+1, 0 {
+			if float64(f.took) < values[fmt.Sprintf("y%d_%d", ki, f.node)]-0.5 {
+				f.took++
+				out[c.Index] = f.node
 				break
 			}
 		}

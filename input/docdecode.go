@@ -37,6 +37,9 @@ type decodedDoc struct {
 	js  []byte
 	err error // YAML: duplicate key, syntax, several values
 
+	// parsed holds parseObject's answer for each of objs, or for js.
+	parsed []*parsedObject
+
 	done chan struct{}
 }
 
@@ -50,10 +53,15 @@ type docDecoders struct {
 
 func newDocDecoders() *docDecoders {
 	d := &docDecoders{work: make(chan *decodedDoc, maxDocsAhead)}
+	fast := fastYAML // read once: workers may outlive a failed load
 	for range min(runtime.GOMAXPROCS(0), 4) {
 		go func() {
+			var cache scalarCache
+			if fast {
+				cache = scalarCache{}
+			}
 			for doc := range d.work {
-				doc.decode()
+				doc.decode(cache)
 				close(doc.done)
 			}
 		}()
@@ -77,12 +85,38 @@ func (d *docDecoders) submit(raw []byte, readErr error) *decodedDoc {
 // stop lets the workers end once the queued documents are decoded.
 func (d *docDecoders) stop() { d.once.Do(func() { close(d.work) }) }
 
-func (doc *decodedDoc) decode() {
+// fastYAML lets documents of the common shapes take the fast path
+// (fastyaml.go); tests turn it off to compare with the exact path.
+var fastYAML = true
+
+// decode reads one document; a nil cache turns the fast path off.
+func (doc *decodedDoc) decode(cache scalarCache) {
 	doc.objs, doc.isJSON, doc.jsonErr = jsonObjects(doc.raw)
 	if doc.isJSON || doc.jsonErr != nil {
+		for _, js := range doc.objs {
+			doc.parsed = append(doc.parsed, parseObject(js))
+		}
 		return
 	}
+	if cache != nil {
+		// The fast path's answer stands only for an object read without
+		// error into a type drasat reads; anything else (an error, a
+		// list, a kind skipped) is read again by the exact path, so that
+		// messages and warnings are the exact path's.
+		if js, meta, ok := fastYAMLToJSONMeta(doc.raw, cache); ok {
+			// The typeMeta seen while parsing is encoding/json's for an
+			// object that then decodes strictly: its keys are unique
+			// and spelt exactly.
+			if p := parseObjectMeta(js, meta); p.typed() {
+				doc.js, doc.parsed = js, []*parsedObject{p}
+				return
+			}
+		}
+	}
 	doc.js, doc.err = yamlDocToJSON(doc.raw)
+	if doc.err == nil && string(doc.js) != "null" {
+		doc.parsed = []*parsedObject{parseObject(doc.js)}
+	}
 }
 
 // yamlDocToJSON converts one YAML document to JSON, parsing it once.

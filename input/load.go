@@ -180,11 +180,11 @@ func (l *Loader) loadStream(name string, r io.Reader) error {
 			return fmt.Errorf("%s: document %d: %w", name, doc+len(d.objs), d.jsonErr)
 		}
 		if d.isJSON {
-			for i, js := range d.objs {
+			for i, p := range d.parsed {
 				if i > 0 {
 					doc++
 				}
-				if err := l.addObject(fmt.Sprintf("%s#%d", name, doc), js); err != nil {
+				if err := l.addParsed(fmt.Sprintf("%s#%d", name, doc), p); err != nil {
 					return err
 				}
 			}
@@ -196,7 +196,7 @@ func (l *Loader) loadStream(name string, r io.Reader) error {
 		if string(d.js) == "null" {
 			continue
 		}
-		if err := l.addObject(fmt.Sprintf("%s#%d", name, doc), d.js); err != nil {
+		if err := l.addParsed(fmt.Sprintf("%s#%d", name, doc), d.parsed[0]); err != nil {
 			return err
 		}
 	}
@@ -212,13 +212,103 @@ type typeMeta struct {
 }
 
 func (l *Loader) addObject(where string, js []byte) error {
+	return l.addParsed(where, parseObject(js))
+}
+
+// parsedObject is a document's object as far as it can be read alone: its
+// type, and for the kinds drasat reads its typed value or why not. The
+// decoding workers make these ahead; addParsed takes them in stream order.
+type parsedObject struct {
+	js        []byte
+	notObject bool  // not a mapping
+	tmErr     error // apiVersion, kind or metadata of the wrong type
+	tm        typeMeta
+	decoded   bool           // obj, exts and err below are set
+	obj       any            // *resourceapi.ResourceSlice, ... or nil: a kind drasat skips
+	exts      map[int]string // a ResourceSlice's compatibleOnlyWith by device
+	err       error          // the apiVersion's or the decoding's, not yet naming the object
+}
+
+// typed tells whether the object was read into a value without error.
+func (p *parsedObject) typed() bool { return p.decoded && p.err == nil && p.obj != nil }
+
+func isListKind(kind string) bool {
+	return kind == "List" || (strings.HasSuffix(kind, "List") && kind != "List")
+}
+
+// parseObject reads what of an object depends on its JSON alone.
+func parseObject(js []byte) *parsedObject { return parseObjectMeta(js, nil) }
+
+// parseObjectMeta is parseObject given the object's typeMeta, when
+// known, as encoding/json would read it from js.
+func parseObjectMeta(js []byte, meta *typeMeta) *parsedObject {
+	p := &parsedObject{js: js}
 	if t := bytes.TrimSpace(js); len(t) == 0 || t[0] != '{' {
+		p.notObject = true
+		return p
+	}
+	if meta != nil {
+		p.tm = *meta
+	} else if err := json.Unmarshal(js, &p.tm); err != nil {
+		p.tmErr = describeDecodeError(js, func(b []byte) error { return json.Unmarshal(b, &typeMeta{}) }, err)
+		return p
+	}
+	tm := p.tm
+	if tm.Kind == "" || isListKind(tm.Kind) || tm.APIVersion == DraftAPIVersion || tm.Metadata.Name == "" {
+		return p // addParsed's to handle, in order
+	}
+	p.decoded = true
+	p.obj, p.exts, p.err = decodeTyped(tm, js)
+	return p
+}
+
+// decodeTyped checks an object's apiVersion and decodes it into its type;
+// nil for a kind drasat does not read.
+func decodeTyped(tm typeMeta, js []byte) (any, map[int]string, error) {
+	isResource := tm.Kind == "ResourceSlice" || tm.Kind == "DeviceClass" || tm.Kind == "ResourceClaim" || tm.Kind == "DeviceTaintRule"
+	if isResource && tm.APIVersion != resourceapi.SchemeGroupVersion.String() {
+		return nil, nil, fmt.Errorf("field apiVersion: %q is not supported, use %s", tm.APIVersion, resourceapi.SchemeGroupVersion)
+	}
+	if (tm.Kind == "Node" || tm.Kind == "Pod") && tm.APIVersion != "v1" {
+		return nil, nil, fmt.Errorf("field apiVersion: %q is not supported, use v1", tm.APIVersion)
+	}
+	var obj any
+	var exts map[int]string
+	switch tm.Kind {
+	case "ResourceSlice":
+		var err error
+		if js, exts, err = extractCompatibleOnlyWith(js); err != nil {
+			return nil, nil, err
+		}
+		obj = &resourceapi.ResourceSlice{}
+	case "DeviceClass":
+		obj = &resourceapi.DeviceClass{}
+	case "ResourceClaim":
+		obj = &resourceapi.ResourceClaim{}
+	case "DeviceTaintRule":
+		obj = &resourceapi.DeviceTaintRule{}
+	case "Node":
+		obj = &corev1.Node{}
+	case "Pod":
+		obj = &corev1.Pod{}
+	default:
+		return nil, nil, nil
+	}
+	if err := strictUnmarshal(js, obj); err != nil {
+		return nil, nil, err
+	}
+	return obj, exts, nil
+}
+
+// addParsed adds an object read by parseObject: the checks that depend
+// on the objects before it (the count, duplicates) and registering it.
+func (l *Loader) addParsed(where string, p *parsedObject) error {
+	js, tm := p.js, p.tm
+	if p.notObject {
 		return fmt.Errorf("%s: not a Kubernetes object (a mapping with apiVersion, kind and metadata)", where)
 	}
-	var tm typeMeta
-	if err := json.Unmarshal(js, &tm); err != nil {
-		return fmt.Errorf("%s: not a Kubernetes object: %w", where,
-			describeDecodeError(js, func(b []byte) error { return json.Unmarshal(b, &typeMeta{}) }, err))
+	if p.tmErr != nil {
+		return fmt.Errorf("%s: not a Kubernetes object: %w", where, p.tmErr)
 	}
 	if tm.Kind == "" {
 		if tm.Metadata.Name != "" {
@@ -226,7 +316,7 @@ func (l *Loader) addObject(where string, js []byte) error {
 		}
 		return fmt.Errorf("%s: field kind: missing", where)
 	}
-	if tm.Kind == "List" || (strings.HasSuffix(tm.Kind, "List") && tm.Kind != "List") {
+	if isListKind(tm.Kind) {
 		var list struct {
 			Items []json.RawMessage `json:"items"`
 		}
@@ -260,76 +350,45 @@ func (l *Loader) addObject(where string, js []byte) error {
 		return fmt.Errorf("%s: %s: field metadata.name: missing", where, tm.Kind)
 	}
 	wrap := func(err error) error { return fmt.Errorf("%s: %s: %w", where, id, err) }
-	isResource := tm.Kind == "ResourceSlice" || tm.Kind == "DeviceClass" || tm.Kind == "ResourceClaim" || tm.Kind == "DeviceTaintRule"
-	if isResource && tm.APIVersion != resourceapi.SchemeGroupVersion.String() {
-		return wrap(fmt.Errorf("field apiVersion: %q is not supported, use %s", tm.APIVersion, resourceapi.SchemeGroupVersion))
+	if p.err != nil {
+		return wrap(p.err)
 	}
-	if (tm.Kind == "Node" || tm.Kind == "Pod") && tm.APIVersion != "v1" {
-		return wrap(fmt.Errorf("field apiVersion: %q is not supported, use v1", tm.APIVersion))
-	}
-	switch tm.Kind {
-	case "ResourceSlice":
-		js, exts, err := extractCompatibleOnlyWith(js)
-		if err != nil {
-			return wrap(err)
-		}
-		s := &resourceapi.ResourceSlice{}
-		if err := strictUnmarshal(js, s); err != nil {
-			return wrap(err)
-		}
-		for i, expr := range exts {
-			if i >= len(s.Spec.Devices) {
-				continue
-			}
-			if s.Spec.Pool.Name == "" {
+	switch o := p.obj.(type) {
+	case *resourceapi.ResourceSlice:
+		for i := range p.exts {
+			if i < len(o.Spec.Devices) && o.Spec.Pool.Name == "" {
 				return wrap(errors.New("field spec.pool.name: missing"))
 			}
-			l.objs.CompatibleOnlyWith[DeviceID{s.Spec.Driver, s.Spec.Pool.Name, s.Spec.Devices[i].Name}] = expr
 		}
-		if len(exts) == 0 {
+		for i, expr := range p.exts {
+			if i < len(o.Spec.Devices) {
+				l.objs.CompatibleOnlyWith[DeviceID{o.Spec.Driver, o.Spec.Pool.Name, o.Spec.Devices[i].Name}] = expr
+			}
+		}
+		if len(p.exts) == 0 {
 			if l.intern == nil {
 				l.intern = newInterner()
 			}
-			l.intern.slice(s)
+			l.intern.slice(o)
 		}
-		l.objs.Slices = append(l.objs.Slices, s)
-	case "DeviceClass":
-		c := &resourceapi.DeviceClass{}
-		if err := strictUnmarshal(js, c); err != nil {
-			return wrap(err)
+		l.objs.Slices = append(l.objs.Slices, o)
+	case *resourceapi.DeviceClass:
+		l.objs.Classes = append(l.objs.Classes, o)
+	case *resourceapi.ResourceClaim:
+		if o.Namespace == "" {
+			o.Namespace = "default"
+			id = "ResourceClaim default/" + o.Name
 		}
-		l.objs.Classes = append(l.objs.Classes, c)
-	case "ResourceClaim":
-		c := &resourceapi.ResourceClaim{}
-		if err := strictUnmarshal(js, c); err != nil {
-			return wrap(err)
+		l.objs.Claims = append(l.objs.Claims, o)
+	case *resourceapi.DeviceTaintRule:
+		l.objs.TaintRules = append(l.objs.TaintRules, o)
+	case *corev1.Node:
+		l.objs.Nodes = append(l.objs.Nodes, o)
+	case *corev1.Pod:
+		if o.Namespace == "" {
+			o.Namespace = "default"
 		}
-		if c.Namespace == "" {
-			c.Namespace = "default"
-			id = "ResourceClaim default/" + c.Name
-		}
-		l.objs.Claims = append(l.objs.Claims, c)
-	case "DeviceTaintRule":
-		r := &resourceapi.DeviceTaintRule{}
-		if err := strictUnmarshal(js, r); err != nil {
-			return wrap(err)
-		}
-		l.objs.TaintRules = append(l.objs.TaintRules, r)
-	case "Node":
-		n := &corev1.Node{}
-		if err := strictUnmarshal(js, n); err != nil {
-			return wrap(err)
-		}
-		l.objs.Nodes = append(l.objs.Nodes, n)
-	case "Pod":
-		p := &corev1.Pod{}
-		if err := strictUnmarshal(js, p); err != nil {
-			return wrap(err)
-		}
-		if p.Namespace == "" {
-			p.Namespace = "default"
-		}
-		l.objs.Pods = append(l.objs.Pods, p)
+		l.objs.Pods = append(l.objs.Pods, o)
 	default:
 		l.Warnings = append(l.Warnings, fmt.Sprintf("%s: skipping %s %s/%s (kind not used by drasat)", where, tm.Kind, tm.APIVersion, tm.Metadata.Name))
 		return nil

@@ -16,7 +16,7 @@ import (
 // process's CPU time (all cores) per load: on a shared machine it moves
 // less than the wall time.
 //
-//	go test -run '^$' -bench 'LoadScale/128' -benchtime 3x ./model/
+//	go test -run '^$' -bench 'LoadScale/128' -benchtime 3x ./input/
 func BenchmarkLoadScale(b *testing.B) {
 	for _, sz := range []struct{ nodes, claims int }{{128, 4000}, {512, 16000}, {1000, 30000}} {
 		b.Run(fmt.Sprintf("%dx8", sz.nodes), func(b *testing.B) {
