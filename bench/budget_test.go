@@ -77,6 +77,12 @@ func sweepInstances(t *testing.T, short bool) []sweepInstance {
 		objs := scalegen.Generate(scalegen.Config{Nodes: 4, GPUs: 8, Claims: 150, Seed: seed, Family: "rich"})
 		out = append(out, sweepInstance{fmt.Sprintf("scalegen rich 4x8:150 seed %d", seed), objs, model.CompatKEP5963})
 	}
+	// Its pods: two claims to a pod, zones, a tainted and a cordoned node.
+	for seed := uint64(1); seed <= uint64(min(seeds, 2)); seed++ {
+		objs := scalegen.Generate(scalegen.Config{Nodes: 8, GPUs: 4, Claims: 150, Seed: seed})
+		scalegen.AddPods(objs, 24, seed)
+		out = append(out, sweepInstance{fmt.Sprintf("scalegen pods 8x4:150 seed %d", seed), objs, model.CompatKEP5963})
+	}
 	for seed := uint64(1); seed <= uint64(seeds); seed++ {
 		objs, pending := indepInstance(seed)
 		objs.Claims = append(objs.Claims, pending...)
