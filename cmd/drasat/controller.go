@@ -130,6 +130,7 @@ func setup(c *cli.Context) (*zap.Logger, kubernetes.Interface, kubernetes.Interf
 	if err := applyLiveFlags(c, cfg, &opts); err != nil {
 		return nil, nil, nil, opts, err
 	}
+	k8s.CountRequests(cfg) // drasat_api_requests_total
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, nil, nil, opts, err
