@@ -43,7 +43,15 @@ type Cache struct {
 // NewCache creates (but does not start) the informers.
 func NewCache(client kubernetes.Interface, opts Options) *Cache {
 	c := &Cache{changed: make(chan struct{}, 1)}
-	c.factory = informers.NewSharedInformerFactoryWithOptions(client, opts.Resync, informers.WithTransform(stripUnread))
+	maps := newDeviceMaps()
+	transform := func(obj any) (any, error) {
+		obj, err := stripUnread(obj)
+		if s, ok := obj.(*resourceapi.ResourceSlice); ok && err == nil {
+			maps.share(s)
+		}
+		return obj, err
+	}
+	c.factory = informers.NewSharedInformerFactoryWithOptions(client, opts.Resync, informers.WithTransform(transform))
 	c.podFactory = informers.NewSharedInformerFactoryWithOptions(client, opts.Resync, informers.WithNamespace(opts.Namespace), informers.WithTransform(stripUnread))
 
 	claims := c.factory.Resource().V1().ResourceClaims()
