@@ -473,7 +473,13 @@ func (r *Reconciler) verifyAll(written map[string]*resourceapi.ResourceClaim, cs
 
 // foreignSince reports whether the cache holds an allocation that is
 // neither in base nor one of this pass's writes: someone else allocated
-// (or changed an allocation) since base was taken. Unsure means yes.
+// (or changed an allocation, or a pod took a node's resources) since base
+// was taken. Unsure means yes. A pod the scheduler bound since is not
+// someone else's when it is this pass's own: every claim it uses was
+// written by this pass with an allocation on one node, the node the pod
+// was bound to (the re-check already placed it there with the batch). Each
+// such bind counted as foreign, so every group of a streamed batch was
+// verified against the whole cluster again.
 func (r *Reconciler) foreignSince(base map[string]uint64, written map[string]*resourceapi.ResourceClaim) bool {
 	if base == nil {
 		return true
@@ -482,14 +488,59 @@ func (r *Reconciler) foreignSince(base map[string]uint64, written map[string]*re
 	for _, w := range written {
 		mine[string(w.UID)] = true
 	}
-	now := r.cachedAllocations()
-	if now == nil {
+	claims, err := r.Cache.Claims.List(labels.Everything())
+	if err != nil {
 		return true
 	}
+	pods, err := r.Cache.Pods.List(labels.Everything())
+	if err != nil {
+		return true
+	}
+	for _, p := range pods {
+		if ownBind(p, written) {
+			mine["pod:"+string(p.UID)] = true
+		}
+	}
+	now := allocations(&Snapshot{Claims: claims, Pods: pods})
 	for uid, h := range now {
 		if h0, ok := base[uid]; (!ok || h0 != h) && !mine[uid] {
 			return true
 		}
 	}
 	return false
+}
+
+// ownBind reports whether pod p is bound to the one node that every claim
+// it uses was allocated on by this pass (written).
+func ownBind(p *corev1.Pod, written map[string]*resourceapi.ResourceClaim) bool {
+	names, complete := podClaimNames(p)
+	if p.Spec.NodeName == "" || !complete || len(names) == 0 {
+		return false
+	}
+	for _, n := range names {
+		w := written[p.Namespace+"/"+n]
+		if w == nil || w.Status.Allocation == nil || allocationNode(w.Status.Allocation) != p.Spec.NodeName {
+			return false
+		}
+	}
+	return true
+}
+
+// allocationNode is the node an allocation's node selector names when it
+// selects exactly one node by name, as node-local allocations do; "" for
+// any other selector.
+func allocationNode(a *resourceapi.AllocationResult) string {
+	ns := a.NodeSelector
+	if ns == nil || len(ns.NodeSelectorTerms) != 1 {
+		return ""
+	}
+	t := ns.NodeSelectorTerms[0]
+	if len(t.MatchExpressions) != 0 || len(t.MatchFields) != 1 {
+		return ""
+	}
+	f := t.MatchFields[0]
+	if f.Key != "metadata.name" || f.Operator != corev1.NodeSelectorOpIn || len(f.Values) != 1 {
+		return ""
+	}
+	return f.Values[0]
 }
