@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -93,6 +94,11 @@ type Reconciler struct {
 	// fence admits writes while this replica leads (fence.go); nil
 	// without leader election.
 	fence *fence
+	// checkMemo keeps between re-checks what depends on the devices,
+	// nodes and classes alone (check.Memo): most of a check's time on a
+	// large cluster, the same while they do not change.
+	checkMemo     *check.Memo
+	checkMemoOnce sync.Once
 }
 
 // PassResult summarises one pass.
@@ -586,7 +592,8 @@ func (r *Reconciler) checkAll(written map[string]*resourceapi.ResourceClaim, cs 
 			}
 		}
 	}
-	return check.Check(objs, cs, check.Options{Compat: r.Opts.Compat})
+	r.checkMemoOnce.Do(func() { r.checkMemo = &check.Memo{} })
+	return check.Check(objs, cs, check.Options{Compat: r.Opts.Compat, Memo: r.checkMemo})
 }
 
 // newer reports whether a (written by this pass) is at least as recent as b
