@@ -38,7 +38,10 @@ func freshSnapshot(t *testing.T, c *Cache) *Snapshot {
 	sort.Slice(s.Templates, func(i, j int) bool {
 		return s.Templates[i].Namespace+"/"+s.Templates[i].Name < s.Templates[j].Namespace+"/"+s.Templates[j].Name
 	})
-	sortSnapshot(s)
+	sort.Slice(s.Claims, func(i, j int) bool { return claimKey(s.Claims[i]) < claimKey(s.Claims[j]) })
+	sort.Slice(s.Pods, func(i, j int) bool {
+		return s.Pods[i].Namespace+"/"+s.Pods[i].Name < s.Pods[j].Namespace+"/"+s.Pods[j].Name
+	})
 	return s
 }
 
@@ -88,7 +91,7 @@ func TestKeptSnapshotEqualsListed(t *testing.T) {
 	cl := e.client
 	for step := range 120 {
 		i := rng.IntN(6)
-		switch rng.IntN(5) {
+		switch rng.IntN(6) {
 		case 0: // slice: create, change its devices, or delete
 			name := fmt.Sprintf("s%d", i)
 			s := slice(fmt.Sprintf("n%d", i), 1+rng.IntN(3))
@@ -150,6 +153,21 @@ func TestKeptSnapshotEqualsListed(t *testing.T) {
 				}
 			} else if err := cl.ResourceV1().DeviceTaintRules().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
+			}
+		case 5: // a claim and a pod in namespaces whose names sort apart from ns/name
+			ns := []string{"a", "a-b", "a.b", "ab"}[rng.IntN(4)]
+			name := fmt.Sprintf("x%d", i)
+			if _, err := cl.ResourceV1().ResourceClaims(ns).Get(ctx, name, metav1.GetOptions{}); err != nil {
+				c := claim(name, 1, nil)
+				c.Namespace = ns
+				if _, err := cl.ResourceV1().ResourceClaims(ns).Create(ctx, c, metav1.CreateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+				p := gatedPod(name, name)
+				p.Namespace = ns
+				if _, err := cl.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+					t.Fatal(err)
+				}
 			}
 		case 4: // template
 			name := fmt.Sprintf("tmpl%d", i)
