@@ -10,7 +10,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 IMAGE ?= ghcr.io/drasat/drasat
 DOCKER ?= docker
 
-.PHONY: all build run test race vet fmt bench fuzz clean e2e-bin e2e e2e-load conformance image
+.PHONY: all build run test race vet fmt bench fuzz clean e2e-bin e2e e2e-load e2e-scale conformance image
 
 all: build
 
@@ -51,6 +51,22 @@ e2e-load: e2e-bin
 	@mkdir -p $(dir $(LOAD_OUT)); status=0; for p in $(LOAD_PATTERNS); do \
 		LOAD_PATTERN=$$p LOAD_OUT=$(abspath $(LOAD_OUT)) $(GO) test -tags e2eload -count=1 -timeout 60m -v -run TestLoadMIG ./k8s/e2e/ || status=1; \
 	done; cat $(LOAD_OUT); exit $$status
+
+# The scale test (k8s/e2e/scale_test.go, build tag e2eload; not part of
+# `make test`): drasat's controller on SCALE_NODES fake nodes (8 A100 MIG
+# GPUs each, slices as the NVIDIA driver publishes them, no kubelet) and a
+# stream of SCALE_PODS gated pods at SCALE_RATE a second; its row of the
+# table in docs/performance.md is appended to SCALE_OUT. The issue's size is
+# SCALE_NODES=1000 SCALE_PODS=5000 (about 20 minutes on 2 cores).
+SCALE_NODES ?= 200
+SCALE_PODS ?= 1000
+SCALE_RATE ?= 10
+SCALE_OUT ?= bin/scale-table.md
+e2e-scale: e2e-bin
+	@mkdir -p $(dir $(SCALE_OUT))
+	SCALE_NODES=$(SCALE_NODES) SCALE_PODS=$(SCALE_PODS) SCALE_RATE=$(SCALE_RATE) SCALE_OUT=$(abspath $(SCALE_OUT)) \
+		$(GO) test -tags e2eload -count=1 -timeout 90m -v -run '^TestLoadScale$$' ./k8s/e2e/
+	cat $(SCALE_OUT)
 
 # Upstream conformance: every case of the structured allocator's own test
 # table (TestAllocator of k8s.io/dynamic-resource-allocation, the version in

@@ -34,6 +34,9 @@ const (
 type Options struct {
 	// Compat is CompatKEP5963 (default when empty) or CompatWildcard.
 	Compat string
+	// Memo, when set, keeps between checks what depends on the devices,
+	// nodes and classes alone (see Memo); the verdicts are the same.
+	Memo *Memo
 }
 
 // Check verifies that the newly allocated claims, together with the
@@ -59,6 +62,12 @@ func Check(objs *input.Objects, allocated []*resourceapi.ResourceClaim, opts Opt
 	}
 	c := &checker{objs: objs, compat: compat, w: newWorld(taintedSlices(objs.Slices, objs.TaintRules), objs.Nodes),
 		classes: map[string]*resourceapi.DeviceClass{}, input: map[string]*resourceapi.ResourceClaim{}}
+	if opts.Memo != nil {
+		if selErr, done := opts.Memo.lend(objs); selErr != nil {
+			c.w.selErr = selErr
+			defer done()
+		}
+	}
 	for _, cl := range objs.Classes {
 		if _, ok := c.classes[cl.Name]; !ok {
 			c.classes[cl.Name] = cl

@@ -3,6 +3,7 @@ package k8s
 import (
 	"context"
 	"sort"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -38,12 +39,29 @@ type Cache struct {
 
 	synced  []cache.InformerSynced
 	changed chan struct{}
+
+	// The kinds whose objects are the cluster's size and change rarely
+	// are kept sorted between snapshots (kept.go): listed and sorted
+	// again only after an event of their informer.
+	slices, classes, nodes, taintRules, templates keptList
+	// derived: what is computed from the kept kinds alone, for the
+	// generations it was computed at (kept.go).
+	derivedMu sync.Mutex
+	derived   *inventoryDerived
 }
 
 // NewCache creates (but does not start) the informers.
 func NewCache(client kubernetes.Interface, opts Options) *Cache {
 	c := &Cache{changed: make(chan struct{}, 1)}
-	c.factory = informers.NewSharedInformerFactoryWithOptions(client, opts.Resync, informers.WithTransform(stripUnread))
+	maps := newDeviceMaps()
+	transform := func(obj any) (any, error) {
+		obj, err := stripUnread(obj)
+		if s, ok := obj.(*resourceapi.ResourceSlice); ok && err == nil {
+			maps.share(s)
+		}
+		return obj, err
+	}
+	c.factory = informers.NewSharedInformerFactoryWithOptions(client, opts.Resync, informers.WithTransform(transform))
 	c.podFactory = informers.NewSharedInformerFactoryWithOptions(client, opts.Resync, informers.WithNamespace(opts.Namespace), informers.WithTransform(stripUnread))
 
 	claims := c.factory.Resource().V1().ResourceClaims()
@@ -62,6 +80,15 @@ func NewCache(client kubernetes.Interface, opts Options) *Cache {
 		UpdateFunc: func(any, any) { c.signal() },
 		DeleteFunc: func(any) { c.signal() },
 	}
+	// kept: every event of a kept kind makes its sorted list stale, then
+	// signals as all does.
+	kept := func(k *keptList) cache.ResourceEventHandlerFuncs {
+		return cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(any) { k.changed(); c.signal() },
+			UpdateFunc: func(any, any) { k.changed(); c.signal() },
+			DeleteFunc: func(any) { k.changed(); c.signal() },
+		}
+	}
 	claimH := cache.ResourceEventHandlerFuncs{
 		AddFunc: func(any) { c.signal() },
 		UpdateFunc: func(o, n any) {
@@ -76,16 +103,19 @@ func NewCache(client kubernetes.Interface, opts Options) *Cache {
 	}
 	// Nodes: only additions, deletions and changes of labels, cordon,
 	// taints and allocatable matter (status heartbeats do not).
+	// Every node event makes the kept node list stale (it holds the
+	// objects, heartbeats included).
 	nodeH := cache.ResourceEventHandlerFuncs{
-		AddFunc: func(any) { c.signal() },
+		AddFunc: func(any) { c.nodes.changed(); c.signal() },
 		UpdateFunc: func(o, n any) {
+			c.nodes.changed()
 			on, ok1 := o.(*corev1.Node)
 			nn, ok2 := n.(*corev1.Node)
 			if !ok1 || !ok2 || nodeChanged(on, nn) {
 				c.signal()
 			}
 		},
-		DeleteFunc: func(any) { c.signal() },
+		DeleteFunc: func(any) { c.nodes.changed(); c.signal() },
 	}
 	// Pods: only gated pods and pods that use claims matter.
 	podH := cache.FilteringResourceEventHandler{
@@ -102,8 +132,8 @@ func NewCache(client kubernetes.Interface, opts Options) *Cache {
 	for _, x := range []struct {
 		inf cache.SharedIndexInformer
 		h   cache.ResourceEventHandler
-	}{{claims.Informer(), claimH}, {slices.Informer(), all}, {classes.Informer(), all}, {taintRules.Informer(), all}, {nodes.Informer(), nodeH}, {pods.Informer(), podH},
-		{templates.Informer(), all}} {
+	}{{claims.Informer(), claimH}, {slices.Informer(), kept(&c.slices)}, {classes.Informer(), kept(&c.classes)}, {taintRules.Informer(), kept(&c.taintRules)},
+		{nodes.Informer(), nodeH}, {pods.Informer(), podH}, {templates.Informer(), kept(&c.templates)}} {
 		// AddEventHandler only fails on a stopped informer.
 		reg, _ := x.inf.AddEventHandler(x.h)
 		if reg != nil {
@@ -155,45 +185,70 @@ type Snapshot struct {
 
 	TaintRules []*resourceapi.DeviceTaintRule
 	Templates  []*resourceapi.ResourceClaimTemplate
+
+	// derived: computed from the kept kinds, shared by the snapshots that
+	// have the same ones (nil: compute from the lists).
+	derived *inventoryDerived
 }
 
-// Snapshot lists every cache.
+// Snapshot lists every cache. The kept kinds (ResourceSlices,
+// DeviceClasses, Nodes, DeviceTaintRules, ResourceClaimTemplates) come
+// from their sorted lists, listed again only after an event of theirs;
+// claims and pods are listed every time.
 func (c *Cache) Snapshot() (*Snapshot, error) {
 	s := &Snapshot{}
 	var err error
 	if s.Claims, err = c.Claims.List(labels.Everything()); err != nil {
 		return nil, err
 	}
-	if s.Slices, err = c.Slices.List(labels.Everything()); err != nil {
-		return nil, err
-	}
-	if s.Classes, err = c.Classes.List(labels.Everything()); err != nil {
-		return nil, err
-	}
-	if s.Nodes, err = c.Nodes.List(labels.Everything()); err != nil {
-		return nil, err
-	}
 	if s.Pods, err = c.Pods.List(labels.Everything()); err != nil {
 		return nil, err
 	}
-	if s.TaintRules, err = c.TaintRules.List(labels.Everything()); err != nil {
+	var gens [5]uint64
+	if s.Slices, gens[0], err = keptSorted(&c.slices, c.Slices.List, func(x *resourceapi.ResourceSlice) string { return x.Name }); err != nil {
 		return nil, err
 	}
-	if s.Templates, err = c.Templates.List(labels.Everything()); err != nil {
+	if s.Classes, gens[1], err = keptSorted(&c.classes, c.Classes.List, func(x *resourceapi.DeviceClass) string { return x.Name }); err != nil {
 		return nil, err
 	}
-	sort.Slice(s.Templates, func(i, j int) bool {
-		return s.Templates[i].Namespace+"/"+s.Templates[i].Name < s.Templates[j].Namespace+"/"+s.Templates[j].Name
-	})
-	sort.Slice(s.TaintRules, func(i, j int) bool { return s.TaintRules[i].Name < s.TaintRules[j].Name })
-	sort.Slice(s.Claims, func(i, j int) bool { return claimKey(s.Claims[i]) < claimKey(s.Claims[j]) })
-	sort.Slice(s.Slices, func(i, j int) bool { return s.Slices[i].Name < s.Slices[j].Name })
-	sort.Slice(s.Classes, func(i, j int) bool { return s.Classes[i].Name < s.Classes[j].Name })
-	sort.Slice(s.Nodes, func(i, j int) bool { return s.Nodes[i].Name < s.Nodes[j].Name })
-	sort.Slice(s.Pods, func(i, j int) bool {
-		return s.Pods[i].Namespace+"/"+s.Pods[i].Name < s.Pods[j].Namespace+"/"+s.Pods[j].Name
-	})
+	if s.Nodes, gens[2], err = keptSorted(&c.nodes, c.Nodes.List, func(x *corev1.Node) string { return x.Name }); err != nil {
+		return nil, err
+	}
+	if s.TaintRules, gens[3], err = keptSorted(&c.taintRules, c.TaintRules.List, func(x *resourceapi.DeviceTaintRule) string { return x.Name }); err != nil {
+		return nil, err
+	}
+	if s.Templates, gens[4], err = keptSorted(&c.templates, c.Templates.List, func(x *resourceapi.ResourceClaimTemplate) string { return x.Namespace + "/" + x.Name }); err != nil {
+		return nil, err
+	}
+	s.derived = c.derivedFor(gens, s)
+	sortSnapshot(s)
 	return s, nil
+}
+
+// sortSnapshot sorts the lists a snapshot lists every time by
+// namespace/name (the kept ones are sorted already). Each key is made once,
+// not once per comparison: with thousands of claims and pods, building
+// the keys in the comparison was most of the batching window's CPU.
+func sortSnapshot(s *Snapshot) {
+	s.Claims = sortedByKey(s.Claims, claimKey)
+	s.Pods = sortedByKey(s.Pods, func(p *corev1.Pod) string { return p.Namespace + "/" + p.Name })
+}
+
+// sortedByKey is l sorted by key(x), each key computed once.
+func sortedByKey[T any](l []T, key func(T) string) []T {
+	type keyed struct {
+		k string
+		x T
+	}
+	ks := make([]keyed, len(l))
+	for i, x := range l {
+		ks[i] = keyed{key(x), x}
+	}
+	sort.Slice(ks, func(i, j int) bool { return ks[i].k < ks[j].k })
+	for i := range ks {
+		l[i] = ks[i].x
+	}
+	return l
 }
 
 func claimKey(c *resourceapi.ResourceClaim) string { return c.Namespace + "/" + c.Name }

@@ -130,7 +130,10 @@ func (c *Controller) Run(ctx context.Context) error {
 			return nil
 		}
 		c.Health.PassStarted()
+		passStart := time.Now()
 		res, err := r.Pass(ctx)
+		took := time.Since(passStart)
+		r.Metrics.PassSeconds.Observe(took.Seconds())
 		c.Health.PassEnded()
 		if ctx.Err() != nil {
 			return nil
@@ -150,7 +153,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		backoff = 0
 		if res.Solved > 0 || res.Ungated > 0 {
 			log.Info("pass done", zap.Int("pending", res.Pending), zap.Int("solved", res.Solved), zap.Int("allocated", res.Allocated),
-				zap.Int("unallocated", res.Unallocated), zap.Int("ungated", res.Ungated), zap.Int("withdrawn", res.Withdrawn), zap.Bool("requeue", res.Requeue))
+				zap.Int("unallocated", res.Unallocated), zap.Int("ungated", res.Ungated), zap.Int("withdrawn", res.Withdrawn), zap.Bool("requeue", res.Requeue), zap.Duration("took", took))
 		}
 		if res.Requeue {
 			r.Cache.Trigger()

@@ -247,6 +247,13 @@ func (f *fairness) solved(batch []*resourceapi.ResourceClaim, unplaceable []*res
 // generation) and node labels (not node status, which changes all the
 // time), and what decides where their pods can run (podRulesParts).
 func inventoryFingerprint(s *Snapshot) uint64 {
+	if s.derived != nil {
+		return s.derived.fingerprint
+	}
+	return computeInventoryFingerprint(s)
+}
+
+func computeInventoryFingerprint(s *Snapshot) uint64 {
 	h := fnv.New64a()
 	w := func(parts ...string) {
 		for _, p := range parts {

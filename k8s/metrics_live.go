@@ -33,6 +33,8 @@ type liveMetrics struct {
 	// AllocationsUndone: allocations drasat wrote that another component
 	// removed before any pod used them (podrules.go); it must stay 0.
 	AllocationsUndone prometheus.Counter
+	// PassSeconds: a whole pass, from the snapshot to the last gate.
+	PassSeconds prometheus.Histogram
 }
 
 func (m *Metrics) registerLive(f func(prometheus.Collector)) {
@@ -61,7 +63,10 @@ func (m *Metrics) registerLive(f func(prometheus.Collector)) {
 	m.PhaseSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "drasat_pass_phase_seconds",
 		Help:    "Time a pass spent per phase: solve (build, hold, solve), recheck (claims re-checked before writing), write (allocations written, gates removed as pods complete), ungate (the cache caught up, remaining gates removed).",
 		Buckets: prometheus.ExponentialBuckets(0.01, 2, 14)}, []string{"phase"})
-	for _, c := range []prometheus.Collector{m.ParkedClaims, m.WindowSeconds, m.Writes, m.PassesToFirstTry, m.ProjectedClaims, m.PlannedClaims, m.BatchLimit, m.HeldClaims, m.HeldDeviceSeconds, m.HoldsDeclined, m.PhaseSeconds, m.AllocationsUndone} {
+	m.PassSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "drasat_pass_seconds",
+		Help:    "Time a whole pass took, from reading the caches to the last gate removed.",
+		Buckets: prometheus.ExponentialBuckets(0.01, 2, 14)})
+	for _, c := range []prometheus.Collector{m.PassSeconds, apiRequests, m.ParkedClaims, m.WindowSeconds, m.Writes, m.PassesToFirstTry, m.ProjectedClaims, m.PlannedClaims, m.BatchLimit, m.HeldClaims, m.HeldDeviceSeconds, m.HoldsDeclined, m.PhaseSeconds, m.AllocationsUndone} {
 		f(c)
 	}
 }

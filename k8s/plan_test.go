@@ -242,3 +242,46 @@ func TestProjectDemandStale(t *testing.T) {
 		t.Errorf("stale %q, want %q", stale, want)
 	}
 }
+
+// A pod the scheduler binds since the re-check is this pass's own, not
+// someone else's, only when every claim it uses was written by this pass
+// on the node it was bound to; a pod bound elsewhere, or using a claim this
+// pass did not write, takes node resources the re-check did not place.
+func TestOwnBindNotForeign(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, Options{}, node("n1"), node("n2"), slice("n1", 2), class(), claim("mine", 1, nil), claim("theirs", 1, nil),
+		gatedPod("own", "mine"), gatedPod("elsewhere", "mine"), gatedPod("other", "theirs"))
+	base := e.r.cachedAllocations()
+	mine := e.claim(t, "mine")
+	mine.Status.Allocation = onN1()
+	written := map[string]*resourceapi.ResourceClaim{"default/mine": mine}
+	bind := func(pod, node string) {
+		t.Helper()
+		p := e.pod(t, pod)
+		p.Spec.SchedulingGates, p.Spec.NodeName = nil, node
+		if _, err := e.client.CoreV1().Pods("default").Update(ctx, p, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		e.waitCache(t, pod+" bound", func(s *Snapshot) bool {
+			for _, q := range s.Pods {
+				if q.Name == pod && q.Spec.NodeName == node {
+					return true
+				}
+			}
+			return false
+		})
+	}
+	bind("own", "n1")
+	if e.r.foreignSince(base, written) {
+		t.Error("this pass's own pod, bound where its claim was allocated, taken for someone else's")
+	}
+	bind("elsewhere", "n2")
+	if !e.r.foreignSince(base, written) {
+		t.Error("a pod bound to another node than its claim's not seen")
+	}
+	base = e.r.cachedAllocations()
+	bind("other", "n1")
+	if !e.r.foreignSince(base, written) {
+		t.Error("a pod using a claim this pass did not write not seen")
+	}
+}

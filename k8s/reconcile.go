@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -93,6 +94,11 @@ type Reconciler struct {
 	// fence admits writes while this replica leads (fence.go); nil
 	// without leader election.
 	fence *fence
+	// checkMemo keeps between re-checks what depends on the devices,
+	// nodes and classes alone (check.Memo): most of a check's time on a
+	// large cluster, the same while they do not change.
+	checkMemo     *check.Memo
+	checkMemoOnce sync.Once
 }
 
 // PassResult summarises one pass.
@@ -586,7 +592,8 @@ func (r *Reconciler) checkAll(written map[string]*resourceapi.ResourceClaim, cs 
 			}
 		}
 	}
-	return check.Check(objs, cs, check.Options{Compat: r.Opts.Compat})
+	r.checkMemoOnce.Do(func() { r.checkMemo = &check.Memo{} })
+	return check.Check(objs, cs, check.Options{Compat: r.Opts.Compat, Memo: r.checkMemo})
 }
 
 // newer reports whether a (written by this pass) is at least as recent as b
@@ -736,12 +743,39 @@ func (r *Reconciler) ungate(ctx context.Context, written map[string]*resourceapi
 			byKey[k] = w
 		}
 	}
+	// The claims to verify, verified together (verifyAll): one check of
+	// the cluster for all of them, claim by claim only if that fails.
+	gated := func(p *corev1.Pod) bool {
+		return hasGate(p) && p.DeletionTimestamp == nil && (r.Opts.Namespace == "" || p.Namespace == r.Opts.Namespace) && !r.ungated[p.Namespace+"/"+p.Name]
+	}
+	var toVerify []*resourceapi.ResourceClaim
+	listed := map[string]bool{}
+	for _, p := range snap.Pods {
+		if !gated(p) {
+			continue
+		}
+		names, complete := podClaimNames(p)
+		if !complete {
+			continue
+		}
+		for _, n := range names {
+			c := byKey[p.Namespace+"/"+n]
+			if c == nil || c.Status.Allocation == nil || c.DeletionTimestamp != nil {
+				break
+			}
+			if key := claimKey(c); c.Annotations[AllocatedByAnnotation] != "" && len(c.Status.ReservedFor) == 0 && !listed[key] {
+				listed[key] = true
+				toVerify = append(toVerify, c)
+			}
+		}
+	}
+	failed := r.verifyAll(written, toVerify)
 	verified := map[string]bool{}
 	for _, p := range snap.Pods {
 		if ctx.Err() != nil {
 			return nil
 		}
-		if !hasGate(p) || p.DeletionTimestamp != nil || (r.Opts.Namespace != "" && p.Namespace != r.Opts.Namespace) || r.ungated[p.Namespace+"/"+p.Name] {
+		if !gated(p) {
 			continue
 		}
 		names, complete := podClaimNames(p)
@@ -762,7 +796,7 @@ func (r *Reconciler) ungate(ctx context.Context, written map[string]*resourceapi
 			}
 			ok := true
 			if c.Annotations[AllocatedByAnnotation] != "" && len(c.Status.ReservedFor) == 0 {
-				if err := r.verify(written, c); err != nil {
+				if err := failed[key]; err != nil {
 					ok = false
 					r.Log.Warn("allocation conflicts with one written by someone else; withdrawing it", zap.String("claim", key), zap.Error(err))
 					r.Metrics.CheckRejections.Inc()

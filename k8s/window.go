@@ -108,12 +108,16 @@ func clearlyFits(s *Snapshot, pending []*resourceapi.ResourceClaim) bool {
 			}
 		}
 	}
+	counterFree := []string(nil)
+	if s.derived != nil {
+		counterFree = s.derived.counterFree
+	} else {
+		counterFree = counterFreeDevices(s)
+	}
 	free := 0
-	for _, sl := range s.Slices {
-		for _, d := range sl.Spec.Devices {
-			if len(d.ConsumesCounters) == 0 && !used[sl.Spec.Driver+"/"+sl.Spec.Pool.Name+"/"+d.Name] {
-				free++
-			}
+	for _, k := range counterFree {
+		if !used[k] {
+			free++
 		}
 	}
 	return demand <= free

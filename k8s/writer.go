@@ -12,6 +12,7 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 )
 
 // LiveOptions tune how the controller keeps up with a live cluster.
@@ -106,10 +107,34 @@ func (r *Reconciler) writeAll(ctx context.Context, snap *Snapshot, todo []*resou
 	pw := newPodWaiter(snap, approved, r.Opts.Namespace)
 	slices.SortStableFunc(order, func(a, b *resourceapi.ResourceClaim) int { return pw.rank(a) - pw.rank(b) })
 
-	// Phase 2: write in parallel.
+	// Phase 2: write in parallel. Pods whose claims are all written go to
+	// one ungater, which takes every pod ready by then as a group
+	// (ungateGroup): one check of the group against the cluster, not one
+	// per pod.
 	var mu sync.Mutex
 	var firstErr error
 	jobs := make(chan *resourceapi.ResourceClaim)
+	readyPods := make(chan readyPod, len(pw.pods)) // each pod is ready once
+	ungaterDone := make(chan struct{})
+	go func() {
+		defer close(ungaterDone)
+		for first := range readyPods {
+			group := []readyPod{first}
+		more:
+			for {
+				select {
+				case p, ok := <-readyPods:
+					if !ok {
+						break more
+					}
+					group = append(group, p)
+				default:
+					break more
+				}
+			}
+			r.ungateGroup(ctx, group, &mu, written, base, res)
+		}
+	}()
 	var wg sync.WaitGroup
 	for range min(r.Opts.WriteWorkers, max(len(order), 1)) {
 		wg.Add(1)
@@ -147,7 +172,7 @@ func (r *Reconciler) writeAll(ctx context.Context, snap *Snapshot, todo []*resou
 				}
 				for _, i := range ready {
 					p, names := pw.pod(i)
-					r.ungateEarly(ctx, p, names, &mu, written, base, res)
+					readyPods <- readyPod{p, names}
 				}
 			}
 		}()
@@ -168,7 +193,15 @@ func (r *Reconciler) writeAll(ctx context.Context, snap *Snapshot, todo []*resou
 	}
 	close(jobs)
 	wg.Wait()
+	close(readyPods)
+	<-ungaterDone
 	return firstErr
+}
+
+// readyPod is a gated pod whose claims (names) this pass has all written.
+type readyPod struct {
+	pod   *corev1.Pod
+	names []string
 }
 
 // podWaiter tracks the gated pods whose last missing claims are in the
@@ -249,18 +282,22 @@ func (pw *podWaiter) failed(key string) {
 	}
 }
 
-// ungateEarly removes the gate of a pod whose claims are all written, once
+// ungateGroup removes the gates of pods whose claims are all written, once
 // the cache shows them (bounded by SettleTimeout) and the claims drasat
 // allocated and no pod uses yet verify against everything else allocated
-// (as the pass's final ungate step does). A pod it cannot ungate is left to
-// that step.
-func (r *Reconciler) ungateEarly(ctx context.Context, p *corev1.Pod, names []string, mu *sync.Mutex,
+// (as the pass's final ungate step does). The group's claims are verified
+// together (verifyAll: one check of the cluster for the group, claim by
+// claim only if that fails), so a batch's ungating costs a check per group,
+// not per pod. A pod it cannot ungate is left to that final step.
+func (r *Reconciler) ungateGroup(ctx context.Context, group []readyPod, mu *sync.Mutex,
 	written map[string]*resourceapi.ResourceClaim, base map[string]uint64, res *PassResult) {
 	mine := map[string]*resourceapi.ResourceClaim{}
 	mu.Lock()
-	for _, n := range names {
-		if w, ok := written[p.Namespace+"/"+n]; ok {
-			mine[p.Namespace+"/"+n] = w
+	for _, g := range group {
+		for _, n := range g.names {
+			if w, ok := written[g.pod.Namespace+"/"+n]; ok {
+				mine[g.pod.Namespace+"/"+n] = w
+			}
 		}
 	}
 	mu.Unlock()
@@ -275,22 +312,54 @@ func (r *Reconciler) ungateEarly(ctx context.Context, p *corev1.Pod, names []str
 	// else allocated since (the check is most of a pass's CPU: it
 	// evaluates the claim's selectors on every device).
 	foreign := r.foreignSince(base, all)
-	for _, n := range names {
-		key := p.Namespace + "/" + n
-		c, ok := all[key]
-		if cur, err := r.Cache.Claims.ResourceClaims(p.Namespace).Get(n); err == nil && (!ok || !newer(c, cur)) {
-			c = cur
+	// Each pod's claims to verify; a pod with a claim gone or no longer
+	// allocated is left out.
+	var pods []readyPod
+	var check [][]*resourceapi.ResourceClaim
+	var toVerify []*resourceapi.ResourceClaim
+	listed := map[string]bool{}
+pods:
+	for _, g := range group {
+		var cs []*resourceapi.ResourceClaim
+		for _, n := range g.names {
+			key := g.pod.Namespace + "/" + n
+			c, ok := all[key]
+			if cur, err := r.Cache.Claims.ResourceClaims(g.pod.Namespace).Get(n); err == nil && (!ok || !newer(c, cur)) {
+				c = cur
+			}
+			if c == nil || c.Status.Allocation == nil || c.DeletionTimestamp != nil {
+				continue pods
+			}
+			if c.Annotations[AllocatedByAnnotation] == "" || len(c.Status.ReservedFor) > 0 {
+				continue
+			}
+			if w, mine := all[key]; mine && w.UID == c.UID && !foreign {
+				continue
+			}
+			cs = append(cs, c)
+			if !listed[key] {
+				listed[key] = true
+				toVerify = append(toVerify, c)
+			}
 		}
-		if c == nil || c.Status.Allocation == nil || c.DeletionTimestamp != nil {
-			return
-		}
-		if c.Annotations[AllocatedByAnnotation] == "" || len(c.Status.ReservedFor) > 0 {
-			continue
-		}
-		if w, mine := all[key]; mine && w.UID == c.UID && !foreign {
-			continue
-		}
-		if err := r.verify(all, c); err != nil {
+		pods, check = append(pods, g), append(check, cs)
+	}
+	failed := r.verifyAll(all, toVerify)
+	withdrawn := map[string]bool{}
+	var ungate []readyPod
+	for i, g := range pods {
+		ok := true
+		for _, c := range check[i] {
+			key := claimKey(c)
+			err := failed[key]
+			if err == nil {
+				continue
+			}
+			ok = false
+			if withdrawn[key] {
+				continue
+			}
+			withdrawn[key] = true
 			r.Log.Warn("allocation conflicts with one written by someone else; withdrawing it", zap.String("claim", key), zap.Error(err))
 			r.Metrics.CheckRejections.Inc()
 			werr := r.withdraw(ctx, c, err)
@@ -301,9 +370,33 @@ func (r *Reconciler) ungateEarly(ctx context.Context, p *corev1.Pod, names []str
 			}
 			res.Requeue = true
 			mu.Unlock()
-			return
+		}
+		if ok {
+			ungate = append(ungate, g)
 		}
 	}
+	// The gates, WriteWorkers at a time.
+	jobs := make(chan readyPod)
+	var wg sync.WaitGroup
+	for range min(r.Opts.WriteWorkers, max(len(ungate), 1)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for g := range jobs {
+				r.ungateOne(ctx, g, mu, res)
+			}
+		}()
+	}
+	for _, g := range ungate {
+		jobs <- g
+	}
+	close(jobs)
+	wg.Wait()
+}
+
+// ungateOne removes one ready pod's gate and records it.
+func (r *Reconciler) ungateOne(ctx context.Context, g readyPod, mu *sync.Mutex, res *PassResult) {
+	p := g.pod
 	err := r.removeGate(ctx, p)
 	mu.Lock()
 	defer mu.Unlock()
@@ -315,9 +408,9 @@ func (r *Reconciler) ungateEarly(ctx context.Context, p *corev1.Pod, names []str
 		return
 	}
 	r.gateRemoved(p.Namespace+"/"+p.Name, res)
-	r.Log.Info("scheduling gate removed", zap.String("pod", p.Namespace+"/"+p.Name), zap.Strings("claims", names))
+	r.Log.Info("scheduling gate removed", zap.String("pod", p.Namespace+"/"+p.Name), zap.Strings("claims", g.names))
 	if r.Recorder != nil {
-		r.Recorder.Eventf(p, corev1.EventTypeNormal, ReasonUngated, "all %d claims allocated; scheduling gate %s removed", len(names), SchedulingGate)
+		r.Recorder.Eventf(p, corev1.EventTypeNormal, ReasonUngated, "all %d claims allocated; scheduling gate %s removed", len(g.names), SchedulingGate)
 	}
 }
 
@@ -347,16 +440,46 @@ func (r *Reconciler) gateRemoved(key string, res *PassResult) {
 // cachedAllocations maps each allocated claim in the cache to its
 // allocation's hash.
 func (r *Reconciler) cachedAllocations() map[string]uint64 {
-	s, err := r.Cache.Snapshot()
+	// Only the claims and pods, unsorted: allocations reads nothing else,
+	// and the whole snapshot (every slice, sorted) is the cluster's size.
+	claims, err := r.Cache.Claims.List(labels.Everything())
 	if err != nil {
 		return nil
 	}
-	return allocations(s)
+	pods, err := r.Cache.Pods.List(labels.Everything())
+	if err != nil {
+		return nil
+	}
+	return allocations(&Snapshot{Claims: claims, Pods: pods})
+}
+
+// verifyAll verifies allocated claims (verify) and returns the failures
+// by claim key: all together first, which holds for each claim if it holds
+// for all (a check only gets stricter with more allocations), then claim by
+// claim only when that fails: one check of the cluster for a group, not one
+// per claim.
+func (r *Reconciler) verifyAll(written map[string]*resourceapi.ResourceClaim, cs []*resourceapi.ResourceClaim) map[string]error {
+	if len(cs) == 0 || (len(cs) > 1 && r.checkAll(written, cs) == nil) {
+		return nil
+	}
+	failed := map[string]error{}
+	for _, c := range cs {
+		if err := r.verify(written, c); err != nil {
+			failed[claimKey(c)] = err
+		}
+	}
+	return failed
 }
 
 // foreignSince reports whether the cache holds an allocation that is
 // neither in base nor one of this pass's writes: someone else allocated
-// (or changed an allocation) since base was taken. Unsure means yes.
+// (or changed an allocation, or a pod took a node's resources) since base
+// was taken. Unsure means yes. A pod the scheduler bound since is not
+// someone else's when it is this pass's own: every claim it uses was
+// written by this pass with an allocation on one node, the node the pod
+// was bound to (the re-check already placed it there with the batch). Each
+// such bind counted as foreign, so every group of a streamed batch was
+// verified against the whole cluster again.
 func (r *Reconciler) foreignSince(base map[string]uint64, written map[string]*resourceapi.ResourceClaim) bool {
 	if base == nil {
 		return true
@@ -365,14 +488,59 @@ func (r *Reconciler) foreignSince(base map[string]uint64, written map[string]*re
 	for _, w := range written {
 		mine[string(w.UID)] = true
 	}
-	now := r.cachedAllocations()
-	if now == nil {
+	claims, err := r.Cache.Claims.List(labels.Everything())
+	if err != nil {
 		return true
 	}
+	pods, err := r.Cache.Pods.List(labels.Everything())
+	if err != nil {
+		return true
+	}
+	for _, p := range pods {
+		if ownBind(p, written) {
+			mine["pod:"+string(p.UID)] = true
+		}
+	}
+	now := allocations(&Snapshot{Claims: claims, Pods: pods})
 	for uid, h := range now {
 		if h0, ok := base[uid]; (!ok || h0 != h) && !mine[uid] {
 			return true
 		}
 	}
 	return false
+}
+
+// ownBind reports whether pod p is bound to the one node that every claim
+// it uses was allocated on by this pass (written).
+func ownBind(p *corev1.Pod, written map[string]*resourceapi.ResourceClaim) bool {
+	names, complete := podClaimNames(p)
+	if p.Spec.NodeName == "" || !complete || len(names) == 0 {
+		return false
+	}
+	for _, n := range names {
+		w := written[p.Namespace+"/"+n]
+		if w == nil || w.Status.Allocation == nil || allocationNode(w.Status.Allocation) != p.Spec.NodeName {
+			return false
+		}
+	}
+	return true
+}
+
+// allocationNode is the node an allocation's node selector names when it
+// selects exactly one node by name, as node-local allocations do; "" for
+// any other selector.
+func allocationNode(a *resourceapi.AllocationResult) string {
+	ns := a.NodeSelector
+	if ns == nil || len(ns.NodeSelectorTerms) != 1 {
+		return ""
+	}
+	t := ns.NodeSelectorTerms[0]
+	if len(t.MatchExpressions) != 0 || len(t.MatchFields) != 1 {
+		return ""
+	}
+	f := t.MatchFields[0]
+	if f.Key != "metadata.name" || f.Operator != corev1.NodeSelectorOpIn || len(f.Values) != 1 {
+		return ""
+	}
+	return f.Values[0]
 }

@@ -67,6 +67,8 @@ func controllerCommand() *cli.Command {
 			&cli.DurationFlag{Name: "stuck-after", Usage: "/healthz fails while a pass has run longer than this (default: 5 x (timeout + 5s), at least 1m)"},
 			&cli.BoolFlag{Name: "leader-elect", Value: true, Usage: "run only while holding the Lease (safe with several replicas)"},
 			&cli.StringFlag{Name: "identity", Value: host, Usage: "this replica's name in the Lease", EnvVars: []string{"POD_NAME"}},
+			&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile of the whole run to this file when the controller stops, for go tool pprof"},
+			&cli.StringFlag{Name: "memprofile", Usage: "write a heap profile to this file when the controller stops (what is live then: the informer caches above all)"},
 		),
 		Action: runController,
 	}
@@ -130,6 +132,7 @@ func setup(c *cli.Context) (*zap.Logger, kubernetes.Interface, kubernetes.Interf
 	if err := applyLiveFlags(c, cfg, &opts); err != nil {
 		return nil, nil, nil, opts, err
 	}
+	k8s.CountRequests(cfg) // drasat_api_requests_total
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, nil, nil, opts, err
@@ -149,6 +152,11 @@ func runController(c *cli.Context) error {
 		return err
 	}
 	defer func() { _ = log.Sync() }()
+	stopCPU, writeHeap, err := startProfiles(c.String("cpuprofile"), c.String("memprofile"))
+	if err != nil {
+		return err
+	}
+	defer stopCPU()
 	metrics := k8s.NewMetrics()
 	ctl := k8s.NewControllerWithEvents(client, events, opts, log, metrics, os.Stdout)
 	if addr := c.String("metrics-addr"); addr != "" {
@@ -185,6 +193,7 @@ func runController(c *cli.Context) error {
 	} else {
 		err = ctl.RunWithLeaderElection(ctx, client, leaderElection(c))
 	}
+	writeHeap() // before the deferred cancel: the caches are still live
 	log.Info("stopped")
 	return err
 }
