@@ -34,11 +34,14 @@ const (
 	podsPerNode = 110
 )
 
-// podCPUs is the pending pods' CPU draw, in milli-CPUs, with weights.
-var podCPUs = []struct {
+// podCPU is a pending pod's CPU in milli-CPUs, drawn with weight.
+type podCPU struct {
 	milli  int64
 	weight int
-}{{500, 15}, {1000, 25}, {2000, 25}, {3000, 10}, {4000, 15}, {6000, 5}, {8000, 5}}
+}
+
+// podCPUs is the pending pods' CPU draw.
+var podCPUs = []podCPU{{500, 15}, {1000, 25}, {2000, 25}, {3000, 10}, {4000, 15}, {6000, 5}, {8000, 5}}
 
 // AddPods gives objs (a Generate answer) nodes with cpus CPUs and a pod
 // for every claim, drawn with seed. The same arguments give the same
@@ -85,25 +88,13 @@ func AddPods(objs *input.Objects, cpus int, seed uint64) {
 		p.Spec.NodeName = node
 		objs.Pods = append(objs.Pods, p)
 	}
-	total := 0
-	for _, c := range podCPUs {
-		total += c.weight
-	}
 	for i := 0; i < len(pending); {
 		claims := pending[i:min(i+1, len(pending))]
 		if r.IntN(8) == 0 && i+1 < len(pending) {
 			claims = pending[i : i+2]
 		}
 		i += len(claims)
-		x := r.IntN(total)
-		cpu := podCPUs[0].milli
-		for _, c := range podCPUs {
-			if x < c.weight {
-				cpu = c.milli
-				break
-			}
-			x -= c.weight
-		}
+		cpu := draw(r, podCPUs, func(c podCPU) int { return c.weight }).milli
 		mem := cpu * int64([]int{2, 4, 8}[r.IntN(3)]) << 30 / 1000
 		p := pod("pod-"+claims[0], cpu, mem, claims...)
 		if r.IntN(10) == 0 {

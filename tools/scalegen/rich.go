@@ -154,31 +154,13 @@ func generateRich(cfg Config) *input.Objects {
 				starts = append(starts, 0)
 			}
 			for i, pr := range devs {
-				c := claim(fmt.Sprintf("running-%05d", running), mig, 1, driverprofile.ProfileIs(pr.Name))
-				c.Status.Allocation = &resourceapi.AllocationResult{
-					Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{{
-						Request: "gpu", Driver: driverprofile.NVIDIADriver, Pool: node, Device: driverprofile.MIGDeviceName(g, pr, starts[i])}}},
-					NodeSelector: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{{
-						Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{node}}}}}},
-				}
-				objs.Claims = append(objs.Claims, c)
+				objs.Claims = append(objs.Claims, runningClaim(fmt.Sprintf("running-%05d", running), pr.Name, node, driverprofile.MIGDeviceName(g, pr, starts[i])))
 				running++
 			}
 		}
 	}
-	total := 0
-	for _, k := range richKinds {
-		total += k.weight
-	}
 	for i := 0; i < cfg.Claims; i++ {
-		x := r.IntN(total)
-		k := richKinds[0]
-		for _, k = range richKinds {
-			if x < k.weight {
-				break
-			}
-			x -= k.weight
-		}
+		k := draw(r, richKinds, func(k richKind) int { return k.weight })
 		objs.Claims = append(objs.Claims, k.claim(fmt.Sprintf("pending-%05d", i)))
 	}
 	return objs

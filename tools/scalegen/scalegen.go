@@ -84,31 +84,13 @@ func Generate(cfg Config) *input.Objects {
 				devs = append(devs, dev{driverprofile.MIGDeviceName(g, profiles[pr], 0), pr})
 			}
 			for _, d := range devs {
-				c := claim(fmt.Sprintf("running-%05d", running), "mig.nvidia.com", 1, driverprofile.ProfileIs(d.profile))
-				c.Status.Allocation = &resourceapi.AllocationResult{
-					Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{{
-						Request: "gpu", Driver: driverprofile.NVIDIADriver, Pool: node, Device: d.name}}},
-					NodeSelector: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{{
-						Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{node}}}}}},
-				}
-				objs.Claims = append(objs.Claims, c)
+				objs.Claims = append(objs.Claims, runningClaim(fmt.Sprintf("running-%05d", running), d.profile, node, d.name))
 				running++
 			}
 		}
 	}
-	total := 0
-	for _, s := range mix {
-		total += s.weight
-	}
 	for i := 0; i < cfg.Claims; i++ {
-		x := r.IntN(total)
-		s := mix[0]
-		for _, s = range mix {
-			if x < s.weight {
-				break
-			}
-			x -= s.weight
-		}
+		s := draw(r, mix, func(s share) int { return s.weight })
 		name := fmt.Sprintf("pending-%05d", i)
 		if s.profile == "" {
 			objs.Claims = append(objs.Claims, claim(name, "gpu.nvidia.com", 1))
@@ -128,4 +110,34 @@ func claim(name, class string, count int64, cel ...string) *resourceapi.Resource
 	c := driverprofile.Claim(name, []resourceapi.DeviceRequest{driverprofile.Request("gpu", class, count, cel...)})
 	c.Namespace = "default"
 	return c
+}
+
+// runningClaim is a claim holding one MIG device of profile, named
+// device, on node.
+func runningClaim(name, profile, node, device string) *resourceapi.ResourceClaim {
+	c := claim(name, "mig.nvidia.com", 1, driverprofile.ProfileIs(profile))
+	c.Status.Allocation = &resourceapi.AllocationResult{
+		Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{{
+			Request: "gpu", Driver: driverprofile.NVIDIADriver, Pool: node, Device: device}}},
+		NodeSelector: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{{
+			Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{node}}}}}},
+	}
+	return c
+}
+
+// draw picks one of items, each as likely as its weight, with one draw
+// of r.
+func draw[T any](r *rand.Rand, items []T, weight func(T) int) T {
+	total := 0
+	for _, it := range items {
+		total += weight(it)
+	}
+	x := r.IntN(total)
+	for _, it := range items {
+		if x < weight(it) {
+			return it
+		}
+		x -= weight(it)
+	}
+	return items[len(items)-1]
 }
