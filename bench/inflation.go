@@ -125,15 +125,8 @@ func RunInflation(ctx context.Context, cfg OpenBConfig, sz Size, seed uint64, po
 	}
 	// The pods (with pods): every task's requests on its node, the
 	// CPU-only tasks where the scheduler puts them on arrival.
-	tn := newTraceNodes(nodes, seed)
-	taskAt := map[string]string{}
+	tn := newTraceNodes(nodes, base.Slices, seed)
 	drawn := map[string]*openbTask{}
-	poolNode := map[string]string{}
-	for _, sl := range base.Slices {
-		if sl.Spec.NodeName != nil {
-			poolNode[sl.Spec.Pool.Name] = *sl.Spec.NodeName
-		}
-	}
 	learnt := frag.NewWorkload() // what the policies know: the arrived tasks
 	rng := rand.New(rand.NewPCG(seed, 0x696e666c))
 	var running []*resourceapi.ResourceClaim
@@ -156,9 +149,8 @@ func RunInflation(ctx context.Context, cfg OpenBConfig, sz Size, seed uint64, po
 			if t.numGPU == 0 {
 				learnt.ObserveTask(nil, taskRequests(&t))
 				is.CPUTasks++
-				if node, ok := tn.place(t.cpu, t.mem); ok {
+				if tn.place(&t) {
 					is.CPUTasksPlaced++
-					taskAt[t.name] = node
 					drawn[t.name] = &t
 				}
 				continue
@@ -177,7 +169,7 @@ func RunInflation(ctx context.Context, cfg OpenBConfig, sz Size, seed uint64, po
 			row.Claims++
 		}
 		if pods {
-			objs.Pods = append(tracePods(taskAt, drawn), batchPods...)
+			objs.Pods = append(tn.pods(drawn), batchPods...)
 		}
 		h := startHeapSampler()
 		start := time.Now()
@@ -205,9 +197,7 @@ func RunInflation(ctx context.Context, cfg OpenBConfig, sz Size, seed uint64, po
 		running = append(running, out.allocated...)
 		if pods {
 			for _, c := range out.allocated {
-				node := poolNode[c.Status.Allocation.Devices.Results[0].Pool]
-				taskAt[c.Name] = node
-				tn.take(node, drawn[c.Name].cpu, drawn[c.Name].mem, +1)
+				tn.admit(drawn[c.Name], c)
 			}
 		}
 		row.Admitted += len(out.allocated)

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"maps"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -520,28 +519,17 @@ func RunOpenB(ctx context.Context, cfg OpenBConfig, sz Size, seed uint64, policy
 	}
 	// The pods: every task's requests on its node (bound), the
 	// scheduler's placement of the CPU-only tasks, and where each runs.
-	tn := newTraceNodes(nodes, seed)
-	taskAt := map[string]string{} // running task -> node
+	tn := newTraceNodes(nodes, base.Slices, seed)
 	byTask := map[string]*openbTask{}
 	for i := range tasks {
 		byTask[tasks[i].name] = &tasks[i]
-	}
-	poolNode := map[string]string{}
-	for _, sl := range base.Slices {
-		if sl.Spec.NodeName != nil {
-			poolNode[sl.Spec.Pool.Name] = *sl.Spec.NodeName
-		}
 	}
 	release := func(until float64) {
 		sort.SliceStable(deps, func(i, j int) bool { return deps[i].at < deps[j].at })
 		k := 0
 		for ; k < len(deps) && deps[k].at <= until; k++ {
 			d := deps[k]
-			if node, ok := taskAt[d.name]; ok {
-				t := byTask[d.name]
-				tn.take(node, t.cpu, t.mem, -1)
-				delete(taskAt, d.name)
-			}
+			tn.leave(byTask[d.name])
 			if c, ok := st.running[d.name]; ok {
 				st.apply(c, -1)
 				delete(st.running, d.name)
@@ -653,15 +641,13 @@ func RunOpenB(ctx context.Context, cfg OpenBConfig, sz Size, seed uint64, policy
 		var cpuStill []int
 		for _, t := range cpuPending {
 			tk := &tasks[t]
-			node, ok := tn.place(tk.cpu, tk.mem)
-			if !ok {
+			if !tn.place(tk) {
 				if cfg.Wait {
 					cpuStill = append(cpuStill, t)
 				}
 				continue
 			}
 			rs.CPUTasksPlaced++
-			taskAt[tk.name] = node
 			leave := math.Max(tk.leave, end)
 			if cfg.Wait {
 				leave = end + (tk.leave - tk.arrive)
@@ -670,7 +656,7 @@ func RunOpenB(ctx context.Context, cfg OpenBConfig, sz Size, seed uint64, policy
 		}
 		cpuPending = cpuStill
 		if pods {
-			objs.Pods = tracePods(taskAt, byTask)
+			objs.Pods = tn.pods(byTask)
 			for _, t := range pending {
 				objs.Pods = append(objs.Pods, taskPod(tasks[t].name, tasks[t].cpu, tasks[t].mem, tasks[t].name))
 			}
@@ -722,9 +708,7 @@ func RunOpenB(ctx context.Context, cfg OpenBConfig, sz Size, seed uint64, policy
 			st.running[c.Name] = c
 			st.apply(c, +1)
 			if pods {
-				node := poolNode[c.Status.Allocation.Devices.Results[0].Pool]
-				taskAt[c.Name] = node
-				tn.take(node, t.cpu, t.mem, +1)
+				tn.admit(t, c)
 			}
 			row.Admitted++
 			row.Devices += len(c.Status.Allocation.Devices.Results)
@@ -876,22 +860,4 @@ func sampleReplay(nodes []openbNode, tasks []openbTask, sz Size, seed uint64, lo
 func taskRequests(t *openbTask) corev1.ResourceList {
 	return corev1.ResourceList{corev1.ResourceCPU: *resource.NewMilliQuantity(t.cpu, resource.DecimalSI),
 		corev1.ResourceMemory: *resource.NewQuantity(t.mem<<20, resource.BinarySI)}
-}
-
-// tracePods are the running tasks' pods, bound to their nodes, in name
-// order; a GPU task's pod uses its claim (named as the task).
-func tracePods(at map[string]string, tasks map[string]*openbTask) []*corev1.Pod {
-	names := slices.Sorted(maps.Keys(at))
-	out := make([]*corev1.Pod, 0, len(names))
-	for _, n := range names {
-		t := tasks[n]
-		claim := ""
-		if t.numGPU > 0 {
-			claim = n
-		}
-		p := taskPod(n, t.cpu, t.mem, claim)
-		p.Spec.NodeName = at[n]
-		out = append(out, p)
-	}
-	return out
 }

@@ -82,19 +82,21 @@ gpu,6000,1024,1,1000,,LS,Running,0,100000,0`)
 // The scheduler puts a pod without claims on the least allocated node
 // that holds it, and nowhere when none does.
 func TestTraceNodesPlace(t *testing.T) {
-	tn := newTraceNodes([]openbNode{{name: "a", cpu: 8000, mem: 8192}, {name: "b", cpu: 8000, mem: 8192}}, 1)
+	tn := newTraceNodes([]openbNode{{name: "a", cpu: 8000, mem: 8192}, {name: "b", cpu: 8000, mem: 8192}}, nil, 1)
 	tn.take("a", 2000, 1024, +1)
-	if n, ok := tn.place(4000, 1024); !ok || n != "b" {
-		t.Fatalf("placed on %q (%v), want b: a has less free", n, ok)
+	task := func(name string, cpu int64) *openbTask { return &openbTask{name: name, cpu: cpu, mem: 1024} }
+	if ok := tn.place(task("t1", 4000)); !ok || tn.at["t1"] != "b" {
+		t.Fatalf("placed on %q (%v), want b: a has less free", tn.at["t1"], ok)
 	}
-	if n, ok := tn.place(5000, 1024); !ok || n != "a" {
-		t.Fatalf("placed on %q (%v), want a: b has 4 CPUs left", n, ok)
+	if ok := tn.place(task("t2", 5000)); !ok || tn.at["t2"] != "a" {
+		t.Fatalf("placed on %q (%v), want a: b has 4 CPUs left", tn.at["t2"], ok)
 	}
-	if n, ok := tn.place(5000, 1024); ok {
-		t.Fatalf("placed on %q; no node has 5 CPUs left", n)
+	if ok := tn.place(task("t3", 5000)); ok {
+		t.Fatalf("placed on %q; no node has 5 CPUs left", tn.at["t3"])
 	}
-	tn.take("a", 7000, 2048, -1)
-	if n, ok := tn.place(5000, 1024); !ok || n != "a" {
-		t.Fatalf("after a's pods left, placed on %q (%v), want a", n, ok)
+	tn.leave(task("t2", 5000))
+	tn.take("a", 2000, 1024, -1)
+	if ok := tn.place(task("t4", 5000)); !ok || tn.at["t4"] != "a" {
+		t.Fatalf("after a's pods left, placed on %q (%v), want a", tn.at["t4"], ok)
 	}
 }

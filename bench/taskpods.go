@@ -1,8 +1,11 @@
 package bench
 
 import (
+	resourceapi "k8s.io/api/resource/v1"
+	"maps"
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -62,24 +65,49 @@ func schedulerScore(capCPU, capMem, usedCPU, usedMem, reqCPU, reqMem int64, most
 	return fit + balanced
 }
 
-// traceNodes is what the trace's pods request of each node, and the
-// kube-scheduler for the pods that use no claim (a CPU-only task is not
-// drasat's: it is never gated, and the scheduler places it on arrival).
+// traceNodes is what the trace's running tasks request of each node and
+// where each runs, and the kube-scheduler for the pods that use no claim
+// (a CPU-only task is not drasat's: it is never gated, and the scheduler
+// places it on arrival).
 type traceNodes struct {
 	nodes []openbNode
 	index map[string]int
 	cpu   []int64 // requested, per node
 	mem   []int64
 	rng   *rand.Rand
+	// at is the node of each running task, by name; poolNode the node of
+	// each pool of the cluster's slices.
+	at       map[string]string
+	poolNode map[string]string
 }
 
-func newTraceNodes(nodes []openbNode, seed uint64) *traceNodes {
+func newTraceNodes(nodes []openbNode, slices []*resourceapi.ResourceSlice, seed uint64) *traceNodes {
 	t := &traceNodes{nodes: nodes, index: map[string]int{}, cpu: make([]int64, len(nodes)), mem: make([]int64, len(nodes)),
-		rng: rand.New(rand.NewPCG(seed, 0x637075))}
+		rng: rand.New(rand.NewPCG(seed, 0x637075)), at: map[string]string{}, poolNode: map[string]string{}}
 	for i, n := range nodes {
 		t.index[n.name] = i
 	}
+	for _, sl := range slices {
+		if sl.Spec.NodeName != nil {
+			t.poolNode[sl.Spec.Pool.Name] = *sl.Spec.NodeName
+		}
+	}
 	return t
+}
+
+// admit runs task on the node of its allocated claim c.
+func (t *traceNodes) admit(task *openbTask, c *resourceapi.ResourceClaim) {
+	node := t.poolNode[c.Status.Allocation.Devices.Results[0].Pool]
+	t.at[task.name] = node
+	t.take(node, task.cpu, task.mem, +1)
+}
+
+// leave ends task, if it runs.
+func (t *traceNodes) leave(task *openbTask) {
+	if node, ok := t.at[task.name]; ok {
+		t.take(node, task.cpu, task.mem, -1)
+		delete(t.at, task.name)
+	}
 }
 
 // take counts (sign +1) or releases (−1) a pod's requests on a node.
@@ -89,10 +117,12 @@ func (t *traceNodes) take(node string, cpu, mem int64, sign int64) {
 	t.mem[i] += sign * mem
 }
 
-// place is where the scheduler's default profile puts a pod that uses no
-// claim: the best schedulerScore among the nodes it fits, ties broken at
-// random as the scheduler's host selection does; false if it fits none.
-func (t *traceNodes) place(cpu, mem int64) (string, bool) {
+// place runs task, which uses no claim, where the scheduler's default
+// profile puts it: the best schedulerScore among the nodes it fits, ties
+// broken at random as the scheduler's host selection does; false if it
+// fits none.
+func (t *traceNodes) place(task *openbTask) bool {
+	cpu, mem := task.cpu, task.mem
 	best, at, ties := int64(math.MinInt64), -1, 0
 	for i, n := range t.nodes {
 		if t.cpu[i]+cpu > n.cpu || t.mem[i]+mem > n.mem {
@@ -109,8 +139,27 @@ func (t *traceNodes) place(cpu, mem int64) (string, bool) {
 		}
 	}
 	if at < 0 {
-		return "", false
+		return false
 	}
 	t.take(t.nodes[at].name, cpu, mem, +1)
-	return t.nodes[at].name, true
+	t.at[task.name] = t.nodes[at].name
+	return true
+}
+
+// pods are the running tasks' pods, bound to their nodes, in name order;
+// a GPU task's pod uses its claim (named as the task).
+func (t *traceNodes) pods(tasks map[string]*openbTask) []*corev1.Pod {
+	names := slices.Sorted(maps.Keys(t.at))
+	out := make([]*corev1.Pod, 0, len(names))
+	for _, n := range names {
+		task := tasks[n]
+		claim := ""
+		if task.numGPU > 0 {
+			claim = n
+		}
+		p := taskPod(n, task.cpu, task.mem, claim)
+		p.Spec.NodeName = t.at[n]
+		out = append(out, p)
+	}
+	return out
 }
