@@ -456,7 +456,8 @@ func (na *NodeAggregate) Distribute(global *NodeAggregate, values map[string]flo
 // answer is a solution of the per-node model; it bounds nothing.
 func (na *NodeAggregate) DistributeByNode(ctx context.Context, deadline time.Time, global *NodeAggregate, values map[string]float64, goal int64) (map[string]float64, int64) {
 	// The node order decides what the first nodes take: while the
-	// answer weighs less than the global one, and time is left, the
+	// answer weighs less than the global one and than goal (no start
+	// can do better than the bound), and time is left, the
 	// spread starts again from the next node (on 8x8 batches with pods
 	// one start in eight met the global answer where the first missed it
 	// by one claim).
@@ -475,7 +476,7 @@ func (na *NodeAggregate) DistributeByNode(ctx context.Context, deadline time.Tim
 		if w > bestW {
 			best, bestW = vals, w
 		}
-		if float64(bestW) >= target-1e-6 {
+		if float64(bestW) >= target-1e-6 || bestW >= goal {
 			break
 		}
 	}

@@ -1,0 +1,42 @@
+package bound_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/drasat/drasat/model"
+	"github.com/drasat/drasat/tools/scalegen"
+)
+
+// TestRootBoundBelowGlobal: on nodes that differ (zones, a tainted and a
+// cordoned node, what runs where) the per-node LP bounds below the global
+// model, which pools every node's capacity, and still at or above what
+// the spread over the nodes finds (a solution of the per-node model).
+func TestRootBoundBelowGlobal(t *testing.T) {
+	objs := scalegen.Generate(scalegen.Config{Nodes: 16, GPUs: 2, Claims: 240, Seed: 1})
+	scalegen.AddPods(objs, 16, 1)
+	p, err := model.Build(context.Background(), objs, model.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	na, err := relaxationOf(t, p, p.Claims, func(*model.Claim) int64 { return 1 }).NodeAggregateBy(context.Background(), time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := na.Global()
+	sol, _, err := g.Dive(context.Background(), time.Now().Add(time.Minute), 1)
+	if err != nil || sol.Values == nil {
+		t.Fatalf("global dive: %v", err)
+	}
+	root, err := na.RootBound(context.Background(), time.Now().Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals, w := na.DistributeByNode(context.Background(), time.Now().Add(10*time.Second), g, sol.Values, root)
+	checkPerNode(t, na, vals, w)
+	if root >= sol.Bound || root < w {
+		t.Fatalf("per-node bound %d, global %d, spread %d: want spread <= per-node < global", root, sol.Bound, w)
+	}
+	t.Logf("per-node bound %d, global %d, spread %d", root, sol.Bound, w)
+}
