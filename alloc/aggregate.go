@@ -479,13 +479,17 @@ func diveLP(ctx context.Context, cs *componentState, na *bound.NodeAggregate, en
 			// capacity bounds far above it, and the spread would trade
 			// towards a weight no answer has.
 			goal := sol.Bound
+			var root *bound.RootLP
 			if na.Rows() <= cs.limits().DiveLPRows {
-				if b, err := na.RootBound(ctx, share(end, cs.plan.rootBound)); err == nil && b < goal {
-					goal = b
-					ans.bound, ans.hasBnd = b, true
+				if r, err := na.SolveRoot(ctx, share(end, cs.plan.rootBound)); err == nil {
+					root = r
+					if r.Bound < goal {
+						goal = r.Bound
+						ans.bound, ans.hasBnd = r.Bound, true
+					}
 				}
 			}
-			ans.values, ans.objective = na.DistributeByNode(ctx, end, g, sol.Values, goal)
+			ans.values, ans.objective = na.DistributeByNode(ctx, end, g, sol.Values, goal, root)
 		} else {
 			ans.values, ans.objective = na.Distribute(g, sol.Values)
 		}

@@ -3,6 +3,7 @@ package bound
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"sort"
@@ -232,26 +233,42 @@ type lpCol struct {
 // lp builds the model's LP relaxation (the rows of WriteLP; shape rows
 // only where some claim needs the shape).
 func (na *NodeAggregate) lp() (*lp.Problem, []lpCol) {
+	p, cols, _ := na.lpRows()
+	return p, cols
+}
+
+// lpRow names a row of the model's LP, the same in the model of any of
+// its nodes (onNodes): a group's bins, a class's claims, a shape's
+// supply on a node or a node's capacity of a resource.
+type lpRow struct {
+	kind byte // 'g', 'k', 's', 'r'
+	a, b int  // group type and node, class, shape and node, resource and node
+}
+
+// lpRows is lp with the names of its rows.
+func (na *NodeAggregate) lpRows() (*lp.Problem, []lpCol, []lpRow) {
 	var rhs []float64
 	var eq []bool
-	row := func(b float64, e bool) int {
+	var names []lpRow
+	row := func(b float64, e bool, name lpRow) int {
 		rhs = append(rhs, b)
 		eq = append(eq, e)
+		names = append(names, name)
 		return len(rhs) - 1
 	}
 	groupRow := make([]int, len(na.Groups))
 	for gi, g := range na.Groups {
-		groupRow[gi] = row(float64(g.Bins), true)
+		groupRow[gi] = row(float64(g.Bins), true, lpRow{'g', g.Type, g.Node})
 	}
 	classRow := make([]int, len(na.Classes))
 	type sn struct{ s, n int }
 	shapeRow := map[sn]int{}
 	for ki, k := range na.Classes {
-		classRow[ki] = row(float64(k.Max), false)
+		classRow[ki] = row(float64(k.Max), false, lpRow{'k', k.Class, 0})
 		for _, n := range k.Nodes {
 			for _, d := range k.Demand {
 				if _, ok := shapeRow[sn{d.Shape, n}]; !ok {
-					shapeRow[sn{d.Shape, n}] = row(0, false)
+					shapeRow[sn{d.Shape, n}] = row(0, false, lpRow{'s', d.Shape, n})
 				}
 			}
 		}
@@ -262,7 +279,7 @@ func (na *NodeAggregate) lp() (*lp.Problem, []lpCol) {
 	capRow, capScale := map[cn]int{}, map[cn]float64{}
 	for _, c := range na.Capacities {
 		scale := max(1, float64(c.Free)/1024)
-		capRow[cn{c.Resource, c.Node}] = row(float64(c.Free)/scale, false)
+		capRow[cn{c.Resource, c.Node}] = row(float64(c.Free)/scale, false, lpRow{'r', c.Resource, c.Node})
 		capScale[cn{c.Resource, c.Node}] = scale
 	}
 	p := lp.New(rhs, eq)
@@ -297,7 +314,7 @@ func (na *NodeAggregate) lp() (*lp.Problem, []lpCol) {
 			cols = append(cols, lpCol{group: -1, class: ki, index: n})
 		}
 	}
-	return p, cols
+	return p, cols, names
 }
 
 // Global is the model with every node merged into one (node −1): bin
@@ -452,9 +469,11 @@ func (na *NodeAggregate) Distribute(global *NodeAggregate, values map[string]flo
 // claims and those no node took, dived for more than they hold, the
 // pairs of the node left with the most room first, then triples when no
 // pair gains, until neither gains or the spread holds goal (the caller's
-// bound: no trade gains past it). The
-// answer is a solution of the per-node model; it bounds nothing.
-func (na *NodeAggregate) DistributeByNode(ctx context.Context, deadline time.Time, global *NodeAggregate, values map[string]float64, goal int64) (map[string]float64, int64) {
+// bound: no trade gains past it). With root (the per-node LP solved,
+// nil when it was not), sets of up to four nodes trade, only those its
+// prices leave room in, the most room first. The answer is a solution
+// of the per-node model; it bounds nothing.
+func (na *NodeAggregate) DistributeByNode(ctx context.Context, deadline time.Time, global *NodeAggregate, values map[string]float64, goal int64, root *RootLP) (map[string]float64, int64) {
 	// The node order decides what the first nodes take: while the
 	// answer weighs less than the global one and than goal (no start
 	// can do better than the bound), and time is left, the
@@ -472,7 +491,7 @@ func (na *NodeAggregate) DistributeByNode(ctx context.Context, deadline time.Tim
 			break
 		}
 		order := append(slices.Clone(na.Nodes[k:]), na.Nodes[:k]...)
-		vals, w := na.distributeFrom(ctx, deadline, order, global, values, goal)
+		vals, w := na.distributeFrom(ctx, deadline, order, global, values, goal, root)
 		if w > bestW {
 			best, bestW = vals, w
 		}
@@ -484,7 +503,7 @@ func (na *NodeAggregate) DistributeByNode(ctx context.Context, deadline time.Tim
 }
 
 // distributeFrom is one spread of DistributeByNode, nodes taken in order.
-func (na *NodeAggregate) distributeFrom(ctx context.Context, deadline time.Time, order []int, global *NodeAggregate, values map[string]float64, goal int64) (map[string]float64, int64) {
+func (na *NodeAggregate) distributeFrom(ctx context.Context, deadline time.Time, order []int, global *NodeAggregate, values map[string]float64, goal int64, root *RootLP) (map[string]float64, int64) {
 	// on[n] is node n's part of the answer, held[n] its claims by class.
 	on := map[int]AggregateSolution{}
 	held := map[int][]int{}
@@ -600,58 +619,128 @@ func (na *NodeAggregate) distributeFrom(ctx context.Context, deadline time.Time,
 		return s
 	}
 	done := func() bool { return expired() || heldWeight() >= goal }
-	// Pairs trade until no pair gains, or the spread holds goal (a bound:
-	// no trade gains past it, and the rounds that would show it cost
-	// seconds at 16 nodes). When a round of pairs gains nothing, triples
-	// trade until one gains, and the pairs start again: a claim that
-	// needs a chain of moves (a to b, b to c) is out of every pair's
-	// reach (on a 16x8 batch with pods pairs stopped at 490 of the bound
-	// 493, triples reached 492).
-	trade := func(nodes ...int) bool {
+	// mostOf is what the model of nodes may hold of each class: their
+	// claims and those no node holds.
+	mostOf := func(nodes []int) []int {
 		most := slices.Clone(unheld)
 		for ki := range most {
 			for _, n := range nodes {
 				most[ki] += held[n][ki]
 			}
 		}
-		return take(nodes, most)
+		return most
 	}
-	for gained := !done(); gained; {
-		gained = false
+	// A trade that failed fails again while its nodes hold the same
+	// claims and no class has more claims unheld than it had then (the
+	// model of the nodes is only tighter): failed keeps, by set of nodes,
+	// their versions and the unheld counts of that try. The rounds after
+	// a gain retry every set, most of them untouched by it.
+	version := map[int]int{}
+	type tried struct {
+		versions []int
+		unheld   []int
+	}
+	failed := map[string]tried{}
+	trade := func(nodes ...int) bool {
+		key := fmt.Sprint(nodes)
+		vs := make([]int, len(nodes))
+		for i, n := range nodes {
+			vs[i] = version[n]
+		}
+		if f, ok := failed[key]; ok && slices.Equal(f.versions, vs) && dominated(unheld, f.unheld) {
+			return false
+		}
+		if take(nodes, mostOf(nodes)) {
+			for _, n := range nodes {
+				version[n]++
+			}
+			return true
+		}
+		failed[key] = tried{vs, slices.Clone(unheld)}
+		return false
+	}
+	// ranked is the sets of size nodes to try, the node of most slack
+	// first; with the root LP's prices, only the sets whose bound by
+	// them (RootLP.BoundOn) leaves room for one more claim, the most
+	// room first. Without them, on a 16x8 batch with pods, 353 of 357
+	// pair trades solved an LP (9 ms each) only to find it could not
+	// gain, and triples (17 ms) were tried in an order that reached the
+	// one that gained after seconds; the prices cost microseconds a set.
+	ranked := func(size int) [][]int {
 		byslack := slices.Clone(order)
 		sl := map[int]float64{}
 		for _, n := range byslack {
 			sl[n] = slack(n)
 		}
 		sort.SliceStable(byslack, func(i, j int) bool { return sl[byslack[i]] > sl[byslack[j]] })
-	pairs:
-		for i, a := range byslack {
-			for _, b := range byslack[i+1:] {
-				if done() {
-					break pairs
+		var sets [][]int
+		var room []float64
+		var walk func(from int, set []int)
+		walk = func(from int, set []int) {
+			if len(set) == size {
+				set = slices.Clone(set)
+				if root == nil {
+					sets = append(sets, set)
+					return
 				}
-				if trade(a, b) {
-					gained = true
+				var now int64
+				for _, n := range set {
+					now += on[n].Objective
 				}
+				r := root.BoundOn(set, mostOf(set)) - float64(now)
+				if r >= 1-1e-6 {
+					sets = append(sets, set)
+					room = append(room, r)
+				}
+				return
+			}
+			for i := from; i < len(byslack); i++ {
+				walk(i+1, append(set, byslack[i]))
 			}
 		}
-		if gained || done() {
-			continue
+		walk(0, nil)
+		if root != nil {
+			idx := make([]int, len(sets))
+			for i := range idx {
+				idx[i] = i
+			}
+			sort.SliceStable(idx, func(a, b int) bool { return room[idx[a]] > room[idx[b]] })
+			out := make([][]int, len(sets))
+			for i, j := range idx {
+				out[i] = sets[j]
+			}
+			sets = out
 		}
-		// No pair gains: a claim may need to move along a chain of
-		// nodes. Triples with the node of most slack in them.
-	triples:
-		for i, a := range byslack {
-			for j, b := range byslack[i+1:] {
-				for _, c := range byslack[i+1+j+1:] {
-					if done() {
-						break triples
-					}
-					if trade(a, b, c) {
-						gained = true
-						break triples
+		return sets
+	}
+	// Pairs trade until no pair gains, or the spread holds goal (a bound:
+	// no trade gains past it). When a round of pairs gains nothing,
+	// larger sets trade until one gains, and the pairs start again: a
+	// claim that needs a chain of moves (a to b, b to c) is out of every
+	// pair's reach (on a 16x8 batch with pods pairs stopped at 490 of the
+	// bound 493, triples reached 492). Sets of four only where the
+	// prices rank them: without, there are too many to try.
+	largest := 3
+	if root != nil {
+		largest = 4
+	}
+	for gained := !done(); gained; {
+		gained = false
+	sizes:
+		for size := 2; size <= largest && size <= len(order); size++ {
+			for _, set := range ranked(size) {
+				if done() {
+					break sizes
+				}
+				if trade(set...) {
+					gained = true
+					if size > 2 {
+						break sizes
 					}
 				}
+			}
+			if gained {
+				break
 			}
 		}
 	}
@@ -664,6 +753,16 @@ func (na *NodeAggregate) distributeFrom(ctx context.Context, deadline time.Time,
 		weight += on[n].Objective
 	}
 	return out, weight
+}
+
+// dominated tells whether no count of a exceeds b's.
+func dominated(a, b []int) bool {
+	for i := range a {
+		if a[i] > b[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // fairShare is how many times its even share of a class's claims left a

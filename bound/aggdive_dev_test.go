@@ -65,7 +65,7 @@ func TestDiveFile(t *testing.T) {
 			_, w := na.Distribute(g, sol.Values)
 			t.Logf("distributed: %d", w)
 			start := time.Now()
-			_, w = na.DistributeByNode(context.Background(), time.Now().Add(60*time.Second), g, sol.Values, sol.Bound)
+			_, w = na.DistributeByNode(context.Background(), time.Now().Add(60*time.Second), g, sol.Values, sol.Bound, nil)
 			t.Logf("by node: %d in %v", w, time.Since(start))
 		}
 		t.Logf("dive: %v obj %d stats %+v in %v", err, sol.Objective, st, time.Since(start))

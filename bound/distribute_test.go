@@ -39,7 +39,7 @@ func TestDistributeByNode(t *testing.T) {
 		if err != nil || sol.Values == nil {
 			t.Fatalf("global dive: %v", err)
 		}
-		vals, w := na.DistributeByNode(context.Background(), time.Now().Add(time.Minute), g, sol.Values, sol.Bound)
+		vals, w := na.DistributeByNode(context.Background(), time.Now().Add(time.Minute), g, sol.Values, sol.Bound, nil)
 		checkPerNode(t, na, vals, w)
 		if w != sol.Bound {
 			t.Errorf("seed %d: %d distributed, the bound is %d", seed, w, sol.Bound)

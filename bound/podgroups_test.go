@@ -41,7 +41,7 @@ func TestPodGroupsMoveTogether(t *testing.T) {
 		if err != nil || sol.Values == nil {
 			t.Fatalf("global dive: %v", err)
 		}
-		vals, w := na.DistributeByNode(context.Background(), time.Now().Add(time.Minute), g, sol.Values, sol.Bound)
+		vals, w := na.DistributeByNode(context.Background(), time.Now().Add(time.Minute), g, sol.Values, sol.Bound, nil)
 		checkPerNode(t, na, vals, w)
 		re, err := na.Realise(vals, p.Claims)
 		if err != nil {

@@ -29,11 +29,12 @@ func TestRootBoundBelowGlobal(t *testing.T) {
 	if err != nil || sol.Values == nil {
 		t.Fatalf("global dive: %v", err)
 	}
-	root, err := na.RootBound(context.Background(), time.Now().Add(time.Minute))
+	rlp, err := na.SolveRoot(context.Background(), time.Now().Add(time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}
-	vals, w := na.DistributeByNode(context.Background(), time.Now().Add(10*time.Second), g, sol.Values, root)
+	root := rlp.Bound
+	vals, w := na.DistributeByNode(context.Background(), time.Now().Add(10*time.Second), g, sol.Values, root, rlp)
 	checkPerNode(t, na, vals, w)
 	if root >= sol.Bound || root < w {
 		t.Fatalf("per-node bound %d, global %d, spread %d: want spread <= per-node < global", root, sol.Bound, w)

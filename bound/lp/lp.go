@@ -772,22 +772,12 @@ func (p *Problem) Duals() []float64 {
 // rows count as zero): every feasible point's objective is at most it,
 // whatever y, so it is a bound that does not trust the simplex.
 func (p *Problem) DualBound(y []float64) float64 {
+	rows, reduced := p.DualTerms(y)
 	var z float64
-	for i, v := range y {
-		if !p.eq[i] {
-			v = max(v, 0)
-		}
-		z += p.rhs[i] * v
+	for _, t := range rows {
+		z += t
 	}
-	for j := 0; j < p.n; j++ {
-		d := p.cost[j]
-		for k, r := range p.colIdx[j] {
-			v := y[r]
-			if !p.eq[r] {
-				v = max(v, 0)
-			}
-			d -= v * p.colVal[j][k]
-		}
+	for j, d := range reduced {
 		lo, up := p.lo[j], p.up[j]
 		switch {
 		case d > 1e-9 && math.IsInf(up, 1):
@@ -799,4 +789,30 @@ func (p *Problem) DualBound(y []float64) float64 {
 		}
 	}
 	return z
+}
+
+// DualTerms are DualBound's parts at prices y: each row's b_i y_i, and
+// each variable's reduced cost c_j − y·a_j (negative prices of ≤ rows
+// count as zero). A caller that bounds parts of the problem with other
+// variable bounds sums them itself.
+func (p *Problem) DualTerms(y []float64) (rows, reduced []float64) {
+	price := func(i int) float64 {
+		if !p.eq[i] {
+			return max(y[i], 0)
+		}
+		return y[i]
+	}
+	rows = make([]float64, p.m)
+	for i := range rows {
+		rows[i] = p.rhs[i] * price(i)
+	}
+	reduced = make([]float64, p.n)
+	for j := range reduced {
+		d := p.cost[j]
+		for k, r := range p.colIdx[j] {
+			d -= price(int(r)) * p.colVal[j][k]
+		}
+		reduced[j] = d
+	}
+	return rows, reduced
 }

@@ -1,0 +1,80 @@
+package bound
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/drasat/drasat/bound/lp"
+	"github.com/drasat/drasat/model"
+	"github.com/drasat/drasat/tools/scalegen"
+)
+
+// TestBoundOnBoundsSubModels: the root LP's prices bound the LP of any
+// set of its nodes with any claims left (RootLP.BoundOn), which is what
+// lets DistributeByNode skip a trade without solving its LP; over every
+// node with every claim they give back the root's LP value (it fails if
+// a part of the dual bound is dropped or counted twice).
+func TestBoundOnBoundsSubModels(t *testing.T) {
+	objs := scalegen.Generate(scalegen.Config{Nodes: 8, GPUs: 2, Claims: 120, Seed: 3})
+	scalegen.AddPods(objs, 8, 3)
+	p, err := model.Build(context.Background(), objs, model.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, err := New(context.Background(), p, p.Claims, func(*model.Claim) int64 { return 1 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	na, err := rel.NodeAggregateBy(context.Background(), time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(na.Capacities) == 0 {
+		t.Fatal("no capacity rows: the pods' resources do not bind")
+	}
+	root, err := na.SolveRoot(context.Background(), time.Now().Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	solved := func(sub *NodeAggregate) float64 {
+		prob, _ := sub.lp()
+		if s := prob.Solve(context.Background(), time.Now().Add(time.Minute)); s != lp.Optimal {
+			t.Fatalf("sub LP: %v", s)
+		}
+		return prob.Objective()
+	}
+	all := make([]int, len(na.Classes))
+	for ki, k := range na.Classes {
+		all[ki] = k.Max
+	}
+	whole := solved(na.onNodes(na.Nodes, all))
+	if got := root.BoundOn(na.Nodes, all); math.Abs(got-whole) > 1e-6 {
+		t.Fatalf("every node, every claim: prices bound %g, LP %g", got, whole)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 200 {
+		var nodes []int
+		for _, n := range na.Nodes {
+			if rng.IntN(3) == 0 {
+				nodes = append(nodes, n)
+			}
+		}
+		if len(nodes) == 0 {
+			continue
+		}
+		most := make([]int, len(all))
+		for ki := range most {
+			most[ki] = rng.IntN(all[ki] + 1)
+		}
+		sub := na.onNodes(nodes, most)
+		if len(sub.Classes) == 0 {
+			continue
+		}
+		if b, v := root.BoundOn(nodes, most), solved(sub); b < v-1e-6 {
+			t.Fatalf("nodes %v: prices bound %g below the LP's %g", nodes, b, v)
+		}
+	}
+}
