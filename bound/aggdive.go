@@ -204,9 +204,10 @@ func (na *NodeAggregate) values(prob *lp.Problem, cols []lpCol) (map[string]floa
 		if v == 0 {
 			continue
 		}
-		if c.group >= 0 {
+		switch {
+		case c.group >= 0:
 			vals[na.Groups[c.group].Var(c.index)] = v
-		} else {
+		case c.class >= 0:
 			k := &na.Classes[c.class]
 			vals[k.Var(c.index)] = v
 			obj += v * k.Weight
@@ -282,6 +283,20 @@ func (na *NodeAggregate) lpRows() (*lp.Problem, []lpCol, []lpRow) {
 		capRow[cn{c.Resource, c.Node}] = row(float64(c.Free)/scale, false, lpRow{'r', c.Resource, c.Node})
 		capScale[cn{c.Resource, c.Node}] = scale
 	}
+	// Distinct rows (distinct.go): per row, the link of its classes'
+	// counts to its δs, the δs' order, and the cover row of each t.
+	drs := na.distinctRows()
+	type dRows struct{ link, order, cover []int }
+	dr := make([]dRows, len(drs))
+	for i, r := range drs {
+		dr[i].link = []int{row(0, true, lpRow{'l', i, r.Node})}
+		for t := 1; t <= r.Most; t++ {
+			if t > 1 {
+				dr[i].order = append(dr[i].order, row(0, false, lpRow{'o', i, t}))
+			}
+			dr[i].cover = append(dr[i].cover, row(0, false, lpRow{'v', i, t}))
+		}
+	}
 	p := lp.New(rhs, eq)
 	var cols []lpCol
 	for gi, g := range na.Groups {
@@ -291,6 +306,17 @@ func (na *NodeAggregate) lpRows() (*lp.Problem, []lpCol, []lpRow) {
 				if r, ok := shapeRow[sn{sc.Shape, g.Node}]; ok {
 					rows = append(rows, r)
 					vals = append(vals, -float64(sc.N))
+				}
+			}
+			for i, r := range drs {
+				if r.Node != g.Node {
+					continue
+				}
+				if sl := slotsOf(pat, r.Shape); sl > 0 {
+					for t := 1; t <= r.Most; t++ {
+						rows = append(rows, dr[i].cover[t-1])
+						vals = append(vals, -float64(min(sl, t)))
+					}
 				}
 			}
 			p.AddColumn(0, 0, float64(g.Bins), rows, vals)
@@ -310,8 +336,29 @@ func (na *NodeAggregate) lpRows() (*lp.Problem, []lpCol, []lpRow) {
 					vals = append(vals, float64(v)/capScale[cn{j, n}])
 				}
 			}
+			for i, r := range drs {
+				if r.Node == n && slices.Contains(r.Classes, ki) {
+					rows = append(rows, dr[i].link[0])
+					vals = append(vals, 1)
+				}
+			}
 			p.AddColumn(k.Weight, 0, float64(k.Max), rows, vals)
 			cols = append(cols, lpCol{group: -1, class: ki, index: n})
+		}
+	}
+	for i, r := range drs {
+		for t := 1; t <= r.Most; t++ {
+			rows, vals := []int{dr[i].link[0], dr[i].cover[t-1]}, []float64{-1, float64(r.Items * t)}
+			if t > 1 {
+				rows = append(rows, dr[i].order[t-2]) // δ_t − δ_{t−1} ≤ 0
+				vals = append(vals, 1)
+			}
+			if t < r.Most {
+				rows = append(rows, dr[i].order[t-1])
+				vals = append(vals, -1)
+			}
+			p.AddColumn(0, 0, 1, rows, vals)
+			cols = append(cols, lpCol{group: -1, class: -1, index: r.Node})
 		}
 	}
 	return p, cols, names
@@ -773,7 +820,7 @@ const fairShare = 2.0
 // onNodes is the model of the given nodes alone, with at most most[k]
 // claims of each class k (classes with none left are dropped).
 func (na *NodeAggregate) onNodes(nodes []int, most []int) *NodeAggregate {
-	sub := &NodeAggregate{Stats: na.Stats, Shapes: na.Shapes, Nodes: nodes, r: na.r, ag: na.ag, oneNode: true}
+	sub := &NodeAggregate{Stats: na.Stats, Shapes: na.Shapes, Nodes: nodes, r: na.r, ag: na.ag, oneNode: true, spread: na.spread}
 	for _, g := range na.Groups {
 		if slices.Contains(nodes, g.Node) {
 			sub.Groups = append(sub.Groups, g)

@@ -2,9 +2,11 @@ package bound_test
 
 import (
 	"context"
+	"math"
 	"testing"
 	"time"
 
+	"github.com/drasat/drasat/bound"
 	"github.com/drasat/drasat/model"
 	"github.com/drasat/drasat/tools/scalegen"
 )
@@ -53,4 +55,72 @@ func TestRealiseSpreadsDistinctClaims(t *testing.T) {
 		t.Fatalf("no distinct claim admitted with bins (%d with its whole node)", whole)
 	}
 	t.Logf("distinct claims on two bins: %d; left their whole node: %d", spread, whole)
+}
+
+// The per-node model's answers keep distinctAttribute claims on nodes
+// whose slots of their shape lie on enough GPUs: D claims of N items fit
+// bins with c_g slots exactly when N·D ≤ Σ_g min(c_g, D). Without the
+// model's distinct rows its dives put claims on nodes with all their
+// slots on one or two GPUs (rich 8x8/300 seed 1: three nodes), answers no
+// realisation keeps; each such claim then left its whole node to the SAT
+// model (TestRealiseSpreadsDistinctClaims).
+func TestDistinctRowsKeepClaimsOnEnoughBins(t *testing.T) {
+	placed := 0
+	for _, cfg := range []scalegen.Config{
+		{Nodes: 4, GPUs: 8, Claims: 200, Seed: 1}, {Nodes: 4, GPUs: 8, Claims: 200, Seed: 2},
+		{Nodes: 8, GPUs: 8, Claims: 300, Seed: 1}, {Nodes: 8, GPUs: 8, Claims: 300, Seed: 3},
+	} {
+		cfg.Family = "rich"
+		objs := scalegen.Generate(cfg)
+		p, err := model.Build(context.Background(), objs, model.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		na, err := relaxationOf(t, p, p.Claims, func(*model.Claim) int64 { return 1 }).NodeAggregateBy(context.Background(), time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sol, _, err := na.Dive(context.Background(), time.Now().Add(time.Minute), 0)
+		if err != nil || sol.Values == nil {
+			t.Fatalf("dive: %v", err)
+		}
+		// The distinct classes, from the claims: one request of N 1g
+		// devices under distinctAttribute.
+		distinct := map[int]bool{}
+		for _, c := range p.Claims {
+			if len(c.Constraints) > 0 && c.Constraints[0].Kind == model.DistinctAttribute {
+				distinct[bound.ClassOf(na, c)] = true
+			}
+		}
+		for _, n := range na.Nodes {
+			for _, k := range na.Classes {
+				d := int(math.Round(sol.Values[k.Var(n)]))
+				if !distinct[k.Class] || d == 0 {
+					continue
+				}
+				placed += d
+				items, shape := int(k.Demand[0].N), k.Demand[0].Shape
+				serve := 0
+				for _, g := range na.Groups {
+					if g.Node != n {
+						continue
+					}
+					for p, pat := range g.Patterns {
+						for _, sc := range pat {
+							if sc.Shape == shape {
+								serve += int(math.Round(sol.Values[g.Var(p)])) * min(sc.N, d)
+							}
+						}
+					}
+				}
+				if items*d > serve {
+					t.Errorf("%+v node %d: %d distinct claims of %d items, the bins serve %d", cfg, n, d, items, serve)
+				}
+			}
+		}
+	}
+	if placed == 0 {
+		t.Fatal("no distinct claim admitted: nothing checked")
+	}
+	t.Logf("%d distinct claims admitted, each node's on enough bins", placed)
 }

@@ -1,5 +1,7 @@
 package bound
 
+import "github.com/drasat/drasat/model"
+
 // HasLayouts tells whether b's type is priced from enumerated layouts.
 func (r *Relaxation) HasLayouts(b *Bin) bool { return r.layoutsOf(r.types[b.Type]) != nil }
 
@@ -17,4 +19,15 @@ func (r *Relaxation) PatternStats() (classes, local, items int) {
 		}
 	}
 	return len(r.classes), local, len(r.patternItems().items)
+}
+
+// ClassOf is the index (NodeClass.Class) of c's class in na's relaxation;
+// -1 when c has none.
+func ClassOf(na *NodeAggregate, c *model.Claim) int {
+	for i, k := range na.r.classes {
+		if k.key == c.ClassKey() {
+			return i
+		}
+	}
+	return -1
 }

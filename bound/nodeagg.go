@@ -42,6 +42,9 @@ type NodeAggregate struct {
 	// claims' own items, by class key.
 	merged       map[int][]groupMember
 	memberDemand map[string][]ShapeDemand
+	// spread marks, by Class, the classes whose distinct items take a
+	// bin each (distinct.go).
+	spread map[int]bool
 }
 
 // BinGroup is the bins of one type on one node: c<Type>_<Node>_<p> of
@@ -171,6 +174,7 @@ func (r *Relaxation) NodeAggregateBy(ctx context.Context, deadline time.Time) (*
 	}
 	na.mergePodGroups()
 	na.podCapacities()
+	na.spread = na.spreadClasses()
 	return na, nil
 }
 
@@ -312,6 +316,37 @@ func (na *NodeAggregate) WriteLP(w io.Writer) error {
 		if a := asks[jn{c.Resource, c.Node}]; len(a) > 0 {
 			rows = append(rows, fmt.Sprintf("%s: %s <= %d", c.Var(), strings.Join(a, " + "), c.Free))
 		}
+	}
+	// Distinct rows (distinct.go): claims that need a bin each only
+	// where their node's slots lie on enough bins.
+	for i, r := range na.distinctRows() {
+		var ys, ds []string
+		for _, ki := range r.Classes {
+			ys = append(ys, na.Classes[ki].Var(r.Node))
+		}
+		for t := 1; t <= r.Most; t++ {
+			d := r.Var(t)
+			gens = append(gens, d)
+			bounds = append(bounds, fmt.Sprintf("0 <= %s <= 1", d))
+			ds = append(ds, d)
+			if t > 1 {
+				rows = append(rows, fmt.Sprintf("do%d_%d: %s - %s <= 0", i, t, d, r.Var(t-1)))
+			}
+			cover := []string{fmt.Sprintf("%d %s", r.Items*t, d)}
+			for gi := range na.Groups {
+				g := &na.Groups[gi]
+				if g.Node != r.Node {
+					continue
+				}
+				for p, pat := range g.Patterns {
+					if sl := slotsOf(pat, r.Shape); sl > 0 {
+						cover = append(cover, fmt.Sprintf("- %d %s", min(sl, t), g.Var(p)))
+					}
+				}
+			}
+			rows = append(rows, fmt.Sprintf("dv%d_%d: %s <= 0", i, t, strings.Join(cover, " ")))
+		}
+		rows = append(rows, fmt.Sprintf("dl%d: %s - %s = 0", i, strings.Join(ys, " + "), strings.Join(ds, " - ")))
 	}
 	return writeIntegerLP(w, "drasat aggregated claim-pattern model per node: c<type>_<node>_<pattern>, y<class>_<node>", obj, rows, bounds, gens)
 }

@@ -63,11 +63,14 @@ func (na *NodeAggregate) SolveRoot(ctx context.Context, deadline time.Time) (*Ro
 	}
 	for j, c := range cols {
 		d := max(reduced[j], 0)
-		if c.group >= 0 {
-			_, up := prob.Bounds(j)
+		_, up := prob.Bounds(j)
+		switch {
+		case c.group >= 0:
 			root.nodeTerm[na.Groups[c.group].Node] += d * up
-		} else {
+		case c.class >= 0:
 			root.classReduced[c.class][c.index] = d
+		default: // a distinct row's δ (distinct.go), of node c.index
+			root.nodeTerm[c.index] += d * up
 		}
 	}
 	return root, nil
