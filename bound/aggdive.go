@@ -92,13 +92,24 @@ func dive(ctx context.Context, deadline time.Time, prob *lp.Problem, cols []lpCo
 			return false
 		}
 		// The fractional count to fix, by the round's rule.
-		j, bestF, bestC := -1, -1.0, false
+		// Distinct rows' δs (distinct.go) last: they follow the claim
+		// counts, and fixed first they steered the dive into failure
+		// after failure (rich 64x8/2,000: no answer in 60 s).
+		j, bestF, bestC, bestD := -1, -1.0, false, true
 		for k := 0; k < prob.Columns(); k++ {
 			v := prob.Value(k)
 			f := v - math.Floor(v)
 			if f < 1e-6 || f > 1-1e-6 {
 				continue
 			}
+			d := cols[k].group < 0 && cols[k].class < 0
+			if d && !bestD {
+				continue
+			}
+			if !d && bestD && j >= 0 {
+				j = -1 // a count outranks any δ
+			}
+			bestD = d
 			c := cols[k].group >= 0 // a pattern count
 			switch round.rule {
 			case claimsFirst:
@@ -290,11 +301,14 @@ func (na *NodeAggregate) lpRows() (*lp.Problem, []lpCol, []lpRow) {
 	dr := make([]dRows, len(drs))
 	for i, r := range drs {
 		dr[i].link = []int{row(0, true, lpRow{'l', i, r.Node})}
-		for t := 1; t <= r.Most; t++ {
+		for t := 1; t <= r.Steps; t++ {
 			if t > 1 {
 				dr[i].order = append(dr[i].order, row(0, false, lpRow{'o', i, t}))
 			}
 			dr[i].cover = append(dr[i].cover, row(0, false, lpRow{'v', i, t}))
+		}
+		if r.Most > r.Steps { // Rest ≤ (Most − Steps)·δ_Steps
+			dr[i].order = append(dr[i].order, row(0, false, lpRow{'o', i, r.Steps + 1}))
 		}
 	}
 	p := lp.New(rhs, eq)
@@ -313,7 +327,7 @@ func (na *NodeAggregate) lpRows() (*lp.Problem, []lpCol, []lpRow) {
 					continue
 				}
 				if sl := slotsOf(pat, r.Shape); sl > 0 {
-					for t := 1; t <= r.Most; t++ {
+					for t := 1; t <= r.Steps; t++ {
 						rows = append(rows, dr[i].cover[t-1])
 						vals = append(vals, -float64(min(sl, t)))
 					}
@@ -347,17 +361,28 @@ func (na *NodeAggregate) lpRows() (*lp.Problem, []lpCol, []lpRow) {
 		}
 	}
 	for i, r := range drs {
-		for t := 1; t <= r.Most; t++ {
+		// order[t-2] is δ_t − δ_{t−1} ≤ 0 (t ≥ 2); order[Steps-1], when
+		// Most > Steps, is Rest − (Most − Steps)·δ_Steps ≤ 0.
+		rest := float64(r.Most - r.Steps)
+		for t := 1; t <= r.Steps; t++ {
 			rows, vals := []int{dr[i].link[0], dr[i].cover[t-1]}, []float64{-1, float64(r.Items * t)}
 			if t > 1 {
-				rows = append(rows, dr[i].order[t-2]) // δ_t − δ_{t−1} ≤ 0
+				rows = append(rows, dr[i].order[t-2])
 				vals = append(vals, 1)
 			}
-			if t < r.Most {
+			switch {
+			case t < r.Steps:
 				rows = append(rows, dr[i].order[t-1])
 				vals = append(vals, -1)
+			case rest > 0:
+				rows = append(rows, dr[i].order[t-1])
+				vals = append(vals, -rest)
 			}
 			p.AddColumn(0, 0, 1, rows, vals)
+			cols = append(cols, lpCol{group: -1, class: -1, index: r.Node})
+		}
+		if rest > 0 {
+			p.AddColumn(0, 0, rest, []int{dr[i].link[0], dr[i].order[r.Steps-1]}, []float64{-1, 1})
 			cols = append(cols, lpCol{group: -1, class: -1, index: r.Node})
 		}
 	}

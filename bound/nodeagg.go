@@ -324,7 +324,7 @@ func (na *NodeAggregate) WriteLP(w io.Writer) error {
 		for _, ki := range r.Classes {
 			ys = append(ys, na.Classes[ki].Var(r.Node))
 		}
-		for t := 1; t <= r.Most; t++ {
+		for t := 1; t <= r.Steps; t++ {
 			d := r.Var(t)
 			gens = append(gens, d)
 			bounds = append(bounds, fmt.Sprintf("0 <= %s <= 1", d))
@@ -345,6 +345,13 @@ func (na *NodeAggregate) WriteLP(w io.Writer) error {
 				}
 			}
 			rows = append(rows, fmt.Sprintf("dv%d_%d: %s <= 0", i, t, strings.Join(cover, " ")))
+		}
+		if rest := r.Most - r.Steps; rest > 0 {
+			d := r.Var(r.Steps + 1)
+			gens = append(gens, d)
+			bounds = append(bounds, fmt.Sprintf("0 <= %s <= %d", d, rest))
+			ds = append(ds, d)
+			rows = append(rows, fmt.Sprintf("do%d_%d: %s - %d %s <= 0", i, r.Steps+1, d, rest, r.Var(r.Steps)))
 		}
 		rows = append(rows, fmt.Sprintf("dl%d: %s - %s = 0", i, strings.Join(ys, " + "), strings.Join(ds, " - ")))
 	}
