@@ -52,15 +52,20 @@ func Build(ctx context.Context, objs *input.Objects, opts Options) (*Problem, er
 	return p, err
 }
 
-func build(ctx context.Context, objs *input.Objects, opts Options) (*Problem, error) {
+func build(ctx context.Context, objs *input.Objects, opts Options) (p *Problem, err error) {
 	if err := CheckCompat(opts.Compat); err != nil {
 		return nil, err
+	}
+	if opts.Memo != nil {
+		opts.Memo.begin()
+		defer func() { opts.Memo.end(err == nil && ctx.Err() == nil) }()
 	}
 	if opts.Compat == "" {
 		opts.Compat = CompatKEP5963
 	}
 	b := &builder{objs: objs, p: &Problem{Options: opts, nodesByClass: &classNodes{m: map[string][]int{}}}, cel: newCELEnv(ctx, opts.CELCost),
 		deviceByID: map[input.DeviceID][]int{}, matchCache: map[string]matchResult{}, valuesCache: map[string]map[int][]string{}, setByName: map[[3]string]int{}, nodeByName: map[string]int{}}
+	b.cel.memo = opts.Memo
 	b.buildNodes()
 	nodeObjs := make([]*corev1.Node, len(b.p.Nodes))
 	for i, n := range b.p.Nodes {

@@ -1,0 +1,113 @@
+package model
+
+import (
+	"sync"
+
+	resourceapi "k8s.io/api/resource/v1"
+)
+
+// SelectorMemo keeps what evaluating CEL selectors learnt of each device
+// from one Build to the next (Options.Memo), so that a controller pass over
+// a large cluster evaluates selectors only on the devices that are new to
+// it: building the selectors' view of a device and its projection key
+// (celproject.go) for every device was half of a pass's build at 200 nodes.
+//
+// A device is known by the address of its resourceapi.Device inside its
+// ResourceSlice: the slices come from an informer cache, whose objects are
+// never modified (an update is a new object), so the address names one
+// content for as long as the memo holds it, and a new or updated slice is
+// simply not known yet. A selector's answer is a function of the
+// expression, the driver (the slice's, fixed for the object) and the
+// device. Builds remain identical to builds without a memo: the memo keeps
+// each device's projection key and, where the device was evaluated itself,
+// its answer and actual CEL cost, and Build replays the evaluation order,
+// sharing and cost accounting of a build from scratch (selectors.go,
+// matchesMemo). Evaluation errors are not kept (they name the device and
+// are evaluated again).
+//
+// Only the devices a Build looked at are kept for the next one: a deleted
+// or updated slice's devices are dropped after one build. Builds using one
+// memo run one at a time.
+type SelectorMemo struct {
+	mu        sync.Mutex
+	cur, prev map[*resourceapi.Device]*memoDevice
+	keys      map[string]string // interned projection keys
+	// Evaluations and Reused count, over the memo's life, the selector
+	// evaluations done and the ones answered from the memo (for tests and
+	// the controller's logs).
+	Evaluations, Reused int
+}
+
+// memoDevice is what the memo knows of one device: per expression, its
+// projection key and, when evaluated, its answer and cost.
+type memoDevice struct {
+	exprs []memoEntry
+}
+
+type memoEntry struct {
+	expr      string
+	keyed     bool   // key and share are set
+	share     bool   // the expression is projectable and the device shareable
+	key       string // projection key, when share
+	evaluated bool   // ok and cost are set (evaluated without error)
+	ok        bool
+	cost      uint64
+}
+
+// maxMemoKeys bounds the interned keys; past it the interning starts over
+// (the entries keep their strings, only sharing new ones is lost).
+const maxMemoKeys = 1 << 16
+
+// NewSelectorMemo returns an empty memo.
+func NewSelectorMemo() *SelectorMemo {
+	return &SelectorMemo{cur: map[*resourceapi.Device]*memoDevice{}, prev: map[*resourceapi.Device]*memoDevice{}, keys: map[string]string{}}
+}
+
+// begin locks the memo for one build.
+func (m *SelectorMemo) begin() { m.mu.Lock() }
+
+// end keeps the devices this build used for the next one and unlocks. A
+// build that stopped early (an error, its deadline) looked at only some
+// devices: it keeps the others too.
+func (m *SelectorMemo) end(complete bool) {
+	if !complete {
+		for d, md := range m.cur {
+			m.prev[d] = md
+		}
+	} else {
+		m.prev = m.cur
+	}
+	m.cur = make(map[*resourceapi.Device]*memoDevice, len(m.prev))
+	m.mu.Unlock()
+}
+
+// entry returns the memo's record of expr on dev, created empty if needed.
+func (m *SelectorMemo) entry(dev *resourceapi.Device, expr string) *memoEntry {
+	md := m.cur[dev]
+	if md == nil {
+		if md = m.prev[dev]; md == nil {
+			md = &memoDevice{}
+		}
+		m.cur[dev] = md
+	}
+	for i := range md.exprs {
+		if md.exprs[i].expr == expr {
+			return &md.exprs[i]
+		}
+	}
+	md.exprs = append(md.exprs, memoEntry{expr: expr})
+	return &md.exprs[len(md.exprs)-1]
+}
+
+// intern returns a string equal to key, shared with earlier equal ones.
+func (m *SelectorMemo) intern(key []byte) string {
+	if s, ok := m.keys[string(key)]; ok {
+		return s
+	}
+	if len(m.keys) >= maxMemoKeys {
+		m.keys = map[string]string{}
+	}
+	s := string(key)
+	m.keys[s] = s
+	return s
+}
