@@ -26,7 +26,7 @@ func BenchmarkPassBuild(b *testing.B) {
 				var opts model.Options
 				if memo {
 					// The memo as a controller has it after its first pass.
-					opts.Memo = model.NewSelectorMemo()
+					opts.Memo = model.NewMemo()
 					if _, err := model.Build(context.Background(), objects(snap, batch), opts); err != nil {
 						b.Fatal(err)
 					}

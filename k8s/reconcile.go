@@ -81,9 +81,9 @@ type Reconciler struct {
 	// batchLimit: the batch bound learnt from the solver's cost (batch.go).
 	batchLimit int
 	// selectors keeps the CEL selectors' answers per device between
-	// passes (model.SelectorMemo): a pass evaluates them only on the
+	// passes (model.Memo): a pass evaluates them only on the
 	// devices of new or changed slices. The problem built is the same.
-	selectors *model.SelectorMemo
+	selectors *model.Memo
 	// reserver holds the node reservation across passes (Options.Reserve).
 	reserver *reserve.Reserver
 	// holder holds claims back for forecast demand (Options.Hold,
@@ -237,7 +237,7 @@ func (r *Reconciler) solveAndWrite(ctx context.Context, snap *Snapshot, batch, p
 		bctx, cancel = context.WithTimeout(ctx, r.Opts.Timeout)
 	}
 	if r.selectors == nil {
-		r.selectors = model.NewSelectorMemo()
+		r.selectors = model.NewMemo()
 	}
 	// The memo goes with p.Options to the builds over the same objects
 	// (frag's shapes, reserve); not to withoutBadPools' builds of one

@@ -64,9 +64,9 @@ type Options struct {
 	// are not allocated, with a reason naming the selector and the budget.
 	CELCost uint64
 	// Memo, when set, carries the selectors' answers per device from one
-	// build to the next (SelectorMemo): the controller's passes. The
+	// build to the next (Memo): the controller's passes. The
 	// problem built is the same as without it.
-	Memo *SelectorMemo `json:"-"`
+	Memo *Memo `json:"-"`
 }
 
 const (

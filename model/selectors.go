@@ -38,7 +38,7 @@ type celEnv struct {
 	// derivedMemo caches derivedAttributes results per expression and device.
 	derivedMemo map[derivedKey]derivedResult
 	// memo carries answers between builds (Options.Memo), nil without.
-	memo *SelectorMemo
+	memo *Memo
 }
 
 // celExpr is what celEnv remembers of one expression.
@@ -181,7 +181,7 @@ func (e *celEnv) matches(expr string, d *Device, nDevices int) (bool, error) {
 	return ok, nil
 }
 
-// matchesMemo is matches with the answers of earlier builds (SelectorMemo):
+// matchesMemo is matches with the answers of earlier builds (Memo):
 // the same sharing, order and cost accounting as matches, which builds the
 // device's CEL view and key and evaluates where the memo does not know them.
 func (e *celEnv) matchesMemo(x *celExpr, expr string, d *Device, nDevices int) (bool, error) {

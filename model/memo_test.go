@@ -11,13 +11,14 @@ import (
 	"testing"
 
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/drasat/drasat/bench"
 	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/model"
 )
 
-// TestSelectorMemoMatchesRebuild applies random cluster events (slices
+// TestMemoMatchesRebuild applies random cluster events (slices
 // added, updated, deleted; claims allocated and released; nodes relabelled
 // and deleted; new selectors) to a MIG pool, as a controller's informers
 // see them, and builds the problem after each one with one memo kept
@@ -25,11 +26,11 @@ import (
 // the memo answers for a device from an outdated version of it (an update
 // it missed) or accounts the CEL cost differently (with a small CEL budget,
 // the same selectors must run out of it).
-func TestSelectorMemoMatchesRebuild(t *testing.T) {
+func TestMemoMatchesRebuild(t *testing.T) {
 	for seed := uint64(1); seed <= 6; seed++ {
 		budget := uint64(0)
 		if seed > 4 {
-			budget = 20000 // a few expensive evaluations: some claims run out of it
+			budget = 3000 // an expensive evaluation or two: some claims run out of it
 		}
 		t.Run(fmt.Sprintf("seed=%d/budget=%d", seed, budget), func(t *testing.T) {
 			insts, err := bench.Generate("mig", bench.Size{Nodes: 4, GPUs: 2, Claims: 40}, seed, bench.GenerateOptions{})
@@ -38,7 +39,7 @@ func TestSelectorMemoMatchesRebuild(t *testing.T) {
 			}
 			objs := *insts[0].Objs
 			rng := rand.New(rand.NewPCG(seed, 7))
-			memo := model.NewSelectorMemo()
+			memo := model.NewMemo()
 			var gone []*resourceapi.ResourceSlice
 			var released []*resourceapi.ResourceClaim
 			outOfBudget := false
@@ -78,9 +79,19 @@ func TestSelectorMemoMatchesRebuild(t *testing.T) {
 func event(rng *rand.Rand, objs *input.Objects, gone *[]*resourceapi.ResourceSlice, released *[]*resourceapi.ResourceClaim, step int) string {
 	profiles := []string{"1g.5gb", "1g.10gb", "2g.10gb", "3g.20gb", "1g.5gb+me", "7g.40gb"}
 	switch rng.IntN(8) {
-	case 0, 1: // a slice updated: one device's profile or memory changes
+	case 0, 1: // a slice updated: one device's profile, or a counter
 		i := rng.IntN(len(objs.Slices))
 		s := objs.Slices[i].DeepCopy()
+		objs.Slices = slices.Clone(objs.Slices)
+		objs.Slices[i] = s
+		if len(s.Spec.SharedCounters) > 0 {
+			cs := &s.Spec.SharedCounters[rng.IntN(len(s.Spec.SharedCounters))]
+			for name, c := range cs.Counters {
+				c.Value = *resource.NewQuantity(c.Value.Value()*int64(1+rng.IntN(3))/2, c.Value.Format)
+				cs.Counters[name] = c
+				return "slice " + s.Name + " updated: counter " + cs.Name + "/" + name
+			}
+		}
 		if len(s.Spec.Devices) == 0 {
 			return "nothing"
 		}
@@ -91,8 +102,13 @@ func event(rng *rand.Rand, objs *input.Objects, gone *[]*resourceapi.ResourceSli
 				d.Attributes[name] = resourceapi.DeviceAttribute{StringValue: &p}
 			}
 		}
-		objs.Slices = slices.Clone(objs.Slices)
-		objs.Slices[i] = s
+		if rng.IntN(3) == 0 && len(d.ConsumesCounters) > 0 {
+			for name, c := range d.ConsumesCounters[0].Counters {
+				c.Value = *resource.NewQuantity(c.Value.Value()*2, c.Value.Format)
+				d.ConsumesCounters[0].Counters[name] = c
+				return "slice " + s.Name + " updated: device " + d.Name + " consumes " + string(name)
+			}
+		}
 		return "slice " + s.Name + " updated: device " + d.Name
 	case 2: // a slice deleted
 		i := rng.IntN(len(objs.Slices))

@@ -6,7 +6,7 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 )
 
-// SelectorMemo keeps what evaluating CEL selectors learnt of each device
+// Memo keeps what evaluating CEL selectors learnt of each device
 // from one Build to the next (Options.Memo), so that a controller pass over
 // a large cluster evaluates selectors only on the devices that are new to
 // it: building the selectors' view of a device and its projection key
@@ -28,10 +28,13 @@ import (
 // Only the devices a Build looked at are kept for the next one: a deleted
 // or updated slice's devices are dropped after one build. Builds using one
 // memo run one at a time.
-type SelectorMemo struct {
+type Memo struct {
 	mu        sync.Mutex
 	cur, prev map[*resourceapi.Device]*memoDevice
-	keys      map[string]string // interned projection keys
+	// pools, by their first slice: each pool's counters scaled to exact
+	// integers (buildPools), a function of its slices and of counterUses.
+	pools, prevPools map[*resourceapi.ResourceSlice]*poolScale
+	keys             map[string]string // interned projection keys
 	// Evaluations and Reused count, over the memo's life, the selector
 	// evaluations done and the ones answered from the memo (for tests and
 	// the controller's logs).
@@ -54,35 +57,88 @@ type memoEntry struct {
 	cost      uint64
 }
 
+// poolScale is a pool's counters as buildPools scales them: whether they
+// fit drasat's integers, each counter set's capacity and unit (sets by
+// name, counters sorted), and every device's consumptions in the order
+// buildPools meets them.
+type poolScale struct {
+	slices   []*resourceapi.ResourceSlice
+	uses     int64
+	fitErr   error
+	capacity [][]int64
+	unit     [][]string
+	consumes [][]int64
+}
+
+// pool returns the scaling of the pool made of slices for uses, or nil.
+func (m *Memo) pool(slices []*resourceapi.ResourceSlice, uses int64) *poolScale {
+	if m == nil || len(slices) == 0 {
+		return nil
+	}
+	ps := m.pools[slices[0]]
+	if ps == nil {
+		ps = m.prevPools[slices[0]]
+	}
+	if ps == nil || ps.uses != uses || !slicesEqual(ps.slices, slices) {
+		return nil
+	}
+	m.pools[slices[0]] = ps
+	return ps
+}
+
+// putPool keeps ps for the next builds.
+func (m *Memo) putPool(ps *poolScale) {
+	if m != nil && len(ps.slices) > 0 {
+		m.pools[ps.slices[0]] = ps
+	}
+}
+
+func slicesEqual(a, b []*resourceapi.ResourceSlice) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
 // maxMemoKeys bounds the interned keys; past it the interning starts over
 // (the entries keep their strings, only sharing new ones is lost).
 const maxMemoKeys = 1 << 16
 
-// NewSelectorMemo returns an empty memo.
-func NewSelectorMemo() *SelectorMemo {
-	return &SelectorMemo{cur: map[*resourceapi.Device]*memoDevice{}, prev: map[*resourceapi.Device]*memoDevice{}, keys: map[string]string{}}
+// NewMemo returns an empty memo.
+func NewMemo() *Memo {
+	return &Memo{cur: map[*resourceapi.Device]*memoDevice{}, prev: map[*resourceapi.Device]*memoDevice{},
+		pools: map[*resourceapi.ResourceSlice]*poolScale{}, prevPools: map[*resourceapi.ResourceSlice]*poolScale{}, keys: map[string]string{}}
 }
 
 // begin locks the memo for one build.
-func (m *SelectorMemo) begin() { m.mu.Lock() }
+func (m *Memo) begin() { m.mu.Lock() }
 
 // end keeps the devices this build used for the next one and unlocks. A
 // build that stopped early (an error, its deadline) looked at only some
 // devices: it keeps the others too.
-func (m *SelectorMemo) end(complete bool) {
+func (m *Memo) end(complete bool) {
 	if !complete {
 		for d, md := range m.cur {
 			m.prev[d] = md
 		}
+		for s, ps := range m.pools {
+			m.prevPools[s] = ps
+		}
 	} else {
-		m.prev = m.cur
+		m.prev, m.prevPools = m.cur, m.pools
 	}
 	m.cur = make(map[*resourceapi.Device]*memoDevice, len(m.prev))
+	m.pools = make(map[*resourceapi.ResourceSlice]*poolScale, len(m.prevPools))
 	m.mu.Unlock()
 }
 
 // entry returns the memo's record of expr on dev, created empty if needed.
-func (m *SelectorMemo) entry(dev *resourceapi.Device, expr string) *memoEntry {
+func (m *Memo) entry(dev *resourceapi.Device, expr string) *memoEntry {
 	md := m.cur[dev]
 	if md == nil {
 		if md = m.prev[dev]; md == nil {
@@ -100,7 +156,7 @@ func (m *SelectorMemo) entry(dev *resourceapi.Device, expr string) *memoEntry {
 }
 
 // intern returns a string equal to key, shared with earlier equal ones.
-func (m *SelectorMemo) intern(key []byte) string {
+func (m *Memo) intern(key []byte) string {
 	if s, ok := m.keys[string(key)]; ok {
 		return s
 	}
