@@ -1,6 +1,7 @@
 package model
 
 import (
+	"slices"
 	"sync"
 
 	resourceapi "k8s.io/api/resource/v1"
@@ -35,6 +36,7 @@ type Memo struct {
 	// integers (buildPools), a function of its slices and of counterUses.
 	pools, prevPools map[*resourceapi.ResourceSlice]*poolScale
 	keys             map[string]string // interned projection keys
+	gen              uint32            // builds begun
 	// Evaluations and Reused count, over the memo's life, the selector
 	// evaluations done and the ones answered from the memo (for tests and
 	// the controller's logs).
@@ -44,10 +46,12 @@ type Memo struct {
 // memoDevice is what the memo knows of one device: per expression, its
 // projection key and, when evaluated, its answer and cost.
 type memoDevice struct {
+	gen   uint32 // the build that last looked at it
 	exprs []memoEntry
 }
 
 type memoEntry struct {
+	gen       uint32 // the build that last used it
 	expr      string
 	keyed     bool   // key and share are set
 	share     bool   // the expression is projectable and the device shareable
@@ -115,8 +119,17 @@ func NewMemo() *Memo {
 		pools: map[*resourceapi.ResourceSlice]*poolScale{}, prevPools: map[*resourceapi.ResourceSlice]*poolScale{}, keys: map[string]string{}}
 }
 
+// memoKeepBuilds is how many builds an expression's entry on a device
+// survives unused: a controller's pass makes a few builds (its batch, the
+// frag look-ahead's shapes, a reservation), each with its own selectors,
+// and selectors of claims long allocated must not pile up on every device.
+const memoKeepBuilds = 8
+
 // begin locks the memo for one build.
-func (m *Memo) begin() { m.mu.Lock() }
+func (m *Memo) begin() {
+	m.mu.Lock()
+	m.gen++
+}
 
 // end keeps the devices this build used for the next one and unlocks. A
 // build that stopped early (an error, its deadline) looked at only some
@@ -146,12 +159,17 @@ func (m *Memo) entry(dev *resourceapi.Device, expr string) *memoEntry {
 		}
 		m.cur[dev] = md
 	}
+	if md.gen != m.gen {
+		md.gen = m.gen
+		md.exprs = slices.DeleteFunc(md.exprs, func(e memoEntry) bool { return m.gen-e.gen >= memoKeepBuilds })
+	}
 	for i := range md.exprs {
-		if md.exprs[i].expr == expr {
-			return &md.exprs[i]
+		if e := &md.exprs[i]; e.expr == expr {
+			e.gen = m.gen
+			return e
 		}
 	}
-	md.exprs = append(md.exprs, memoEntry{expr: expr})
+	md.exprs = append(md.exprs, memoEntry{gen: m.gen, expr: expr})
 	return &md.exprs[len(md.exprs)-1]
 }
 
