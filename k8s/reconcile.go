@@ -80,6 +80,10 @@ type Reconciler struct {
 	plan *plan
 	// batchLimit: the batch bound learnt from the solver's cost (batch.go).
 	batchLimit int
+	// selectors keeps the CEL selectors' answers per device between
+	// passes (model.Memo): a pass evaluates them only on the
+	// devices of new or changed slices. The problem built is the same.
+	selectors *model.Memo
 	// reserver holds the node reservation across passes (Options.Reserve).
 	reserver *reserve.Reserver
 	// holder holds claims back for forecast demand (Options.Hold,
@@ -232,7 +236,13 @@ func (r *Reconciler) solveAndWrite(ctx context.Context, snap *Snapshot, batch, p
 	if r.Opts.Timeout > 0 {
 		bctx, cancel = context.WithTimeout(ctx, r.Opts.Timeout)
 	}
-	p, err := model.Build(bctx, objs, model.Options{Compat: r.Opts.Compat})
+	if r.selectors == nil {
+		r.selectors = model.NewMemo()
+	}
+	// The memo goes with p.Options to the builds over the same objects
+	// (frag's shapes, reserve); not to withoutBadPools' builds of one
+	// pool alone, which would keep only that pool's devices.
+	p, err := model.Build(bctx, objs, model.Options{Compat: r.Opts.Compat, Memo: r.selectors})
 	outOfTime := bctx.Err() != nil
 	cancel()
 	if err != nil {
@@ -245,7 +255,7 @@ func (r *Reconciler) solveAndWrite(ctx context.Context, snap *Snapshot, batch, p
 		if skipped == 0 {
 			return fmt.Errorf("build problem: %w", err)
 		}
-		if p, err = model.Build(ctx, good, model.Options{Compat: r.Opts.Compat}); err != nil {
+		if p, err = model.Build(ctx, good, model.Options{Compat: r.Opts.Compat, Memo: r.selectors}); err != nil {
 			return fmt.Errorf("build problem: %w", err)
 		}
 		objs = good

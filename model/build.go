@@ -52,15 +52,20 @@ func Build(ctx context.Context, objs *input.Objects, opts Options) (*Problem, er
 	return p, err
 }
 
-func build(ctx context.Context, objs *input.Objects, opts Options) (*Problem, error) {
+func build(ctx context.Context, objs *input.Objects, opts Options) (p *Problem, err error) {
 	if err := CheckCompat(opts.Compat); err != nil {
 		return nil, err
+	}
+	if opts.Memo != nil {
+		opts.Memo.begin()
+		defer func() { opts.Memo.end(err == nil && ctx.Err() == nil) }()
 	}
 	if opts.Compat == "" {
 		opts.Compat = CompatKEP5963
 	}
 	b := &builder{objs: objs, p: &Problem{Options: opts, nodesByClass: &classNodes{m: map[string][]int{}}}, cel: newCELEnv(ctx, opts.CELCost),
 		deviceByID: map[input.DeviceID][]int{}, matchCache: map[string]matchResult{}, valuesCache: map[string]map[int][]string{}, setByName: map[[3]string]int{}, nodeByName: map[string]int{}}
+	b.cel.memo = opts.Memo
 	b.buildNodes()
 	nodeObjs := make([]*corev1.Node, len(b.p.Nodes))
 	for i, n := range b.p.Nodes {
@@ -233,10 +238,20 @@ func (b *builder) buildPools(copies []poolCopy) error {
 	for ci, pc := range copies {
 		slices := pc.slices
 		driver, pool := slices[0].Spec.Driver, slices[0].Spec.Pool.Name
-		if err := CounterQuantitiesFit(slices, b.counterUses()); err != nil {
+		// The scaling of an unchanged pool is the memo's (Options.Memo);
+		// a new one is recorded for the next build.
+		ps := b.cel.memo.pool(slices, b.counterUses())
+		known := ps != nil
+		if !known {
+			ps = &poolScale{slices: slices, uses: b.counterUses(), fitErr: CounterQuantitiesFit(slices, b.counterUses())}
+		}
+		if ps.fitErr != nil {
 			// Too large for exact integer arithmetic: this pool is left
 			// out (with a warning), the rest of the run goes on.
-			b.p.Issues = append(b.p.Issues, PoolIssue{Driver: driver, Pool: pool, Reason: err.Error(), TooLarge: slices})
+			b.p.Issues = append(b.p.Issues, PoolIssue{Driver: driver, Pool: pool, Reason: ps.fitErr.Error(), TooLarge: slices})
+			if !known {
+				b.cel.memo.putPool(ps)
+			}
 			continue
 		}
 		// Counter sets first, so devices can refer to them.
@@ -290,6 +305,9 @@ func (b *builder) buildPools(copies []poolCopy) error {
 					return fmt.Errorf("%s: device %s: %w", b.origin("ResourceSlice", "", s.Name), spec.Name, err)
 				}
 				for _, cc := range spec.ConsumesCounters {
+					if known {
+						break
+					}
 					info := infos[cc.CounterSet]
 					for c, v := range cc.Counters {
 						info.quant[c] = append(info.quant[c], v.Value)
@@ -303,9 +321,15 @@ func (b *builder) buildPools(copies []poolCopy) error {
 		}
 		// Scale every counter to exact integers and fill consumptions.
 		scaled := map[[2]string]map[string]int64{} // (set, counter) -> quantity string -> units
-		for _, name := range setNames {
+		for si, name := range setNames {
 			info := infos[name]
 			set := info.set
+			if known {
+				set.Capacity = append([]int64(nil), ps.capacity[si]...)
+				set.Unit = append([]string(nil), ps.unit[si]...)
+				set.Free = append([]int64(nil), set.Capacity...)
+				continue
+			}
 			for _, c := range set.Counters {
 				qs := info.quant[c]
 				units, unit, err := scaleQuantities(qs, b.counterUses())
@@ -321,19 +345,33 @@ func (b *builder) buildPools(copies []poolCopy) error {
 				scaled[[2]string{name, c}] = m
 			}
 			set.Free = append([]int64(nil), set.Capacity...)
+			ps.capacity = append(ps.capacity, append([]int64(nil), set.Capacity...))
+			ps.unit = append(ps.unit, append([]string(nil), set.Unit...))
 		}
+		k := 0 // consumption, in ps.consumes
 		for _, pd := range devs {
 			for _, cc := range pd.cons {
 				set := infos[cc.CounterSet].set
-				cons := Consumption{Set: set.Index, Amounts: make([]int64, len(set.Counters)), Groups: cc.CompatibilityGroups}
-				for j, c := range set.Counters {
-					if v, ok := cc.Counters[c]; ok {
-						cons.Amounts[j] = scaled[[2]string{cc.CounterSet, c}][v.Value.String()]
+				cons := Consumption{Set: set.Index, Groups: cc.CompatibilityGroups}
+				if known {
+					// Shared with the memo and other builds: read only.
+					cons.Amounts = ps.consumes[k]
+				} else {
+					cons.Amounts = make([]int64, len(set.Counters))
+					for j, c := range set.Counters {
+						if v, ok := cc.Counters[c]; ok {
+							cons.Amounts[j] = scaled[[2]string{cc.CounterSet, c}][v.Value.String()]
+						}
 					}
+					ps.consumes = append(ps.consumes, cons.Amounts)
 				}
+				k++
 				pd.dev.Consumes = append(pd.dev.Consumes, cons)
 				set.Devices = append(set.Devices, pd.dev.Index)
 			}
+		}
+		if !known {
+			b.cel.memo.putPool(ps)
 		}
 	}
 	b.linkGenerations()

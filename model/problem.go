@@ -63,6 +63,10 @@ type Options struct {
 	// (CheapSelectorCost) are still evaluated; the claims using the others
 	// are not allocated, with a reason naming the selector and the budget.
 	CELCost uint64
+	// Memo, when set, carries the selectors' answers per device from one
+	// build to the next (Memo): the controller's passes. The
+	// problem built is the same as without it.
+	Memo *Memo `json:"-"`
 }
 
 const (

@@ -37,6 +37,8 @@ type celEnv struct {
 	spent, budget uint64
 	// derivedMemo caches derivedAttributes results per expression and device.
 	derivedMemo map[derivedKey]derivedResult
+	// memo carries answers between builds (Options.Memo), nil without.
+	memo *Memo
 }
 
 // celExpr is what celEnv remembers of one expression.
@@ -119,6 +121,9 @@ func (e *celEnv) matches(expr string, d *Device, nDevices int) (bool, error) {
 	case celFalse:
 		return false, nil
 	}
+	if e.memo != nil {
+		return e.matchesMemo(x, expr, d, nDevices)
+	}
 	// A device that agrees with an evaluated one on everything expr reads
 	// gets its answer.
 	var key []byte
@@ -172,6 +177,68 @@ func (e *celEnv) matches(expr string, d *Device, nDevices int) (bool, error) {
 	if share {
 		x.byKey[string(key)] = ok
 		x.byDevice[dk] = ok
+	}
+	return ok, nil
+}
+
+// matchesMemo is matches with the answers of earlier builds (Memo):
+// the same sharing, order and cost accounting as matches, which builds the
+// device's CEL view and key and evaluates where the memo does not know them.
+func (e *celEnv) matchesMemo(x *celExpr, expr string, d *Device, nDevices int) (bool, error) {
+	rs := x.results
+	me := e.memo.entry(d.Spec, expr)
+	if !me.keyed {
+		me.share = x.ok && e.device(d, nDevices).shareable
+		if me.share {
+			e.keyBuf = x.key(e.keyBuf[:0], d.ID.Driver, d.Spec, e.devices[d.Index])
+			me.key = e.memo.intern(e.keyBuf)
+		}
+		me.keyed = true
+	}
+	if me.share {
+		if ok, found := x.byKey[me.key]; found {
+			rs[d.Index] = celFalse
+			if ok {
+				rs[d.Index] = celTrue
+			}
+			return ok, nil
+		}
+	}
+	if x.tooCostly == nil {
+		x.tooCostly = e.refuse(expr)
+	}
+	if x.tooCostly != nil {
+		return false, x.tooCostly
+	}
+	var ok bool
+	var cost uint64
+	if me.evaluated {
+		ok, cost = me.ok, me.cost
+		e.spent += cost
+		e.memo.Reused++
+	} else {
+		var err error
+		ok, cost, err = e.evalCost(expr, d.ID.Driver, d.Spec)
+		e.memo.Evaluations++
+		x.cost += cost
+		if err != nil {
+			rs[d.Index] = celError // not kept: evaluated again
+			return false, err
+		}
+		x.cost -= cost // counted once below, as for a reused answer
+		me.evaluated, me.ok, me.cost = true, ok, cost
+	}
+	x.cost += cost
+	if x.cost > selectorCostPerRun {
+		x.tooCostly = &BudgetError{Expr: expr, Why: fmt.Sprintf("its evaluations on the devices cost more than %d in all (drasat's limit per selector and run, 20 evaluations at the scheduler's limit per evaluation)", selectorCostPerRun)}
+		return false, x.tooCostly
+	}
+	rs[d.Index] = celFalse
+	if ok {
+		rs[d.Index] = celTrue
+	}
+	if me.share {
+		x.byKey[me.key] = ok
 	}
 	return ok, nil
 }

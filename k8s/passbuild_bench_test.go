@@ -1,0 +1,88 @@
+package k8s
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"testing"
+
+	resourceapi "k8s.io/api/resource/v1"
+
+	"github.com/drasat/drasat/bench"
+	"github.com/drasat/drasat/model"
+)
+
+// BenchmarkPassBuild builds the engine's problem as a controller pass does
+// (objects: every slice, every allocated claim, a batch of pending claims)
+// on the mig pool of the load test (k8s/e2e/scale_test.go) without a
+// cluster, so that a pass at scale can be profiled:
+//
+//	go test -run '^$' -bench 'PassBuild/nodes=500' -benchtime 3x \
+//	  -cpuprofile /tmp/cpu.pprof -memprofile /tmp/mem.pprof ./k8s/
+func BenchmarkPassBuild(b *testing.B) {
+	for _, nodes := range []int{200, 500, 1000} {
+		for _, memo := range []bool{false, true} {
+			b.Run(fmt.Sprintf("nodes=%d/memo=%t", nodes, memo), func(b *testing.B) {
+				snap, batch := passInput(b, nodes, 300)
+				var opts model.Options
+				var memoMB float64
+				if memo {
+					// The memo as a controller has it after its first pass.
+					// memo-MB: the heap it holds (live heap after the
+					// first build, without the problem, minus before).
+					var before, after runtime.MemStats
+					runtime.GC()
+					runtime.ReadMemStats(&before)
+					opts.Memo = model.NewMemo()
+					if _, err := model.Build(context.Background(), objects(snap, batch), opts); err != nil {
+						b.Fatal(err)
+					}
+					runtime.GC()
+					runtime.ReadMemStats(&after)
+					memoMB = float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / 1e6
+				}
+				b.ResetTimer()
+				for range b.N {
+					if _, err := model.Build(context.Background(), objects(snap, batch), opts); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if memo {
+					b.ReportMetric(float64(opts.Memo.Evaluations), "evals")
+					b.ReportMetric(float64(opts.Memo.Reused), "reused")
+					b.ReportMetric(memoMB, "memo-MB") // after the timer's reset, which clears metrics
+				}
+			})
+		}
+	}
+}
+
+// passInput is the load test's pool at nodes x 8 GPUs, as a snapshot, and
+// its first n pending claims as the batch.
+func passInput(b *testing.B, nodes, n int) (*Snapshot, []*resourceapi.ResourceClaim) {
+	b.Helper()
+	insts, err := bench.Generate("mig", bench.Size{Nodes: nodes, GPUs: 8, Claims: 5 * nodes}, 1, bench.GenerateOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	objs := insts[0].Objs
+	// As the informers hold them: each slice decoded on its own, its
+	// devices' capacity and counter maps shared (share.go), attributes not.
+	maps := newDeviceMaps()
+	snap := &Snapshot{Classes: objs.Classes, Nodes: objs.Nodes}
+	for _, s := range objs.Slices {
+		s = s.DeepCopy()
+		maps.share(s)
+		snap.Slices = append(snap.Slices, s)
+	}
+	var batch []*resourceapi.ResourceClaim
+	for _, c := range objs.Claims {
+		switch {
+		case c.Status.Allocation != nil:
+			snap.Claims = append(snap.Claims, c)
+		case len(batch) < n:
+			batch = append(batch, c)
+		}
+	}
+	return snap, batch
+}

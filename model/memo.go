@@ -1,0 +1,187 @@
+package model
+
+import (
+	"slices"
+	"sync"
+
+	resourceapi "k8s.io/api/resource/v1"
+)
+
+// Memo keeps what evaluating CEL selectors learnt of each device
+// from one Build to the next (Options.Memo), so that a controller pass over
+// a large cluster evaluates selectors only on the devices that are new to
+// it: building the selectors' view of a device and its projection key
+// (celproject.go) for every device was half of a pass's build at 200 nodes.
+//
+// A device is known by the address of its resourceapi.Device inside its
+// ResourceSlice: the slices come from an informer cache, whose objects are
+// never modified (an update is a new object), so the address names one
+// content for as long as the memo holds it, and a new or updated slice is
+// simply not known yet. A selector's answer is a function of the
+// expression, the driver (the slice's, fixed for the object) and the
+// device. Builds remain identical to builds without a memo: the memo keeps
+// each device's projection key and, where the device was evaluated itself,
+// its answer and actual CEL cost, and Build replays the evaluation order,
+// sharing and cost accounting of a build from scratch (selectors.go,
+// matchesMemo). Evaluation errors are not kept (they name the device and
+// are evaluated again).
+//
+// Only the devices a Build looked at are kept for the next one: a deleted
+// or updated slice's devices are dropped after one build. Builds using one
+// memo run one at a time.
+type Memo struct {
+	mu        sync.Mutex
+	cur, prev map[*resourceapi.Device]*memoDevice
+	// pools, by their first slice: each pool's counters scaled to exact
+	// integers (buildPools), a function of its slices and of counterUses.
+	pools, prevPools map[*resourceapi.ResourceSlice]*poolScale
+	keys             map[string]string // interned projection keys
+	gen              uint32            // builds begun
+	// Evaluations and Reused count, over the memo's life, the selector
+	// evaluations done and the ones answered from the memo (for tests and
+	// the controller's logs).
+	Evaluations, Reused int
+}
+
+// memoDevice is what the memo knows of one device: per expression, its
+// projection key and, when evaluated, its answer and cost.
+type memoDevice struct {
+	gen   uint32 // the build that last looked at it
+	exprs []memoEntry
+}
+
+type memoEntry struct {
+	gen       uint32 // the build that last used it
+	expr      string
+	keyed     bool   // key and share are set
+	share     bool   // the expression is projectable and the device shareable
+	key       string // projection key, when share
+	evaluated bool   // ok and cost are set (evaluated without error)
+	ok        bool
+	cost      uint64
+}
+
+// poolScale is a pool's counters as buildPools scales them: whether they
+// fit drasat's integers, each counter set's capacity and unit (sets by
+// name, counters sorted), and every device's consumptions in the order
+// buildPools meets them.
+type poolScale struct {
+	slices   []*resourceapi.ResourceSlice
+	uses     int64
+	fitErr   error
+	capacity [][]int64
+	unit     [][]string
+	consumes [][]int64
+}
+
+// pool returns the scaling of the pool made of slices for uses, or nil.
+func (m *Memo) pool(slices []*resourceapi.ResourceSlice, uses int64) *poolScale {
+	if m == nil || len(slices) == 0 {
+		return nil
+	}
+	ps := m.pools[slices[0]]
+	if ps == nil {
+		ps = m.prevPools[slices[0]]
+	}
+	if ps == nil || ps.uses != uses || !slicesEqual(ps.slices, slices) {
+		return nil
+	}
+	m.pools[slices[0]] = ps
+	return ps
+}
+
+// putPool keeps ps for the next builds.
+func (m *Memo) putPool(ps *poolScale) {
+	if m != nil && len(ps.slices) > 0 {
+		m.pools[ps.slices[0]] = ps
+	}
+}
+
+func slicesEqual(a, b []*resourceapi.ResourceSlice) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// maxMemoKeys bounds the interned keys; past it the interning starts over
+// (the entries keep their strings, only sharing new ones is lost).
+const maxMemoKeys = 1 << 16
+
+// NewMemo returns an empty memo.
+func NewMemo() *Memo {
+	return &Memo{cur: map[*resourceapi.Device]*memoDevice{}, prev: map[*resourceapi.Device]*memoDevice{},
+		pools: map[*resourceapi.ResourceSlice]*poolScale{}, prevPools: map[*resourceapi.ResourceSlice]*poolScale{}, keys: map[string]string{}}
+}
+
+// memoKeepBuilds is how many builds an expression's entry on a device
+// survives unused: a controller's pass makes a few builds (its batch, the
+// frag look-ahead's shapes, a reservation), each with its own selectors,
+// and selectors of claims long allocated must not pile up on every device.
+const memoKeepBuilds = 8
+
+// begin locks the memo for one build.
+func (m *Memo) begin() {
+	m.mu.Lock()
+	m.gen++
+}
+
+// end keeps the devices this build used for the next one and unlocks. A
+// build that stopped early (an error, its deadline) looked at only some
+// devices: it keeps the others too.
+func (m *Memo) end(complete bool) {
+	if !complete {
+		for d, md := range m.cur {
+			m.prev[d] = md
+		}
+		for s, ps := range m.pools {
+			m.prevPools[s] = ps
+		}
+	} else {
+		m.prev, m.prevPools = m.cur, m.pools
+	}
+	m.cur = make(map[*resourceapi.Device]*memoDevice, len(m.prev))
+	m.pools = make(map[*resourceapi.ResourceSlice]*poolScale, len(m.prevPools))
+	m.mu.Unlock()
+}
+
+// entry returns the memo's record of expr on dev, created empty if needed.
+func (m *Memo) entry(dev *resourceapi.Device, expr string) *memoEntry {
+	md := m.cur[dev]
+	if md == nil {
+		if md = m.prev[dev]; md == nil {
+			md = &memoDevice{}
+		}
+		m.cur[dev] = md
+	}
+	if md.gen != m.gen {
+		md.gen = m.gen
+		md.exprs = slices.DeleteFunc(md.exprs, func(e memoEntry) bool { return m.gen-e.gen >= memoKeepBuilds })
+	}
+	for i := range md.exprs {
+		if e := &md.exprs[i]; e.expr == expr {
+			e.gen = m.gen
+			return e
+		}
+	}
+	md.exprs = append(md.exprs, memoEntry{gen: m.gen, expr: expr})
+	return &md.exprs[len(md.exprs)-1]
+}
+
+// intern returns a string equal to key, shared with earlier equal ones.
+func (m *Memo) intern(key []byte) string {
+	if s, ok := m.keys[string(key)]; ok {
+		return s
+	}
+	if len(m.keys) >= maxMemoKeys {
+		m.keys = map[string]string{}
+	}
+	s := string(key)
+	m.keys[s] = s
+	return s
+}
