@@ -1,6 +1,7 @@
 package bound
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -249,12 +250,13 @@ func (na *NodeAggregate) lp() (*lp.Problem, []lpCol) {
 	return p, cols
 }
 
-// lpRow names a row of the model's LP, the same in the model of any of
-// its nodes (onNodes): a group's bins, a class's claims, a shape's
-// supply on a node or a node's capacity of a resource.
+// lpRow tells what a row of the model's LP is, for SolveRoot to split
+// the dual bound by node and class: a group's bins, a class's claims, a
+// shape's supply on a node, a node's capacity of a resource, or a
+// distinct row's link, order or cover row (distinct.go).
 type lpRow struct {
-	kind byte // 'g', 'k', 's', 'r'
-	a, b int  // group type and node, class, shape and node, resource and node
+	kind byte // 'g', 'k', 's', 'r'; 'l', 'o', 'v'
+	a, b int  // group type and node; class index; shape and node; resource and node; distinct row and node or step
 }
 
 // lpRows is lp with the names of its rows.
@@ -276,7 +278,7 @@ func (na *NodeAggregate) lpRows() (*lp.Problem, []lpCol, []lpRow) {
 	type sn struct{ s, n int }
 	shapeRow := map[sn]int{}
 	for ki, k := range na.Classes {
-		classRow[ki] = row(float64(k.Max), false, lpRow{'k', k.Class, 0})
+		classRow[ki] = row(float64(k.Max), false, lpRow{'k', ki, 0})
 		for _, n := range k.Nodes {
 			for _, d := range k.Demand {
 				if _, ok := shapeRow[sn{d.Shape, n}]; !ok {
@@ -745,25 +747,25 @@ func (na *NodeAggregate) distributeFrom(ctx context.Context, deadline time.Time,
 			sl[n] = slack(n)
 		}
 		sort.SliceStable(byslack, func(i, j int) bool { return sl[byslack[i]] > sl[byslack[j]] })
-		var sets [][]int
-		var room []float64
+		type candidate struct {
+			nodes []int
+			room  float64 // by the prices; 0 without them
+		}
+		var cands []candidate
 		var walk func(from int, set []int)
 		walk = func(from int, set []int) {
 			if len(set) == size {
-				set = slices.Clone(set)
-				if root == nil {
-					sets = append(sets, set)
-					return
+				c := candidate{nodes: slices.Clone(set)}
+				if root != nil {
+					var now int64
+					for _, n := range set {
+						now += on[n].Objective
+					}
+					if c.room = root.BoundOn(set, mostOf(set)) - float64(now); c.room < 1-1e-6 {
+						return
+					}
 				}
-				var now int64
-				for _, n := range set {
-					now += on[n].Objective
-				}
-				r := root.BoundOn(set, mostOf(set)) - float64(now)
-				if r >= 1-1e-6 {
-					sets = append(sets, set)
-					room = append(room, r)
-				}
+				cands = append(cands, c)
 				return
 			}
 			for i := from; i < len(byslack); i++ {
@@ -771,17 +773,10 @@ func (na *NodeAggregate) distributeFrom(ctx context.Context, deadline time.Time,
 			}
 		}
 		walk(0, nil)
-		if root != nil {
-			idx := make([]int, len(sets))
-			for i := range idx {
-				idx[i] = i
-			}
-			sort.SliceStable(idx, func(a, b int) bool { return room[idx[a]] > room[idx[b]] })
-			out := make([][]int, len(sets))
-			for i, j := range idx {
-				out[i] = sets[j]
-			}
-			sets = out
+		slices.SortStableFunc(cands, func(a, b candidate) int { return cmp.Compare(b.room, a.room) })
+		sets := make([][]int, len(cands))
+		for i, c := range cands {
+			sets[i] = c.nodes
 		}
 		return sets
 	}

@@ -18,16 +18,7 @@ import (
 func TestRealiseSpreadsDistinctClaims(t *testing.T) {
 	spread, whole := 0, 0
 	for seed := uint64(1); seed <= 3; seed++ {
-		objs := scalegen.Generate(scalegen.Config{Nodes: 4, GPUs: 8, Claims: 200, Seed: seed, Family: "rich"})
-		p, err := model.Build(context.Background(), objs, model.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		rel := relaxationOf(t, p, p.Claims, func(*model.Claim) int64 { return 1 })
-		na, err := rel.NodeAggregateBy(context.Background(), time.Time{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		p, na := perNodeModel(t, scalegen.Generate(scalegen.Config{Nodes: 4, GPUs: 8, Claims: 200, Seed: seed, Family: "rich"}))
 		sol, _, err := na.Dive(context.Background(), time.Now().Add(time.Minute), 0)
 		if err != nil || sol.Values == nil {
 			t.Fatalf("dive: %v", err)
@@ -71,15 +62,7 @@ func TestDistinctRowsKeepClaimsOnEnoughBins(t *testing.T) {
 		{Nodes: 8, GPUs: 8, Claims: 300, Seed: 1}, {Nodes: 8, GPUs: 8, Claims: 300, Seed: 3},
 	} {
 		cfg.Family = "rich"
-		objs := scalegen.Generate(cfg)
-		p, err := model.Build(context.Background(), objs, model.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		na, err := relaxationOf(t, p, p.Claims, func(*model.Claim) int64 { return 1 }).NodeAggregateBy(context.Background(), time.Time{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		p, na := perNodeModel(t, scalegen.Generate(cfg))
 		sol, _, err := na.Dive(context.Background(), time.Now().Add(time.Minute), 0)
 		if err != nil || sol.Values == nil {
 			t.Fatalf("dive: %v", err)

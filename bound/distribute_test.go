@@ -8,7 +8,6 @@ import (
 
 	"github.com/drasat/drasat/bench/gen"
 	"github.com/drasat/drasat/bound"
-	"github.com/drasat/drasat/model"
 )
 
 // TestDistributeByNode spreads the global model's dive over the nodes of
@@ -23,14 +22,7 @@ func TestDistributeByNode(t *testing.T) {
 	for _, seed := range []uint64{1, 2} {
 		cfg := gen.DefaultMIG(8, 8, 300, seed)
 		cfg.PodCPUs = 48
-		p, err := model.Build(context.Background(), gen.MIG(cfg), model.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		na, err := relaxationOf(t, p, p.Claims, func(*model.Claim) int64 { return 1 }).NodeAggregateBy(context.Background(), time.Time{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, na := perNodeModel(t, gen.MIG(cfg))
 		if len(na.Capacities) == 0 {
 			t.Fatal("no capacity rows: the pods' CPU does not bind")
 		}

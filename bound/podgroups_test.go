@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drasat/drasat/model"
 	"github.com/drasat/drasat/tools/scalegen"
 )
 
@@ -19,10 +18,7 @@ func TestPodGroupsMoveTogether(t *testing.T) {
 	for _, seed := range []uint64{1, 2} {
 		objs := scalegen.Generate(scalegen.Config{Nodes: 4, GPUs: 8, Claims: 150, Seed: seed})
 		scalegen.AddPods(objs, 48, seed)
-		p, err := model.Build(context.Background(), objs, model.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		p, na := perNodeModel(t, objs)
 		pairs := 0
 		for _, g := range p.PodGroups {
 			if len(g.Claims) > 1 {
@@ -31,10 +27,6 @@ func TestPodGroupsMoveTogether(t *testing.T) {
 		}
 		if pairs == 0 {
 			t.Fatal("no pod of two claims generated")
-		}
-		na, err := relaxationOf(t, p, p.Claims, func(*model.Claim) int64 { return 1 }).NodeAggregateBy(context.Background(), time.Time{})
-		if err != nil {
-			t.Fatal(err)
 		}
 		g := na.Global()
 		sol, _, err := g.Dive(context.Background(), time.Now().Add(time.Minute), 1)

@@ -48,9 +48,7 @@ func (na *NodeAggregate) SolveRoot(ctx context.Context, deadline time.Time) (*Ro
 		classReduced: make([]map[int]float64, len(na.Classes)),
 	}
 	rowTerm, reduced := prob.DualTerms(y)
-	classOf := map[int]int{}
-	for ki, k := range na.Classes {
-		classOf[k.Class] = ki
+	for ki := range na.Classes {
 		root.classReduced[ki] = map[int]float64{}
 	}
 	for i, r := range rows {
@@ -58,7 +56,7 @@ func (na *NodeAggregate) SolveRoot(ctx context.Context, deadline time.Time) (*Ro
 		case 'g', 'r': // a node's bins, a node's capacity
 			root.nodeTerm[r.b] += rowTerm[i]
 		case 'k':
-			root.classPrice[classOf[r.a]] = max(y[i], 0) // a ≤ row
+			root.classPrice[r.a] = max(y[i], 0) // a ≤ row
 		}
 	}
 	for j, c := range cols {
@@ -74,16 +72,6 @@ func (na *NodeAggregate) SolveRoot(ctx context.Context, deadline time.Time) (*Ro
 		}
 	}
 	return root, nil
-}
-
-// RootBound is the bound of the per-node model's LP relaxation
-// (SolveRoot).
-func (na *NodeAggregate) RootBound(ctx context.Context, deadline time.Time) (int64, error) {
-	root, err := na.SolveRoot(ctx, deadline)
-	if err != nil {
-		return 0, err
-	}
-	return root.Bound, nil
 }
 
 // BoundOn bounds the LP relaxation of the model of nodes with at most

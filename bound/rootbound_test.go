@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drasat/drasat/model"
 	"github.com/drasat/drasat/tools/scalegen"
 )
 
@@ -16,14 +15,7 @@ import (
 func TestRootBoundBelowGlobal(t *testing.T) {
 	objs := scalegen.Generate(scalegen.Config{Nodes: 16, GPUs: 2, Claims: 240, Seed: 1})
 	scalegen.AddPods(objs, 16, 1)
-	p, err := model.Build(context.Background(), objs, model.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	na, err := relaxationOf(t, p, p.Claims, func(*model.Claim) int64 { return 1 }).NodeAggregateBy(context.Background(), time.Time{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, na := perNodeModel(t, objs)
 	g := na.Global()
 	sol, _, err := g.Dive(context.Background(), time.Now().Add(time.Minute), 1)
 	if err != nil || sol.Values == nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/drasat/drasat/bound/lp"
+	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/model"
 	"github.com/drasat/drasat/tools/scalegen"
 )
@@ -16,10 +17,19 @@ import (
 // set of its nodes with any claims left (RootLP.BoundOn), which is what
 // lets DistributeByNode skip a trade without solving its LP; over every
 // node with every claim they give back the root's LP value (it fails if
-// a part of the dual bound is dropped or counted twice).
+// a part of the dual bound is dropped or counted twice). On a batch
+// whose pods' resources bind, and on rich claims, whose distinct rows
+// (distinct.go) a sub-model has with fewer steps.
 func TestBoundOnBoundsSubModels(t *testing.T) {
-	objs := scalegen.Generate(scalegen.Config{Nodes: 8, GPUs: 2, Claims: 120, Seed: 3})
-	scalegen.AddPods(objs, 8, 3)
+	pods := scalegen.Generate(scalegen.Config{Nodes: 8, GPUs: 2, Claims: 120, Seed: 3})
+	scalegen.AddPods(pods, 8, 3)
+	rich := scalegen.Generate(scalegen.Config{Nodes: 4, GPUs: 4, Claims: 80, Seed: 2, Family: "rich"})
+	for name, objs := range map[string]*input.Objects{"pods": pods, "rich": rich} {
+		t.Run(name, func(t *testing.T) { testBoundOn(t, objs, name == "pods") })
+	}
+}
+
+func testBoundOn(t *testing.T, objs *input.Objects, pods bool) {
 	p, err := model.Build(context.Background(), objs, model.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -32,8 +42,11 @@ func TestBoundOnBoundsSubModels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(na.Capacities) == 0 {
+	if pods && len(na.Capacities) == 0 {
 		t.Fatal("no capacity rows: the pods' resources do not bind")
+	}
+	if !pods && len(na.distinctRows()) == 0 {
+		t.Fatal("no distinct rows: the batch has no distinct claims")
 	}
 	root, err := na.SolveRoot(context.Background(), time.Now().Add(time.Minute))
 	if err != nil {

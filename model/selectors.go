@@ -58,6 +58,20 @@ const (
 	celError
 )
 
+// answered is the result of an evaluation that gave ok.
+func answered(ok bool) celResult {
+	if ok {
+		return celTrue
+	}
+	return celFalse
+}
+
+// overBudget is the error of a selector whose evaluations in one build
+// cost more than selectorCostPerRun.
+func overBudget(expr string) *BudgetError {
+	return &BudgetError{Expr: expr, Why: fmt.Sprintf("its evaluations on the devices cost more than %d in all (drasat's limit per selector and run, 20 evaluations at the scheduler's limit per evaluation)", selectorCostPerRun)}
+}
+
 var celFeatures = dracel.Features{EnableConsumableCapacity: true, EnableListTypeAttributes: true}
 
 func newCELEnv(ctx context.Context, budget uint64) *celEnv {
@@ -135,20 +149,14 @@ func (e *celEnv) matches(expr string, d *Device, nDevices int) (bool, error) {
 	if share {
 		dk = celDeviceKey{e.devices[d.Index], d.Spec.AllowMultipleAllocations != nil && *d.Spec.AllowMultipleAllocations}
 		if ok, found := x.byDevice[dk]; found {
-			rs[d.Index] = celFalse
-			if ok {
-				rs[d.Index] = celTrue
-			}
+			rs[d.Index] = answered(ok)
 			return ok, nil
 		}
 		key = x.key(e.keyBuf[:0], d.ID.Driver, d.Spec, e.devices[d.Index])
 		e.keyBuf = key
 		if ok, found := x.byKey[string(key)]; found {
 			x.byDevice[dk] = ok
-			rs[d.Index] = celFalse
-			if ok {
-				rs[d.Index] = celTrue
-			}
+			rs[d.Index] = answered(ok)
 			return ok, nil
 		}
 	}
@@ -161,7 +169,7 @@ func (e *celEnv) matches(expr string, d *Device, nDevices int) (bool, error) {
 	ok, cost, err := e.evalCost(expr, d.ID.Driver, d.Spec)
 	x.cost += cost
 	if err == nil && x.cost > selectorCostPerRun {
-		x.tooCostly = &BudgetError{Expr: expr, Why: fmt.Sprintf("its evaluations on the devices cost more than %d in all (drasat's limit per selector and run, 20 evaluations at the scheduler's limit per evaluation)", selectorCostPerRun)}
+		x.tooCostly = overBudget(expr)
 		return false, x.tooCostly
 	}
 	switch {
@@ -169,10 +177,8 @@ func (e *celEnv) matches(expr string, d *Device, nDevices int) (bool, error) {
 		// Not shared: the message names the device.
 		rs[d.Index] = celError
 		return false, err
-	case ok:
-		rs[d.Index] = celTrue
 	default:
-		rs[d.Index] = celFalse
+		rs[d.Index] = answered(ok)
 	}
 	if share {
 		x.byKey[string(key)] = ok
@@ -197,10 +203,7 @@ func (e *celEnv) matchesMemo(x *celExpr, expr string, d *Device, nDevices int) (
 	}
 	if me.share {
 		if ok, found := x.byKey[me.key]; found {
-			rs[d.Index] = celFalse
-			if ok {
-				rs[d.Index] = celTrue
-			}
+			rs[d.Index] = answered(ok)
 			return ok, nil
 		}
 	}
@@ -230,13 +233,10 @@ func (e *celEnv) matchesMemo(x *celExpr, expr string, d *Device, nDevices int) (
 	}
 	x.cost += cost
 	if x.cost > selectorCostPerRun {
-		x.tooCostly = &BudgetError{Expr: expr, Why: fmt.Sprintf("its evaluations on the devices cost more than %d in all (drasat's limit per selector and run, 20 evaluations at the scheduler's limit per evaluation)", selectorCostPerRun)}
+		x.tooCostly = overBudget(expr)
 		return false, x.tooCostly
 	}
-	rs[d.Index] = celFalse
-	if ok {
-		rs[d.Index] = celTrue
-	}
+	rs[d.Index] = answered(ok)
 	if me.share {
 		x.byKey[me.key] = ok
 	}
