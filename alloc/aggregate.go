@@ -467,6 +467,22 @@ func diveLP(ctx context.Context, cs *componentState, na *bound.NodeAggregate, en
 	// global model with the cluster's capacity proves the same bound on
 	// the measured batches in milliseconds (docs/performance.md).
 	if na.Rows() > cs.limits().DiveLPRows || len(na.Capacities) > 0 {
+		// The per-node LP's bound, where pods' node resources bind and
+		// its rows are few enough to solve: on nodes that differ the
+		// global model's pooled capacity bounds far above it, and the
+		// spread would trade towards a weight no answer has. It is solved
+		// on another goroutine while the global model dives and the
+		// spread's first pass runs (on 16x8 batches with pods the LP
+		// takes 1-3 s, the global dive about 1.5 s): one after the
+		// other, the LP ran out of its quarter of the time under load,
+		// and the spread traded without its prices.
+		var root *bound.RootLater
+		if len(na.Capacities) > 0 && na.Rows() <= cs.limits().DiveLPRows {
+			rootCtx, cancel := context.WithCancel(ctx)
+			root = na.SolveRootLater(rootCtx, share(end, cs.plan.rootBound))
+			defer root.Wait() // after cancel: the goroutine ends with the stage
+			defer cancel()
+		}
 		g := na.Global()
 		sol, _, err := g.Dive(ctx, end, cs.value+1)
 		ans := withBound(aggregateAnswer{}, sol)
@@ -474,22 +490,10 @@ func diveLP(ctx context.Context, cs *componentState, na *bound.NodeAggregate, en
 			return ans, err
 		}
 		if len(na.Capacities) > 0 {
-			// The per-node LP's bound, where its rows are few enough to
-			// solve: on nodes that differ the global model's pooled
-			// capacity bounds far above it, and the spread would trade
-			// towards a weight no answer has.
-			goal := sol.Bound
-			var root *bound.RootLP
-			if na.Rows() <= cs.limits().DiveLPRows {
-				if r, err := na.SolveRoot(ctx, share(end, cs.plan.rootBound)); err == nil {
-					root = r
-					if r.Bound < goal {
-						goal = r.Bound
-						ans.bound, ans.hasBnd = r.Bound, true
-					}
-				}
+			ans.values, ans.objective = na.DistributeByNode(ctx, end, g, sol.Values, sol.Bound, root)
+			if r := root.Wait(); r != nil && r.Bound < sol.Bound {
+				ans.bound, ans.hasBnd = r.Bound, true
 			}
-			ans.values, ans.objective = na.DistributeByNode(ctx, end, g, sol.Values, goal, root)
 		} else {
 			ans.values, ans.objective = na.Distribute(g, sol.Values)
 		}

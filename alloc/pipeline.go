@@ -390,9 +390,9 @@ type budgetPlan struct {
 	// groupAll: a realised group's first solve's part of the group's
 	// time (all its claims at once); the ascent gets the rest.
 	groupAll float64
-	// rootBound: where pods' node resources bind, the per-node LP's
-	// bound gets this share of the dive's time left after the global
-	// dive; the spread over the nodes gets the rest.
+	// rootBound: where pods' node resources bind, the per-node LP gets
+	// this share of the dive's time, on another goroutine; the spread's
+	// trades wait for it (docs/encoding.md).
 	rootBound float64
 }
 
@@ -409,7 +409,7 @@ func newPlan(useSAT bool, lim Limits) budgetPlan {
 		lowerMin: lim.LowerMin, lowerMax: lim.LowerMax, hint: lim.LowerMin,
 		dive: 3.0 / 4, quick: 1.0 / 8, orderedCall: 2,
 		aggregate: 2.0 / 3, aggregateMin: 500 * time.Millisecond, aggregateSolver: 4.0 / 5, groupAll: 1.0 / 2,
-		rootBound: 1.0 / 4,
+		rootBound: 1.0 / 2,
 	}
 	if useSAT {
 		pl.lns = 0.5

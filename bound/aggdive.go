@@ -543,11 +543,12 @@ func (na *NodeAggregate) Distribute(global *NodeAggregate, values map[string]flo
 // claims and those no node took, dived for more than they hold, the
 // pairs of the node left with the most room first, then triples when no
 // pair gains, until neither gains or the spread holds goal (the caller's
-// bound: no trade gains past it). With root (the per-node LP solved,
-// nil when it was not), sets of up to four nodes trade, only those its
-// prices leave room in, the most room first. The answer is a solution
-// of the per-node model; it bounds nothing.
-func (na *NodeAggregate) DistributeByNode(ctx context.Context, deadline time.Time, global *NodeAggregate, values map[string]float64, goal int64, root *RootLP) (map[string]float64, int64) {
+// bound: no trade gains past it). With root (the per-node LP, solved on
+// another goroutine while the first pass runs; the trades wait for it;
+// nil or failed: none), sets of up to four nodes trade, only those its
+// prices leave room in, the most room first, and its bound lowers goal.
+// The answer is a solution of the per-node model; it bounds nothing.
+func (na *NodeAggregate) DistributeByNode(ctx context.Context, deadline time.Time, global *NodeAggregate, values map[string]float64, goal int64, root *RootLater) (map[string]float64, int64) {
 	// The node order decides what the first nodes take: while the
 	// answer weighs less than the global one and than goal (no start
 	// can do better than the bound), and time is left, the
@@ -569,6 +570,9 @@ func (na *NodeAggregate) DistributeByNode(ctx context.Context, deadline time.Tim
 		if w > bestW {
 			best, bestW = vals, w
 		}
+		if r := root.Wait(); r != nil {
+			goal = min(goal, r.Bound)
+		}
 		if float64(bestW) >= target-1e-6 || bestW >= goal {
 			break
 		}
@@ -577,7 +581,7 @@ func (na *NodeAggregate) DistributeByNode(ctx context.Context, deadline time.Tim
 }
 
 // distributeFrom is one spread of DistributeByNode, nodes taken in order.
-func (na *NodeAggregate) distributeFrom(ctx context.Context, deadline time.Time, order []int, global *NodeAggregate, values map[string]float64, goal int64, root *RootLP) (map[string]float64, int64) {
+func (na *NodeAggregate) distributeFrom(ctx context.Context, deadline time.Time, order []int, global *NodeAggregate, values map[string]float64, goal int64, later *RootLater) (map[string]float64, int64) {
 	// on[n] is node n's part of the answer, held[n] its claims by class.
 	on := map[int]AggregateSolution{}
 	held := map[int][]int{}
@@ -692,6 +696,13 @@ func (na *NodeAggregate) distributeFrom(ctx context.Context, deadline time.Time,
 		}
 		return s
 	}
+	// The trades wait for the per-node LP: taken up whenever it came,
+	// the answer would depend on the machine's speed even with time to
+	// spare.
+	root := later.Wait()
+	if root != nil {
+		goal = min(goal, root.Bound)
+	}
 	done := func() bool { return expired() || heldWeight() >= goal }
 	// mostOf is what the model of nodes may hold of each class: their
 	// claims and those no node holds.
@@ -787,12 +798,12 @@ func (na *NodeAggregate) distributeFrom(ctx context.Context, deadline time.Time,
 	// pair's reach (on a 16x8 batch with pods pairs stopped at 490 of the
 	// bound 493, triples reached 492). Sets of four only where the
 	// prices rank them: without, there are too many to try.
-	largest := 3
-	if root != nil {
-		largest = 4
-	}
 	for gained := !done(); gained; {
 		gained = false
+		largest := 3
+		if root != nil {
+			largest = 4
+		}
 	sizes:
 		for size := 2; size <= largest && size <= len(order); size++ {
 			for _, set := range ranked(size) {

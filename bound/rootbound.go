@@ -103,3 +103,34 @@ func (r *RootLP) BoundOn(nodes []int, most []int) float64 {
 	}
 	return z
 }
+
+// RootLater is a RootLP being solved on another goroutine
+// (SolveRootLater), for a search that has work to do before it needs the
+// prices.
+type RootLater struct {
+	done chan struct{}
+	root *RootLP
+}
+
+// SolveRootLater starts SolveRoot on another goroutine. The model must
+// not change until it is done (Wait).
+func (na *NodeAggregate) SolveRootLater(ctx context.Context, deadline time.Time) *RootLater {
+	r := &RootLater{done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		if root, err := na.SolveRoot(ctx, deadline); err == nil {
+			r.root = root
+		}
+	}()
+	return r
+}
+
+// Wait waits until the LP is done and gives it, nil when it failed (or
+// for a nil RootLater).
+func (r *RootLater) Wait() *RootLP {
+	if r == nil {
+		return nil
+	}
+	<-r.done
+	return r.root
+}

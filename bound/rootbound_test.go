@@ -21,12 +21,13 @@ func TestRootBoundBelowGlobal(t *testing.T) {
 	if err != nil || sol.Values == nil {
 		t.Fatalf("global dive: %v", err)
 	}
-	rlp, err := na.SolveRoot(context.Background(), time.Now().Add(time.Minute))
-	if err != nil {
-		t.Fatal(err)
+	later := na.SolveRootLater(context.Background(), time.Now().Add(time.Minute))
+	rlp := later.Wait()
+	if rlp == nil {
+		t.Fatal("per-node LP not solved")
 	}
 	root := rlp.Bound
-	vals, w := na.DistributeByNode(context.Background(), time.Now().Add(10*time.Second), g, sol.Values, root, rlp)
+	vals, w := na.DistributeByNode(context.Background(), time.Now().Add(10*time.Second), g, sol.Values, root, later)
 	checkPerNode(t, na, vals, w)
 	if root >= sol.Bound || root < w {
 		t.Fatalf("per-node bound %d, global %d, spread %d: want spread <= per-node < global", root, sol.Bound, w)
