@@ -89,6 +89,20 @@ const (
 // FGDPaperPolicies lists the fgd-paper policies in the paper's order.
 var FGDPaperPolicies = []string{FPRandom, FPDotProd, FPClustering, FPPacking, FPBestFit, FPFGD}
 
+// The baselines of a cluster without drasat or FGD, beside the paper's
+// (run with -p): what DRA does out of the box.
+const (
+	// FPFirstFit: the first node by name that fits, and on it the first
+	// GPUs by index that fit (whole GPUs: the first fully free ones).
+	FPFirstFit = "first-fit"
+	// FPUpstream: the kube-scheduler's default profile
+	// (NodeResourcesFit's LeastAllocated plus BalancedAllocation, ties at
+	// random; no score sees DRA devices) for every task, and the
+	// upstream structured allocator's first fit for its GPUs (devices in
+	// slice order, the first with enough capacity left).
+	FPUpstream = "upstream"
+)
+
 // FGDPaperLevels are the arrived-workload levels (% of the cluster's GPUs)
 // the table reports.
 var FGDPaperLevels = []int{80, 90, 100, 110, 120, 130}
@@ -411,7 +425,7 @@ func RunFGDPaper(ctx context.Context, cfg FGDPaperConfig) (*FPReport, error) {
 	}
 	for _, p := range policies {
 		if !isFPPolicy(p) {
-			return nil, fmt.Errorf("fgd-paper: policy %q: want one of %s, %s or %s", p, strings.Join(FGDPaperPolicies, ", "), FPDrasat, FPDrasatBinpack)
+			return nil, fmt.Errorf("fgd-paper: policy %q: want one of %s, %s, %s, %s or %s", p, strings.Join(FGDPaperPolicies, ", "), FPFirstFit, FPUpstream, FPDrasat, FPDrasatBinpack)
 		}
 	}
 	seeds := cfg.Seeds

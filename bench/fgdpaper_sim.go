@@ -72,7 +72,8 @@ type fpSim struct {
 }
 
 func isFPPolicy(p string) bool {
-	if p == FPDrasat || p == FPDrasatBinpack {
+	switch p {
+	case FPDrasat, FPDrasatBinpack, FPFirstFit, FPUpstream:
 		return true
 	}
 	for _, q := range FGDPaperPolicies {
@@ -243,12 +244,24 @@ func (s *fpSim) decide(t *fpTask) (int, []int) {
 			sc = s.bestFitScore(n, t)
 		case FPFGD:
 			sc, g = s.fgdScore(n, t)
+		case FPUpstream:
+			sc = s.fpSchedulerScore(n, t, false)
 		}
 		switch {
 		case s.policy == FPRandom:
 			cnt++
 			if s.rng.IntN(cnt) == 0 {
 				bn, bg = n, g
+			}
+		case s.policy == FPUpstream: // the scheduler's ties: at random
+			switch {
+			case sc > best:
+				best, bn, cnt = sc, n, 1
+			case sc == best:
+				cnt++
+				if s.rng.IntN(cnt) == 0 {
+					bn = n
+				}
 			}
 		case sc > best || sc == best && s.nodes[n].name < s.nodes[bn].name:
 			best, bn, bg = sc, n, g
@@ -295,7 +308,13 @@ func (s *fpSim) pickGPUs(n int, t *fpTask, fgdGPU int) []int {
 	}
 	pick := -1
 	for g, v := range left {
-		if v >= t.milli && (pick < 0 || v < left[pick]) {
+		if v < t.milli {
+			continue
+		}
+		if s.policy == FPFirstFit || s.policy == FPUpstream {
+			return []int{g} // first fit, in slice order
+		}
+		if pick < 0 || v < left[pick] {
 			pick = g
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -162,6 +163,29 @@ func TestFPFitsAndTies(t *testing.T) {
 	}
 }
 
+// The baselines of a cluster without drasat or FGD: first-fit takes the
+// first node by name and the first GPU by index that fit; upstream scores
+// nodes as the kube-scheduler's default profile does (the emptier node
+// wins) and takes the first GPU that fits, where best fit takes the one
+// with least left.
+func TestFPFirstFitAndUpstream(t *testing.T) {
+	for _, tc := range []struct {
+		policy string
+		node   string
+		gpu    int
+	}{
+		{FPFirstFit, "a", 0}, // a before b; GPU 0 (1000 left) before GPU 1 (500)
+		{FPBestFit, "a", 1},  // for contrast: GPU 1 fits with least left
+		{FPUpstream, "b", 0}, // LeastAllocated: 92 of 96 CPUs left beat 28 of 32
+	} {
+		s, task := fpTiny(tc.policy)
+		n, gpus := s.decide(task)
+		if n < 0 || s.nodes[n].name != tc.node || len(gpus) != 1 || gpus[0] != tc.gpu {
+			t.Errorf("%s: node %d GPUs %v, want node %s GPU %d", tc.policy, n, gpus, tc.node, tc.gpu)
+		}
+	}
+}
+
 // FGD's target workload: shapes by frequency (ties: larger first), the
 // top 95 % of tasks, frequencies renormalised.
 func TestFPTargetWorkload(t *testing.T) {
@@ -259,7 +283,7 @@ func TestFPEquivalentToDRA(t *testing.T) {
 		t.Fatal(err)
 	}
 	checks, agree := 0, 0
-	for pi, pol := range FGDPaperPolicies {
+	for pi, pol := range append(slices.Clone(FGDPaperPolicies), FPFirstFit, FPUpstream) {
 		s := newFPSim(pick, l, pol, 7)
 		arr := fpArrivals(l, s.capMilli, FGDPaperRatio, 7)
 		s.run(arr)

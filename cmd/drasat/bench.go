@@ -36,8 +36,8 @@ tasks wait and are retried), inflation (the FGD paper's protocol: tasks drawn
 from the pod list arrive without departures until they request the cluster's
 GPUs), fgd-paper (the FGD paper's experiment on the trace's own 1,213 nodes with CPU,
 memory and shared GPUs, every pod list of the trace folder, --seeds runs, the paper's
-policies random, dotprod, gpu-clustering, gpu-packing, bestfit and fgd, and drasat when
-asked for with -p drasat; docs/bench.md),
+policies random, dotprod, gpu-clustering, gpu-packing, bestfit and fgd, and first-fit,
+upstream, drasat and drasat-binpack when asked for with -p; docs/bench.md),
 research and research-openb (the modes workload and the trace under
 every partitioning model: groups, wildcard, compatibleOnlyWith, the KEP-4815
 draft, static modes; docs/research.md). Sizes are NODESxGPUS:CLAIMS (mig,
