@@ -683,3 +683,10 @@ func (b *builder) podFailsTogether(g *PodGroup) {
 		}
 	}
 }
+
+// Unmodelled says what of pod drasat does not model, "" when nothing,
+// among the pods of the cluster (their required anti-affinity counts):
+// for pods without claims the adapter places (frag.PlacePods).
+func Unmodelled(pod *corev1.Pod, pods []*corev1.Pod) string {
+	return unmodelled(pod, boundAntiAffinity(pods))
+}
