@@ -56,7 +56,18 @@ func TestPodsWithoutClaimsPlaced(t *testing.T) {
 	c.eventually("the GPU pod bound", time.Minute, func() (bool, error) {
 		return c.pod(ns, "gpu-pod").Spec.NodeName == "node-1", nil
 	})
-	c.createPod(withCPU(pod(ns, "cpu-a", true), "8"))
+	// cpu-a is gated by deploy/'s gating policy (its label), once the
+	// API server has loaded it: probe with dry-run creates.
+	labelled := func(name string) *corev1.Pod {
+		p := withCPU(pod(ns, name, false), "8")
+		p.Labels = map[string]string{"drasat.dev/place": "true"}
+		return p
+	}
+	c.eventually("gating policy active", 30*time.Second, func() (bool, error) {
+		got, err := c.admin.CoreV1().Pods(ns).Create(ctx, labelled("probe"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err == nil && hasGate(got), err
+	})
+	c.createPod(labelled("cpu-a"))
 	c.createPod(withCPU(pod(ns, "cpu-big", true), "30"))
 	c.createPod(withCPU(pod(ns, "huge", true), "100"))
 
