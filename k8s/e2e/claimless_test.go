@@ -15,7 +15,7 @@ import (
 	"github.com/drasat/drasat/k8s"
 )
 
-// Gated pods without claims, with --place-pods-without-claims: drasat
+// Gated pods without claims (--place-pods-without-claims, the default): drasat
 // chooses each one's node, the API server accepts the narrowed required
 // node affinity on the gated pod (and deploy/'s admission policy the
 // update by drasat's token), and the kube-scheduler binds it there. A pod
@@ -52,7 +52,7 @@ func TestPodsWithoutClaimsPlaced(t *testing.T) {
 	filler.Spec.NodeName = "node-2"
 	c.createPod(filler)
 	c.createPod(withCPU(pod(ns, "gpu-pod", true, fromTemplate("gpu", "gpu")), "4"))
-	c.startDrasat("drasat-a", "--place-pods-without-claims")
+	c.startDrasat("drasat-a") // --place-pods-without-claims is on by default
 	c.eventually("the GPU pod bound", time.Minute, func() (bool, error) {
 		return c.pod(ns, "gpu-pod").Spec.NodeName == "node-1", nil
 	})
