@@ -27,29 +27,6 @@ func gatedCPUPod(name string, cpus int64) *corev1.Pod {
 	return p
 }
 
-// pinnedNode is the node the pod's required node affinity names on
-// metadata.name in every term, "" if none.
-func pinnedNode(p *corev1.Pod) string {
-	a := p.Spec.Affinity
-	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
-		return ""
-	}
-	node := ""
-	for _, t := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
-		found := ""
-		for _, r := range t.MatchFields {
-			if r.Key == "metadata.name" && r.Operator == corev1.NodeSelectorOpIn && len(r.Values) == 1 {
-				found = r.Values[0]
-			}
-		}
-		if found == "" || node != "" && found != node {
-			return ""
-		}
-		node = found
-	}
-	return node
-}
-
 // A gated pod without claims gets the node drasat chose, in the pass that
 // allocates the claims, and loses only drasat's gate; one that fits
 // nowhere stays gated with one Warning Event however many passes run.
@@ -72,7 +49,7 @@ func TestPassPlacesGatedPodsWithoutClaims(t *testing.T) {
 		t.Fatalf("result %+v, want 1 allocated, 1 placed, 2 ungated", res)
 	}
 	small := e.pod(t, "small")
-	if got := pinnedNode(small); got != "n1" {
+	if got := model.PinnedByName(small); got != "n1" {
 		t.Errorf("small pinned to %q (%+v), want n1", got, small.Spec.Affinity)
 	}
 	if hasGate(small) || len(small.Spec.SchedulingGates) != 1 {
@@ -118,7 +95,7 @@ func TestPassWithoutPlacePodsUngatesAtOnce(t *testing.T) {
 func TestPinToNodeNarrows(t *testing.T) {
 	p := gatedCPUPod("x", 1)
 	pinToNode(p, "n2")
-	if pinnedNode(p) != "n2" {
+	if model.PinnedByName(p) != "n2" {
 		t.Fatalf("empty affinity: %+v", p.Spec.Affinity)
 	}
 	p = gatedCPUPod("x", 1)
@@ -129,7 +106,7 @@ func TestPinToNodeNarrows(t *testing.T) {
 	orig := p.DeepCopy()
 	pinToNode(p, "n2")
 	terms := p.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
-	if len(terms) != 2 || pinnedNode(p) != "n2" {
+	if len(terms) != 2 || model.PinnedByName(p) != "n2" {
 		t.Fatalf("two terms: %+v", terms)
 	}
 	for i, term := range terms {
