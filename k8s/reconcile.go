@@ -196,8 +196,12 @@ func (r *Reconciler) Pass(ctx context.Context) (PassResult, error) {
 		return res, err
 	}
 	// Gated pods without claims, on the cluster the pass's claims leave.
-	if err := r.placeClaimless(ctx, written, &res); err != nil {
+	if err := r.placeClaimless(ctx, written, &res); errors.Is(err, ErrFenced) {
 		return res, err
+	} else if err != nil {
+		// The claims' steps below must not wait for these pods; the
+		// next pass (an event, or the resync) tries them again.
+		r.Log.Warn("pods without claims not placed", zap.Error(err))
 	}
 	r.releaseUnused(ctx, snap, &res)
 	r.handOver(ctx, snap, &res)
