@@ -25,7 +25,8 @@ import (
 // a bound pod of 40 CPUs. The scheduler's default LeastAllocated would
 // put an 8-CPU pod on node-1; drasat puts it on node-2, where it strands
 // no GPU. The 30-CPU pod then fits only on node-1 (16 CPUs left on
-// node-2), and the 100-CPU pod nowhere.
+// node-2), the 2-CPU pod that requires node-1 there, and the 100-CPU
+// pod nowhere.
 func TestPodsWithoutClaimsPlaced(t *testing.T) {
 	c := newCluster(t)
 	c.createNodes([]*corev1.Node{nodeNamed("node-1"), nodeNamed("node-2")})
@@ -70,8 +71,15 @@ func TestPodsWithoutClaimsPlaced(t *testing.T) {
 	c.createPod(labelled("cpu-a"))
 	c.createPod(withCPU(pod(ns, "cpu-big", true), "30"))
 	c.createPod(withCPU(pod(ns, "huge", true), "100"))
+	// A required node affinity of its own: drasat's requirement is added
+	// to its term, which the API server allows on a gated pod.
+	aff := withCPU(pod(ns, "cpu-aff", true), "2")
+	aff.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+			{Key: "kubernetes.io/hostname", Operator: corev1.NodeSelectorOpIn, Values: []string{"node-1"}}}}}}}}
+	c.createPod(aff)
 
-	want := map[string]string{"cpu-a": "node-2", "cpu-big": "node-1"}
+	want := map[string]string{"cpu-a": "node-2", "cpu-big": "node-1", "cpu-aff": "node-1"}
 	c.eventually("the CPU-only pods bound", time.Minute, func() (bool, error) {
 		for name := range want {
 			if c.pod(ns, name).Spec.NodeName == "" {
@@ -106,8 +114,11 @@ func TestPodsWithoutClaimsPlaced(t *testing.T) {
 			t.Errorf("event %s about %s: %q", e.Reason, e.InvolvedObject.Name, e.Message)
 		}
 	}
-	if n := len(c.events(ns, k8s.ReasonPlaced)); n != 2 {
-		t.Errorf("%d %s Events, want 2", n, k8s.ReasonPlaced)
+	if n := len(c.events(ns, k8s.ReasonPlaced)); n != 3 {
+		t.Errorf("%d %s Events, want 3", n, k8s.ReasonPlaced)
+	}
+	if terms := c.pod(ns, "cpu-aff").Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms; len(terms[0].MatchExpressions) != 1 {
+		t.Errorf("cpu-aff's own requirement changed: %+v", terms)
 	}
 	c.assertFeasible()
 }
