@@ -42,10 +42,56 @@ const (
 	FPCPUMostAllocated = "most-allocated"
 	// FPCPUFGD: FGD's score, an ablation (no scheduler scores so).
 	FPCPUFGD = "fgd"
+	// FPCPUDrasat: drasat itself, as the controller with
+	// --place-pods-without-claims: the pods are gated and placed in the
+	// window's pass, after its claims, by frag.PlacePods (the
+	// controller's decision code).
+	FPCPUDrasat = "drasat"
 )
 
 // FPCPUPlacers are the values of FGDPaperConfig.DrasatCPU.
-var FPCPUPlacers = []string{FPCPUScheduler, FPCPUMostAllocated, FPCPUFGD}
+var FPCPUPlacers = []string{FPCPUScheduler, FPCPUMostAllocated, FPCPUFGD, FPCPUDrasat}
+
+// placeCPUByDrasat places the window's CPU-only tasks (arrival indices
+// idx) as the controller places gated pods without claims: on the
+// cluster the window's claims leave, by frag.PlacePods against the
+// look-ahead's workload. A task that fits nowhere is turned away.
+func (s *fpSim) placeCPUByDrasat(ctx context.Context, arrivals []*fpTask, idx []int, wl *frag.Workload) error {
+	if len(idx) == 0 {
+		return nil
+	}
+	objs := fpObjects(s, len(s.placed), true)
+	pods := make([]*corev1.Pod, len(idx))
+	for k, i := range idx {
+		pods[k] = fpPod(fmt.Sprintf("t%05d", i), arrivals[i])
+		objs.Pods = append(objs.Pods, pods[k])
+	}
+	p, err := model.Build(ctx, objs, model.Options{Compat: model.CompatKEP5963})
+	if err != nil {
+		return err
+	}
+	m, err := frag.For(ctx, objs, p, wl)
+	if err != nil {
+		return err
+	}
+	byName := make(map[string]int, len(s.nodes))
+	for n := range s.nodes {
+		byName[s.nodes[n].name] = n
+	}
+	for k, pl := range frag.PlacePods(objs, p, m, pods) {
+		if pl.Node == "" {
+			continue
+		}
+		i := idx[k]
+		n, ok := byName[pl.Node]
+		if !ok || !s.fits(n, arrivals[i]) {
+			return fmt.Errorf("INVALID: drasat placed CPU-only task %d on %q, where it does not fit", i, pl.Node)
+		}
+		s.placed[i].node = n
+		s.apply(n, arrivals[i], nil)
+	}
+	return nil
+}
 
 // fpSchedulerScore is the kube-scheduler's score of CPU-only task t on
 // node n (schedulerScore).
@@ -85,11 +131,14 @@ func (s *fpSim) runDrasat(ctx context.Context, arrivals []*fpTask, window int, t
 	wl := frag.NewWorkload()
 	wl.Top = fpTargetPct
 	var arrived int64
-	var pending []int // arrival indices of the window's GPU tasks
+	var pending []int    // arrival indices of the window's GPU tasks
+	var pendingCPU []int // and of its CPU-only tasks, when drasat places them
 	s.placed = make([]fpPlacement, 0, len(arrivals))
 	flush := func() error {
 		if len(pending) == 0 {
-			return nil
+			err := s.placeCPUByDrasat(ctx, arrivals, pendingCPU, wl)
+			pendingCPU = pendingCPU[:0]
+			return err
 		}
 		if err := ctx.Err(); err != nil {
 			return err
@@ -142,6 +191,10 @@ func (s *fpSim) runDrasat(ctx context.Context, arrivals []*fpTask, window int, t
 			s.placed[i] = fpPlacement{task: t, node: node, gpus: gpus}
 			s.apply(node, t, gpus)
 		}
+		if err := s.placeCPUByDrasat(ctx, arrivals, pendingCPU, wl); err != nil {
+			return err
+		}
+		pendingCPU = pendingCPU[:0]
 		// The curve: from the window's first arrival on, each point counts
 		// the window's tasks placed up to it.
 		var used int64
@@ -169,7 +222,9 @@ func (s *fpSim) runDrasat(ctx context.Context, arrivals []*fpTask, window int, t
 		} else {
 			wl.ObserveTask(fpWorkloadClaim(t), corev1.ResourceList{corev1.ResourceCPU: *resource.NewMilliQuantity(t.cpu, resource.DecimalSI)})
 		}
-		if t.num == 0 {
+		if t.num == 0 && cpu == FPCPUDrasat {
+			pendingCPU = append(pendingCPU, i)
+		} else if t.num == 0 {
 			best, bn := int64(math.MinInt64), -1
 			cnt := 0
 			for n := range s.nodes {

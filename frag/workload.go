@@ -135,7 +135,10 @@ type shape struct {
 	needVaries bool
 	// req is what the shape's pod asks of a node, per Problem.Resources.
 	req []nodeReq
-	any bool // some candidate exists
+	// podReq is what the shape's pod asks of a node by resource name,
+	// known or not to the problem (pods.go: placing pods without claims).
+	podReq map[corev1.ResourceName]int64
+	any    bool // some candidate exists
 	// nodes on which the shape has candidates.
 	onNode map[int]bool
 	// whole: the coverage-only shape of a task taking a whole node of the
@@ -191,6 +194,14 @@ func (w *Workload) Bind(ctx context.Context, objs *input.Objects, p *model.Probl
 	}
 	for _, i := range keep {
 		sh := &shape{w: w.counts[i] / total, bySet: map[int][]int{}, need: map[int][]float64{}, onNode: map[int]bool{}}
+		for r, v := range w.reqs[i] {
+			if x := model.ResourceAmount(r, v); x > 0 {
+				if sh.podReq == nil {
+					sh.podReq = map[corev1.ResourceName]int64{}
+				}
+				sh.podReq[r] = x
+			}
+		}
 		for j, r := range p.Resources {
 			if v, ok := w.reqs[i][r]; ok {
 				if x := model.ResourceAmount(r, v); x > 0 {

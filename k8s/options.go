@@ -91,6 +91,11 @@ type Options struct {
 	// UngateAfter: a pod still gated this long after its creation has its
 	// gate removed and goes to the scheduler (fallback.go); 0: never.
 	UngateAfter time.Duration
+	// PlacePods: drasat chooses the node of a gated pod without claims
+	// by the fragmentation measure and ungates it pinned there
+	// (claimless.go); off: such a pod is ungated at once. drasat
+	// controller turns it on unless --place-pods-without-claims=false.
+	PlacePods bool
 
 	LiveOptions // write workers, adaptive window (writer.go, window.go)
 }

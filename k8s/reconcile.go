@@ -112,6 +112,7 @@ type PassResult struct {
 	Allocated   int  // allocations written (or, dry run, that would be)
 	Unallocated int  // claims of the batch left unallocated
 	Ungated     int  // pods whose gate was removed
+	Placed      int  // gated pods without claims whose node drasat chose (Options.PlacePods)
 	Withdrawn   int  // allocations withdrawn after a failed verification
 	Optimal     bool // the batch's solve was proven optimal
 	Parked      int  // pending claims left out: unplaceable, nothing changed since
@@ -193,6 +194,14 @@ func (r *Reconciler) Pass(ctx context.Context) (PassResult, error) {
 	r.Metrics.PhaseSeconds.WithLabelValues("ungate").Observe(time.Since(ungating).Seconds())
 	if err != nil {
 		return res, err
+	}
+	// Gated pods without claims, on the cluster the pass's claims leave.
+	if err := r.placeClaimless(ctx, written, &res); errors.Is(err, ErrFenced) {
+		return res, err
+	} else if err != nil {
+		// The claims' steps below must not wait for these pods; the
+		// next pass (an event, or the resync) tries them again.
+		r.Log.Warn("pods without claims not placed", zap.Error(err))
 	}
 	r.releaseUnused(ctx, snap, &res)
 	r.handOver(ctx, snap, &res)
@@ -335,9 +344,16 @@ func (r *Reconciler) solveAndWrite(ctx context.Context, snap *Snapshot, batch, p
 		if r.workload == nil {
 			r.workload = frag.NewWorkload()
 		}
+		var cpu map[string]corev1.ResourceList
+		if r.Opts.PlacePods {
+			cpu = claimPodCPU(snap)
+		}
 		for _, c := range claims {
 			if c.Status.Allocation != nil && !isProjected(c) {
-				r.workload.Observe(c)
+				// Placing pods without claims, the shapes carry their
+				// pods' CPU (FGD's shapes): else the measure cannot see
+				// a node's CPU strand its GPUs.
+				r.workload.ObserveTask(c, cpu[claimKey(c)])
 			}
 		}
 	}
@@ -756,6 +772,9 @@ func (r *Reconciler) ungate(ctx context.Context, written map[string]*resourceapi
 	// The claims to verify, verified together (verifyAll): one check of
 	// the cluster for all of them, claim by claim only if that fails.
 	gated := func(p *corev1.Pod) bool {
+		if r.Opts.PlacePods && len(p.Spec.ResourceClaims) == 0 {
+			return false // placeClaimless chooses its node
+		}
 		return hasGate(p) && p.DeletionTimestamp == nil && (r.Opts.Namespace == "" || p.Namespace == r.Opts.Namespace) && !r.ungated[p.Namespace+"/"+p.Name]
 	}
 	var toVerify []*resourceapi.ResourceClaim

@@ -204,6 +204,11 @@ func (b *builder) podResources() {
 			// (its gate removed, the scheduler has not bound it yet).
 			node = b.pinnedTo(o)
 		}
+		if node == "" && !inProblem[o] && o.DeletionTimestamp == nil && len(o.Spec.SchedulingGates) == 0 {
+			// Not bound yet, but ungated and pinned to one node by name
+			// (a pod without claims the adapter placed).
+			node = PinnedByName(o)
+		}
 		if node == "" || terminal(o) {
 			continue
 		}
@@ -682,4 +687,35 @@ func (b *builder) podFailsTogether(g *PodGroup) {
 			c.Err = Reject(ReasonSamePod, fmt.Errorf("claim %s of the same pods cannot be allocated: %v", failed.Obj.Name, failed.Err))
 		}
 	}
+}
+
+// Unmodelled says what of pod drasat does not model, "" when nothing,
+// among the pods of the cluster (their required anti-affinity counts):
+// for pods without claims the adapter places (frag.PlacePods).
+func Unmodelled(pod *corev1.Pod, pods []*corev1.Pod) string {
+	return unmodelled(pod, boundAntiAffinity(pods))
+}
+
+// PinnedByName is the node pod's required node affinity pins it to by
+// metadata.name (every term requires metadata.name In [that one node]),
+// "" when it does not: how the adapter pins a pod without claims.
+func PinnedByName(pod *corev1.Pod) string {
+	a := pod.Spec.Affinity
+	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return ""
+	}
+	node := ""
+	for _, t := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+		this := ""
+		for _, r := range t.MatchFields {
+			if r.Key == "metadata.name" && r.Operator == corev1.NodeSelectorOpIn && len(r.Values) == 1 {
+				this = r.Values[0]
+			}
+		}
+		if this == "" || node != "" && this != node {
+			return ""
+		}
+		node = this
+	}
+	return node
 }

@@ -122,3 +122,37 @@ func TestPodClaimNames(t *testing.T) {
 		t.Fatalf("PodClaimNames = %s, want %s", got, want)
 	}
 }
+
+// A pod without claims pinned to a node by name and ungated (the adapter
+// placed it; not bound yet) takes that node's CPU in the claim problem;
+// still gated, it takes nothing yet.
+func TestPodPinnedByNameCounts(t *testing.T) {
+	for _, gated := range []bool{false, true} {
+		objs := podObjects()
+		objs.Pods[0].Spec.ResourceClaims = objs.Pods[0].Spec.ResourceClaims[1:] // nic only: node-2
+		placed := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "placed", Namespace: "default"}}
+		placed.Spec.Containers = []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("6")}}}}
+		placed.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{"node-2"}}}}}}}}
+		if gated {
+			placed.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "drasat.dev/allocate"}}
+		}
+		objs.Pods = append(objs.Pods, placed)
+		if PinnedByName(placed) != "node-2" {
+			t.Fatalf("PinnedByName: %q", PinnedByName(placed))
+		}
+		p, err := Build(context.Background(), objs, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range p.Claims {
+			if c.Obj.Name != "nic" {
+				continue
+			}
+			short := c.Err != nil && strings.Contains(c.Err.Error(), "needs 4 cpu, node-2 has 2 free")
+			if short == gated {
+				t.Errorf("gated %v: nic's error %v", gated, c.Err)
+			}
+		}
+	}
+}

@@ -106,11 +106,35 @@ func TestPolicies(t *testing.T) {
 	if got := get(); got.Spec.Containers[0].Image != p.Spec.Containers[0].Image || len(got.Spec.SchedulingGates) != 2 {
 		t.Fatalf("a denied change went through: %+v", got.Spec)
 	}
-	if err := update("drasat gate", func(*corev1.Pod) {}); err != nil {
-		t.Fatalf("removing drasat's gate: %v", err)
+	// Affinity: only pinning to one node by metadata.name, as the gate
+	// goes (--place-pods-without-claims).
+	pin := func(nodes ...string) func(*corev1.Pod) {
+		return func(u *corev1.Pod) {
+			u.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+				NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: nodes}}}}}}}
+		}
 	}
-	if got := get(); len(got.Spec.SchedulingGates) != 1 || got.Spec.SchedulingGates[0].Name != "other.example/gate" {
-		t.Errorf("gates after removal: %v", got.Spec.SchedulingGates)
+	const affinityDenied = "may change a pod's affinity only to pin it to one node"
+	// Narrowings the API server itself allows on a gated pod, but that do
+	// not pin it to one node by name.
+	denied(t, "affinity by a label", update("label affinity", func(u *corev1.Pod) {
+		pin("node-1")(u)
+		term := &u.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0]
+		term.MatchExpressions, term.MatchFields = []corev1.NodeSelectorRequirement{{Key: "kubernetes.io/hostname", Operator: corev1.NodeSelectorOpIn, Values: []string{"node-1"}}}, nil
+	}), affinityDenied)
+	denied(t, "affinity away from a node", update("not in", func(u *corev1.Pod) {
+		pin("node-1")(u)
+		u.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchFields[0].Operator = corev1.NodeSelectorOpNotIn
+	}), affinityDenied)
+	u1 := get()
+	pin("node-1")(u1)
+	_, err = as.CoreV1().Pods(ns).Update(ctx, u1, metav1.UpdateOptions{})
+	denied(t, "pinned, gate kept", err, "drasat may only remove the drasat.dev/allocate scheduling gate")
+	if err := update("drasat gate", pin("node-1")); err != nil {
+		t.Fatalf("removing drasat's gate, pinning the pod to node-1: %v", err)
+	}
+	if got := get(); len(got.Spec.SchedulingGates) != 1 || got.Spec.SchedulingGates[0].Name != "other.example/gate" || got.Spec.Affinity == nil {
+		t.Errorf("gates after removal: %v, affinity %+v", got.Spec.SchedulingGates, got.Spec.Affinity)
 	}
 
 	// Claims: the admin creates one; drasat may add its finalizer and
