@@ -78,8 +78,9 @@ type Reconciler struct {
 	workload *frag.Workload
 	// plan: the last solve's decisions on claims not created yet (plan.go).
 	plan *plan
-	// batchLimit: the batch bound learnt from the solver's cost (batch.go).
-	batchLimit int
+	// batchLimit: the batch bound learnt from the solver's cost, timeLimit
+	// from the passes' time (batch.go).
+	batchLimit, timeLimit int
 	// selectors keeps the CEL selectors' answers per device between
 	// passes (model.Memo): a pass evaluates them only on the
 	// devices of new or changed slices. The problem built is the same.
@@ -130,6 +131,7 @@ func (r *Reconciler) Pass(ctx context.Context) (PassResult, error) {
 	if ctx.Err() != nil {
 		return res, nil
 	}
+	passStart := time.Now()
 	if r.reported == nil {
 		r.reported = map[string]string{}
 	}
@@ -196,6 +198,7 @@ func (r *Reconciler) Pass(ctx context.Context) (PassResult, error) {
 	}
 	r.releaseUnused(ctx, snap, &res)
 	r.handOver(ctx, snap, &res)
+	r.adaptBatchToTime(res.Solved+res.Projected, time.Since(passStart))
 	return res, nil
 }
 
