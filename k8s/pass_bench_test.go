@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"runtime"
 	"testing"
 	"time"
 
@@ -46,12 +47,25 @@ func BenchmarkPass(b *testing.B) {
 				}
 				return res
 			}
+			// The heap a controller holds between passes: the snapshot's
+			// objects (the informers' cache), then with what the passes
+			// keep (the memo, the hold's and frag's workloads).
+			var ms runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&ms)
+			cacheMB := float64(ms.HeapAlloc) / 1e6
 			pass()
+			runtime.GC()
+			runtime.ReadMemStats(&ms)
+			keptMB := float64(ms.HeapAlloc)/1e6 - cacheMB
 			b.ResetTimer()
 			var res PassResult
 			for range b.N {
 				res = pass()
 			}
+			b.StopTimer()
+			b.ReportMetric(cacheMB, "cache-MB")
+			b.ReportMetric(keptMB, "kept-MB")
 			b.ReportMetric(float64(res.Allocated), "allocated")
 			b.ReportMetric(float64(res.Held), "held")
 		})
