@@ -20,7 +20,24 @@ const (
 // --max-batch, the bound learnt from the solver's cost and the one learnt
 // from the passes' time.
 func (r *Reconciler) maxBatch() int {
-	return leastBound(r.Opts.MaxBatch, r.learntLimit())
+	return leastBound(leastBound(r.Opts.MaxBatch, r.learntLimit()), r.writeLimit())
+}
+
+// writeRequestsPerClaim is what writing one allocation costs the client
+// that KubeAPIQPS rates: the claim's status, its reservation for the pod,
+// the pod's gate (Events go through a client of their own).
+const writeRequestsPerClaim = 3
+
+// writeLimit bounds a batch, before any pass was timed, by the claims
+// whose writes fit in passTarget at the client's rate (416 at the
+// defaults: 25 s at 50 requests a second). The first large batch is
+// known by nothing else: at 500 nodes a pass of 539 claims spent 37 s to
+// its solve and then wrote at that rate past --stuck-after. 0: no bound.
+func (r *Reconciler) writeLimit() int {
+	if r.Opts.KubeAPIQPS <= 0 || r.passTarget() <= 0 {
+		return 0
+	}
+	return max(int(r.passTarget().Seconds()*r.Opts.KubeAPIQPS/writeRequestsPerClaim), minAdaptiveBatch)
 }
 
 // learntLimit is the bound learnt from the solver's cost and the passes'

@@ -110,3 +110,25 @@ func TestPassBoundedByItsTime(t *testing.T) {
 	}
 	e.allFeasible(t)
 }
+
+// With the client's rate known, a batch holds at most the claims whose
+// writes fit in a third of --stuck-after, three requests each; --max-batch
+// and the learnt bounds apply below it.
+func TestBatchBoundByWriteRate(t *testing.T) {
+	r := &Reconciler{Opts: Options{Timeout: 10 * time.Second, StuckAfter: 75 * time.Second, KubeAPIQPS: 50}}
+	if r.maxBatch() != 416 {
+		t.Fatalf("bound %d, want 416 (25 s at 50 requests a second, 3 a claim)", r.maxBatch())
+	}
+	r.Opts.MaxBatch = 300
+	if r.maxBatch() != 300 {
+		t.Fatalf("bound %d with --max-batch=300", r.maxBatch())
+	}
+	r.Opts.MaxBatch, r.Opts.KubeAPIQPS = 0, 1
+	if r.maxBatch() != minAdaptiveBatch {
+		t.Fatalf("bound %d at one request a second, want the floor %d", r.maxBatch(), minAdaptiveBatch)
+	}
+	r.Opts.KubeAPIQPS = 0
+	if r.maxBatch() != 0 {
+		t.Fatalf("bound %d with the rate unknown, want none", r.maxBatch())
+	}
+}

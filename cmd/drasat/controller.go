@@ -155,6 +155,9 @@ func runController(c *cli.Context) error {
 		return err
 	}
 	defer func() { _ = log.Sync() }()
+	// A pass's batch is bounded by the writes that fit in its time (one
+	// pass of reconcile --once solves everything pending).
+	opts.KubeAPIQPS = c.Float64("kube-api-qps")
 	if limit, err := memoryLimit(c.String("memory-limit")); err != nil {
 		return err
 	} else if limit > 0 {
