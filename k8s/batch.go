@@ -24,8 +24,9 @@ func (r *Reconciler) maxBatch() int {
 }
 
 // writeRequestsPerClaim is what writing one allocation costs the client
-// that KubeAPIQPS rates: the claim's status, its reservation for the pod,
-// the pod's gate (Events go through a client of their own).
+// that KubeAPIQPS rates: the claim's two updates (finalizer and
+// annotation, then status.allocation) and the pod's, which removes the
+// gate (Events go through a client of their own).
 const writeRequestsPerClaim = 3
 
 // writeLimit bounds a batch, before any pass was timed, by the claims
