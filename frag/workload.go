@@ -189,7 +189,7 @@ func (w *Workload) ShapeClaims() []*resourceapi.ResourceClaim {
 			continue
 		}
 		cc := c.DeepCopy()
-		cc.Namespace, cc.Name = shapeNamespace, fmt.Sprintf("shape-%d", i)
+		cc.Namespace, cc.Name = shapeNamespace, fmt.Sprintf("%s%d", shapePrefix, i)
 		cc.UID = ""
 		cc.Status = resourceapi.ResourceClaimStatus{}
 		out = append(out, cc)
@@ -197,13 +197,16 @@ func (w *Workload) ShapeClaims() []*resourceapi.ResourceClaim {
 	return out
 }
 
-// shapeNamespace holds ShapeClaims' claims (no claim of a cluster's can be
-// there: the namespace is not created by drasat).
-const shapeNamespace = "drasat-frag"
+// ShapeClaims' claims are named shapePrefix and the shape's number: not a
+// valid object name, so no claim of a cluster's is taken for one.
+const (
+	shapeNamespace = "drasat-frag"
+	shapePrefix    = "frag-shape:"
+)
 
 // IsShape tells whether c is one of ShapeClaims' claims.
 func IsShape(c *resourceapi.ResourceClaim) bool {
-	return c != nil && c.Namespace == shapeNamespace && strings.HasPrefix(c.Name, "shape-")
+	return c != nil && strings.HasPrefix(c.Name, shapePrefix)
 }
 
 // BindBuilt is Bind for a problem built with ShapeClaims among its claims:
@@ -217,15 +220,15 @@ func (w *Workload) BindBuilt(p *model.Problem, shapes []*model.Claim) *Measure {
 	return w.bind(p, p, shapes, func(qd int) (int, bool) { return qd, true })
 }
 
-// bind makes p's measure from the shapes' claims as built in q (the
-// claims named shape-i), devOf mapping q's device indices to p's.
+// bind makes p's measure from the shapes' claims as built in q (named
+// shapePrefix and i), devOf mapping q's device indices to p's.
 func (w *Workload) bind(p, q *model.Problem, built []*model.Claim, devOf func(qd int) (int, bool)) *Measure {
 	m := newMeasure(p)
 	keep, total := w.target()
 	byShape := map[int]*model.Claim{}
 	for _, c := range built {
 		var i int
-		if _, err := fmt.Sscanf(c.Obj.Name, "shape-%d", &i); err == nil {
+		if _, err := fmt.Sscanf(strings.TrimPrefix(c.Obj.Name, shapePrefix), "%d", &i); err == nil && IsShape(c.Obj) {
 			byShape[i] = c
 		}
 	}
