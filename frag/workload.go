@@ -159,38 +159,81 @@ type nodeReq struct {
 // their first alternative. A shape's pod requests count for the resources
 // p knows (those its pending pods request).
 func (w *Workload) Bind(ctx context.Context, objs *input.Objects, p *model.Problem) (*Measure, error) {
-	m := newMeasure(p)
 	if w.Shapes() == 0 {
-		return m, nil
+		return newMeasure(p), nil
 	}
-	keep, total := w.target()
 	o := *objs
-	o.Claims = nil
+	o.Claims = w.ShapeClaims()
 	o.Pods = nil
+	q, err := model.Build(ctx, &o, p.Options)
+	if err != nil {
+		return nil, fmt.Errorf("frag: workload shapes: %w", err)
+	}
+	byID := make(map[input.DeviceID]int, len(p.Devices))
+	for _, d := range p.Devices {
+		byID[d.ID] = d.Index
+	}
+	return w.bind(p, q, q.Claims, func(qd int) (int, bool) {
+		d, ok := byID[q.Devices[qd].ID]
+		return d, ok
+	}), nil
+}
+
+// ShapeClaims are the claims the measure resolves the workload's shapes
+// with, one per shape it weighs (IsShape tells them from others): a
+// caller that builds its problem anyway adds them to its objects, so the
+// devices are built once (BindBuilt), not again by Bind.
+func (w *Workload) ShapeClaims() []*resourceapi.ResourceClaim {
+	keep, _ := w.target()
+	var out []*resourceapi.ResourceClaim
 	for _, i := range keep {
 		c := w.claims[i]
 		if c == nil {
 			continue
 		}
 		cc := c.DeepCopy()
-		cc.Namespace, cc.Name = "drasat-frag", fmt.Sprintf("shape-%d", i)
+		cc.Namespace, cc.Name = shapeNamespace, fmt.Sprintf("%s%d", shapePrefix, i)
+		cc.UID = ""
 		cc.Status = resourceapi.ResourceClaimStatus{}
-		o.Claims = append(o.Claims, cc)
+		out = append(out, cc)
 	}
-	q, err := model.Build(ctx, &o, p.Options)
-	if err != nil {
-		return nil, fmt.Errorf("frag: workload shapes: %w", err)
+	return out
+}
+
+// ShapeClaims' claims are named shapePrefix and the shape's number: not a
+// valid object name, so no claim of a cluster's is taken for one.
+const (
+	shapeNamespace = "drasat-frag"
+	shapePrefix    = "frag-shape:"
+)
+
+// IsShape tells whether c is one of ShapeClaims' claims.
+func IsShape(c *resourceapi.ResourceClaim) bool {
+	return c != nil && strings.HasPrefix(c.Name, shapePrefix)
+}
+
+// BindBuilt is Bind for a problem built with ShapeClaims among its claims:
+// shapes are the built claims of ShapeClaims' claims, whose candidates
+// are p's devices (p is that build without them). The measure is the one
+// Bind gives (TestBindBuiltIsBind).
+func (w *Workload) BindBuilt(p *model.Problem, shapes []*model.Claim) *Measure {
+	if w.Shapes() == 0 {
+		return newMeasure(p)
 	}
+	return w.bind(p, p, shapes, func(qd int) (int, bool) { return qd, true })
+}
+
+// bind makes p's measure from the shapes' claims as built in q (named
+// shapePrefix and i), devOf mapping q's device indices to p's.
+func (w *Workload) bind(p, q *model.Problem, built []*model.Claim, devOf func(qd int) (int, bool)) *Measure {
+	m := newMeasure(p)
+	keep, total := w.target()
 	byShape := map[int]*model.Claim{}
-	for _, c := range q.Claims {
+	for _, c := range built {
 		var i int
-		if _, err := fmt.Sscanf(c.Obj.Name, "shape-%d", &i); err == nil {
+		if _, err := fmt.Sscanf(strings.TrimPrefix(c.Obj.Name, shapePrefix), "%d", &i); err == nil && IsShape(c.Obj) {
 			byShape[i] = c
 		}
-	}
-	byID := make(map[input.DeviceID]int, len(p.Devices))
-	for _, d := range p.Devices {
-		byID[d.ID] = d.Index
 	}
 	for _, i := range keep {
 		sh := &shape{w: w.counts[i] / total, bySet: map[int][]int{}, need: map[int][]float64{}, onNode: map[int]bool{}}
@@ -221,7 +264,7 @@ func (w *Workload) Bind(ctx context.Context, objs *input.Objects, p *model.Probl
 		a := c.Requests[0].Alternatives[0]
 		sh.count = max(a.Count, 1)
 		for _, qd := range a.Candidates {
-			d, ok := byID[q.Devices[qd].ID]
+			d, ok := devOf(qd)
 			if !ok {
 				continue
 			}
@@ -256,18 +299,25 @@ func (w *Workload) Bind(ctx context.Context, objs *input.Objects, p *model.Probl
 	if sh := m.wholeNodeShape(); sh != nil {
 		m.shapes = append(m.shapes, sh)
 	}
-	return m, nil
+	return m
 }
 
 // For is the frag policy's measure for problem p: against w when it has
 // seen claims, else against the claims of objs (allocated and pending), the
 // only workload known then.
 func For(ctx context.Context, objs *input.Objects, p *model.Problem, w *Workload) (*Measure, error) {
-	if w.Shapes() == 0 {
-		w = NewWorkload()
-		for _, c := range objs.Claims {
-			w.Observe(c)
-		}
+	return WorkloadFor(objs, w).Bind(ctx, objs, p)
+}
+
+// WorkloadFor is the workload For measures against: w when it has seen
+// claims, else the claims of objs.
+func WorkloadFor(objs *input.Objects, w *Workload) *Workload {
+	if w.Shapes() > 0 {
+		return w
 	}
-	return w.Bind(ctx, objs, p)
+	w = NewWorkload()
+	for _, c := range objs.Claims {
+		w.Observe(c)
+	}
+	return w
 }

@@ -1,8 +1,11 @@
 package k8s
 
 import (
+	"fmt"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 func TestBatchBoundLearntFromSolverCost(t *testing.T) {
@@ -39,5 +42,93 @@ func TestBatchBoundLearntFromSolverCost(t *testing.T) {
 	r.Opts.MaxBatch = 300
 	if r.maxBatch() != 300 {
 		t.Error("--max-batch ignored")
+	}
+}
+
+// The bound learnt from the passes' time: a pass longer than a third of
+// --stuck-after bounds the next batches in proportion, never below the
+// floor; passes within half of that double it until it no longer binds;
+// the least of the bounds applies.
+func TestBatchBoundLearntFromPassTime(t *testing.T) {
+	r := &Reconciler{Opts: Options{Timeout: 10 * time.Second, StuckAfter: 75 * time.Second}}
+	r.adaptBatchToTime(677, 20*time.Second)
+	if r.maxBatch() != 0 {
+		t.Fatalf("a pass within 25 s set bound %d", r.maxBatch())
+	}
+	r.adaptBatchToTime(677, 100*time.Second) // the 1,000-node pass that lost its Lease
+	if want := 677 * 25 / 100; r.maxBatch() != want {
+		t.Fatalf("a 100 s pass of 677 claims: bound %d, want %d (25 s worth)", r.maxBatch(), want)
+	}
+	r.adaptBatchToTime(1, 38*time.Second) // a first pass building the memo
+	if r.maxBatch() != minAdaptiveBatch {
+		t.Fatalf("a slow pass of one claim: bound %d, want the floor %d", r.maxBatch(), minAdaptiveBatch)
+	}
+	r.adaptBatchToTime(64, 20*time.Second)
+	if r.maxBatch() != minAdaptiveBatch {
+		t.Fatalf("a pass of 20 s (between half the target and the target): bound %d, want it kept", r.maxBatch())
+	}
+	r.adaptBatchToTime(64, 10*time.Second)
+	if r.maxBatch() != 128 {
+		t.Fatalf("a pass of 10 s: bound %d, want doubled to 128", r.maxBatch())
+	}
+	r.batchLimit = 100 // from the solver's cost
+	if r.maxBatch() != 100 {
+		t.Fatalf("bound %d, want the lesser, 100", r.maxBatch())
+	}
+	r.batchLimit = 0
+	r.adaptBatchToTime(50, 5*time.Second)
+	if r.maxBatch() != 0 {
+		t.Fatalf("a fast pass well below the bound: bound %d, want none", r.maxBatch())
+	}
+}
+
+// A pass learns the bound from its own time: with a --stuck-after so short
+// that any pass is too long, the pass after one of 100 claims solves the
+// floor's worth.
+func TestPassBoundedByItsTime(t *testing.T) {
+	objs := []runtime.Object{node("n1"), slice("n1", 8), class()}
+	for i := range 100 {
+		objs = append(objs, aged(fmt.Sprintf("c%03d", i), 1, i))
+	}
+	e := newEnv(t, Options{StuckAfter: 3 * time.Millisecond}, objs...)
+	if res := e.pass(t); res.Solved != 100 || res.Allocated != 8 {
+		t.Fatalf("first pass %+v, want all 100 solved, 8 allocated", res)
+	}
+	e.waitCache(t, "8 allocations", func(s *Snapshot) bool {
+		n := 0
+		for _, c := range s.Claims {
+			if c.Status.Allocation != nil {
+				n++
+			}
+		}
+		return n == 8
+	})
+	e.create(t, aged("new", 1, 200)) // new demand: the pass solves again
+	e.waitCache(t, "the new claim", func(s *Snapshot) bool { return len(s.Claims) == 101 })
+	if res := e.pass(t); res.Solved != minAdaptiveBatch || !res.Requeue {
+		t.Fatalf("second pass %+v, want %d solved (the floor) and the rest requeued", res, minAdaptiveBatch)
+	}
+	e.allFeasible(t)
+}
+
+// With the client's rate known, a batch holds at most the claims whose
+// writes fit in a third of --stuck-after, three requests each; --max-batch
+// and the learnt bounds apply below it.
+func TestBatchBoundByWriteRate(t *testing.T) {
+	r := &Reconciler{Opts: Options{Timeout: 10 * time.Second, StuckAfter: 75 * time.Second, KubeAPIQPS: 50}}
+	if r.maxBatch() != 416 {
+		t.Fatalf("bound %d, want 416 (25 s at 50 requests a second, 3 a claim)", r.maxBatch())
+	}
+	r.Opts.MaxBatch = 300
+	if r.maxBatch() != 300 {
+		t.Fatalf("bound %d with --max-batch=300", r.maxBatch())
+	}
+	r.Opts.MaxBatch, r.Opts.KubeAPIQPS = 0, 1
+	if r.maxBatch() != minAdaptiveBatch {
+		t.Fatalf("bound %d at one request a second, want the floor %d", r.maxBatch(), minAdaptiveBatch)
+	}
+	r.Opts.KubeAPIQPS = 0
+	if r.maxBatch() != 0 {
+		t.Fatalf("bound %d with the rate unknown, want none", r.maxBatch())
 	}
 }

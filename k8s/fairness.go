@@ -1,6 +1,7 @@
 package k8s
 
 import (
+	"errors"
 	"hash/fnv"
 	"io"
 	"slices"
@@ -296,16 +297,26 @@ func allocationHash(a *resourceapi.AllocationResult) uint64 {
 
 // cannotFit lists the batch's claims that fit nowhere even alone, or that
 // could not be encoded (a missing class, a bad selector): solving them
-// again is pointless until the inventory or the allocations change.
+// again is pointless until the inventory or the allocations change. Not a
+// claim whose selectors the pass ran out of budget for (its time, or the
+// CEL cost the batch shares): that says nothing about the claim, and the
+// next pass, with the memo's answers so far, gets further.
 func cannotFit(p *model.Problem, out *alloc.Result) []*resourceapi.ResourceClaim {
 	var cs []*resourceapi.ResourceClaim
 	for _, i := range out.Unplaceable {
 		cs = append(cs, p.Claims[i].Obj)
 	}
 	for i := range out.Rejected {
-		if c := p.Claims[i]; c.Err != nil {
+		if c := p.Claims[i]; c.Err != nil && !outOfRunBudget(c.Err) {
 			cs = append(cs, c.Obj)
 		}
 	}
 	return cs
+}
+
+// outOfRunBudget tells whether err is a selector the run had no budget
+// left for (model.BudgetError.OfTheRun).
+func outOfRunBudget(err error) bool {
+	be := (*model.BudgetError)(nil)
+	return errors.As(err, &be) && be.OfTheRun
 }

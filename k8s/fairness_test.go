@@ -2,6 +2,7 @@ package k8s
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -81,6 +82,34 @@ func TestUnplaceableClaimParkedUntilInventoryChanges(t *testing.T) {
 	res = e.pass(t)
 	if res.Solved != 1 || res.Allocated != 1 {
 		t.Fatalf("pass after new slice %+v, want big solved and allocated", res)
+	}
+	e.allFeasible(t)
+}
+
+// A claim whose selector the pass ran out of time for is not parked: that
+// says nothing about the claim, and the next pass (with the memo's answers
+// so far) tries it again although nothing changed. It used to be parked
+// like a claim that fits nowhere, and with no slice changed and no
+// allocation released it was never tried again.
+func TestClaimOutOfTimeNotParked(t *testing.T) {
+	e := slowSelectorEnv(t)
+	res := e.pass(t)
+	if res.Allocated != 1 || res.Unallocated != 1 {
+		t.Fatalf("first pass %+v, want quick allocated and slow out of time", res)
+	}
+	if why := e.claim(t, "slow").Annotations[UnallocatableAnnotation]; !strings.Contains(why, "time budget") {
+		t.Fatalf("slow claim's reason %q; want the time budget", why)
+	}
+	e.waitCache(t, "quick allocated", func(s *Snapshot) bool {
+		for _, c := range s.Claims {
+			if c.Name == "quick" && c.Status.Allocation != nil {
+				return true
+			}
+		}
+		return false
+	})
+	if res := e.pass(t); res.Parked != 0 || res.Solved != 1 {
+		t.Fatalf("second pass %+v, want slow solved again, nothing parked", res)
 	}
 	e.allFeasible(t)
 }

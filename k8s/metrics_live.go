@@ -14,7 +14,8 @@ type liveMetrics struct {
 	// PlannedClaims: claims written from a plan, without a solve (plan.go).
 	ProjectedClaims prometheus.Gauge
 	PlannedClaims   prometheus.Counter
-	// BatchLimit: the batch bound learnt from the solver's cost (batch.go).
+	// BatchLimit: the batch bound learnt from the solver's cost and the
+	// passes' time (batch.go).
 	BatchLimit prometheus.Gauge
 	// HeldClaims: claims and stand-ins the last solve held back for
 	// forecast demand (holding.go).
@@ -51,7 +52,7 @@ func (m *Metrics) registerLive(f func(prometheus.Collector)) {
 	m.PlannedClaims = prometheus.NewCounter(prometheus.CounterOpts{Name: "drasat_planned_claims_total",
 		Help: "Claims written with the allocation the last solve planned for their stand-in, without solving again."})
 	m.BatchLimit = prometheus.NewGauge(prometheus.GaugeOpts{Name: "drasat_batch_limit",
-		Help: "The batch bound learnt from the solver's cost (0: none); --max-batch applies on top."})
+		Help: "The batch bound learnt from the solver's cost and the passes' time (0: none); --max-batch applies on top."})
 	m.HeldClaims = prometheus.NewGauge(prometheus.GaugeOpts{Name: "drasat_held_claims",
 		Help: "Claims and stand-ins the last solve held back for forecast demand (--hold; 0: none or off)."})
 	m.HeldDeviceSeconds = prometheus.NewCounter(prometheus.CounterOpts{Name: "drasat_held_device_seconds_total",

@@ -39,6 +39,10 @@ type Options struct {
 	// MaxBatch bounds the claims solved together (fairness.go); 0 means no
 	// bound. Reaching it starts the solve before the window ends.
 	MaxBatch int
+	// KubeAPIQPS is the rate of the client that writes allocations and
+	// removes gates (--kube-api-qps); with it, a batch is bounded by the
+	// claims whose writes fit in a pass's time (batch.go). 0: unknown.
+	KubeAPIQPS float64
 	// DryRun: solve and report, but write nothing.
 	DryRun bool
 

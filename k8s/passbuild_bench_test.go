@@ -9,6 +9,7 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 
 	"github.com/drasat/drasat/bench"
+	"github.com/drasat/drasat/frag"
 	"github.com/drasat/drasat/model"
 )
 
@@ -59,7 +60,7 @@ func BenchmarkPassBuild(b *testing.B) {
 
 // passInput is the load test's pool at nodes x 8 GPUs, as a snapshot, and
 // its first n pending claims as the batch.
-func passInput(b *testing.B, nodes, n int) (*Snapshot, []*resourceapi.ResourceClaim) {
+func passInput(b testing.TB, nodes, n int) (*Snapshot, []*resourceapi.ResourceClaim) {
 	b.Helper()
 	insts, err := bench.Generate("mig", bench.Size{Nodes: nodes, GPUs: 8, Claims: 5 * nodes}, 1, bench.GenerateOptions{})
 	if err != nil {
@@ -85,4 +86,52 @@ func passInput(b *testing.B, nodes, n int) (*Snapshot, []*resourceapi.ResourceCl
 		}
 	}
 	return snap, batch
+}
+
+// BenchmarkPassShapes is the build of a pass with the frag look-ahead's
+// measure (the controller's default policy), as passes made it before
+// (together=false: the batch's build, then frag.For's build of the
+// workload's shapes over every slice again) and as they do now
+// (together=true: one build with the shapes, split off, frag.BindBuilt).
+// The memo is as a controller has it after its first pass; the workload
+// is the one a first pass learns (the snapshot's claims).
+//
+//	go test -run '^$' -bench 'PassShapes/nodes=500' -benchtime 2x -benchmem ./k8s/
+func BenchmarkPassShapes(b *testing.B) {
+	for _, nodes := range []int{200, 500, 1000} {
+		for _, together := range []bool{false, true} {
+			b.Run(fmt.Sprintf("nodes=%d/together=%t", nodes, together), func(b *testing.B) {
+				snap, batch := passInput(b, nodes, 300)
+				ctx := context.Background()
+				opts := model.Options{Memo: model.NewMemo()}
+				w := frag.WorkloadFor(objects(snap, batch), nil)
+				build := func() *frag.Measure {
+					objs := objects(snap, batch)
+					if !together {
+						p, err := model.Build(ctx, objs, opts)
+						if err != nil {
+							b.Fatal(err)
+						}
+						m, err := frag.For(ctx, objs, p, w)
+						if err != nil {
+							b.Fatal(err)
+						}
+						return m
+					}
+					objs.Claims = append(objs.Claims, w.ShapeClaims()...)
+					full, err := model.Build(ctx, objs, opts)
+					if err != nil {
+						b.Fatal(err)
+					}
+					p, shapes := full.Split(func(c *model.Claim) bool { return frag.IsShape(c.Obj) })
+					return w.BindBuilt(p, shapes)
+				}
+				build()
+				b.ResetTimer()
+				for range b.N {
+					build()
+				}
+			})
+		}
+	}
 }

@@ -157,10 +157,16 @@ func newPlan(f *fairness, dem *demand, solved []*resourceapi.ResourceClaim, clai
 		pl.demand[dem.key(c)] = true
 	}
 	for i, c := range claims {
+		k := dem.key(c)
+		if outOfRunBudget(out.Rejected[i]) {
+			// The solve ran out of budget for its selectors: it decided
+			// nothing about it, so the next pass solves it again.
+			delete(pl.demand, k)
+			continue
+		}
 		if !isProjected(c) {
 			continue
 		}
-		k := dem.key(c)
 		if c.Status.Allocation != nil {
 			pl.alloc[k] = c.Status.Allocation
 		} else if why, ok := out.Rejected[i]; ok {

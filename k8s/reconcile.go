@@ -78,8 +78,9 @@ type Reconciler struct {
 	workload *frag.Workload
 	// plan: the last solve's decisions on claims not created yet (plan.go).
 	plan *plan
-	// batchLimit: the batch bound learnt from the solver's cost (batch.go).
-	batchLimit int
+	// batchLimit: the batch bound learnt from the solver's cost, timeLimit
+	// from the passes' time (batch.go).
+	batchLimit, timeLimit int
 	// selectors keeps the CEL selectors' answers per device between
 	// passes (model.Memo): a pass evaluates them only on the
 	// devices of new or changed slices. The problem built is the same.
@@ -131,6 +132,7 @@ func (r *Reconciler) Pass(ctx context.Context) (PassResult, error) {
 	if ctx.Err() != nil {
 		return res, nil
 	}
+	passStart := time.Now()
 	if r.reported == nil {
 		r.reported = map[string]string{}
 	}
@@ -205,6 +207,7 @@ func (r *Reconciler) Pass(ctx context.Context) (PassResult, error) {
 	}
 	r.releaseUnused(ctx, snap, &res)
 	r.handOver(ctx, snap, &res)
+	r.adaptBatchToTime(res.Solved+res.Projected, time.Since(passStart))
 	return res, nil
 }
 
@@ -233,6 +236,12 @@ func (r *Reconciler) solveAndWrite(ctx context.Context, snap *Snapshot, batch, p
 		return nil
 	}
 	objs := objects(snap, solve)
+	// The frag look-ahead's workload shapes are built with the batch, on
+	// the same devices, instead of in a build of their own (frag.For).
+	var shapes *frag.Workload
+	if r.Opts.Policy == alloc.Frag {
+		shapes = frag.WorkloadFor(objs, r.workload)
+	}
 	start := time.Now()
 	// The engine logs its slow paths (the build, each stage) through the
 	// context's logger: the controller's, at --log-level debug.
@@ -251,9 +260,27 @@ func (r *Reconciler) solveAndWrite(ctx context.Context, snap *Snapshot, batch, p
 	// The memo goes with p.Options to the builds over the same objects
 	// (frag's shapes, reserve); not to withoutBadPools' builds of one
 	// pool alone, which would keep only that pool's devices.
-	p, err := model.Build(bctx, objs, model.Options{Compat: r.Opts.Compat, Memo: r.selectors})
+	built := objs
+	if shapes != nil {
+		withShapes := *objs
+		withShapes.Claims = append(slices.Clip(objs.Claims), shapes.ShapeClaims()...)
+		built = &withShapes
+	}
+	p, err := model.Build(bctx, built, model.Options{Compat: r.Opts.Compat, Memo: r.selectors})
 	outOfTime := bctx.Err() != nil
 	cancel()
+	if err != nil && shapes != nil && !outOfTime {
+		// Not the batch's fault, maybe: build it alone (frag.For then
+		// builds the shapes on their own, failing alone if they fail).
+		shapes = nil
+		p, err = model.Build(ctx, objs, model.Options{Compat: r.Opts.Compat, Memo: r.selectors})
+	}
+	var shapeClaims []*model.Claim
+	if err == nil && shapes != nil {
+		p, shapeClaims = p.Split(func(c *model.Claim) bool { return frag.IsShape(c.Obj) })
+	} else {
+		shapes = nil // built without them: frag.For builds them
+	}
 	if err != nil {
 		if outOfTime {
 			return fmt.Errorf("build problem: %w", err) // out of time, not a broken pool
@@ -289,12 +316,16 @@ func (r *Reconciler) solveAndWrite(ctx context.Context, snap *Snapshot, batch, p
 		// The look-ahead only re-places what binpack admits: without its
 		// measure the pass still allocates. Its shapes' selectors are
 		// evaluated within the pass's budget too.
-		fctx, cancel := ctx, context.CancelFunc(func() {})
-		if r.Opts.Timeout > 0 {
-			fctx, cancel = context.WithDeadline(ctx, start.Add(r.Opts.Timeout))
+		if shapes != nil {
+			opts.Lookahead = shapes.BindBuilt(p, shapeClaims)
+		} else {
+			fctx, cancel := ctx, context.CancelFunc(func() {})
+			if r.Opts.Timeout > 0 {
+				fctx, cancel = context.WithDeadline(ctx, start.Add(r.Opts.Timeout))
+			}
+			opts.Lookahead, err = frag.For(fctx, objs, p, r.workload)
+			cancel()
 		}
-		opts.Lookahead, err = frag.For(fctx, objs, p, r.workload)
-		cancel()
 		if err != nil {
 			log.Warn("fragmentation measure unavailable, placing as binpack", zap.Error(err))
 			opts.Lookahead = nil

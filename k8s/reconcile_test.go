@@ -357,19 +357,7 @@ func counterValue(t *testing.T, c prometheus.Counter) float64 {
 // the batch is allocated in the same pass (building past the budget used
 // to fail the whole batch, every pass).
 func TestPassExpensiveSelectorOnlyFailsItsClaim(t *testing.T) {
-	managed := map[string]string{ManagedLabel: "true"}
-	l := "[" + strings.TrimSuffix(strings.Repeat("1,", 40), ",") + "]"
-	expr := "device.attributes['" + driver + "'].idx >= 0 && " + l + ".all(x, " + l + ".all(y, " + l + ".all(z, x+y+z > 0)))"
-	big := slice("n1", 1)
-	big.Name, big.Spec.Pool.Name = "n1-many", "n1-many"
-	big.Spec.Devices = nil
-	for i := 0; i < 200; i++ {
-		big.Spec.Devices = append(big.Spec.Devices, resourceapi.Device{Name: "d" + strings.Repeat("x", i%7) + string(rune('a'+i%26)) + string(rune('a'+i/26)),
-			Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{"idx": {IntValue: ptr.To(int64(i))}}})
-	}
-	slow := claim("slow", 1, managed)
-	slow.Spec.Devices.Requests[0].Exactly.Selectors = []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: expr}}}
-	e := newEnv(t, Options{Timeout: 300 * time.Millisecond}, node("n1"), big, class(), slow, claim("quick", 1, managed))
+	e := slowSelectorEnv(t)
 	res, err := e.r.Pass(context.Background())
 	if err != nil {
 		t.Fatalf("pass: %v; want the batch solved without the slow claim", err)
@@ -385,4 +373,24 @@ func TestPassExpensiveSelectorOnlyFailsItsClaim(t *testing.T) {
 		t.Errorf("slow claim's reason %q; want the time budget and its selector", why)
 	}
 	e.allFeasible(t)
+}
+
+// slowSelectorEnv is a node with 200 devices, a managed claim "slow" whose
+// selector costs about a second over them and a managed claim "quick",
+// with a pass budget (--timeout) of 300 ms.
+func slowSelectorEnv(t *testing.T) *env {
+	t.Helper()
+	managed := map[string]string{ManagedLabel: "true"}
+	l := "[" + strings.TrimSuffix(strings.Repeat("1,", 40), ",") + "]"
+	expr := "device.attributes['" + driver + "'].idx >= 0 && " + l + ".all(x, " + l + ".all(y, " + l + ".all(z, x+y+z > 0)))"
+	big := slice("n1", 1)
+	big.Name, big.Spec.Pool.Name = "n1-many", "n1-many"
+	big.Spec.Devices = nil
+	for i := 0; i < 200; i++ {
+		big.Spec.Devices = append(big.Spec.Devices, resourceapi.Device{Name: "d" + strings.Repeat("x", i%7) + string(rune('a'+i%26)) + string(rune('a'+i/26)),
+			Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{"idx": {IntValue: ptr.To(int64(i))}}})
+	}
+	slow := claim("slow", 1, managed)
+	slow.Spec.Devices.Requests[0].Exactly.Selectors = []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: expr}}}
+	return newEnv(t, Options{Timeout: 300 * time.Millisecond}, node("n1"), big, class(), slow, claim("quick", 1, managed))
 }

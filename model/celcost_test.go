@@ -71,6 +71,10 @@ func TestSelectorCostPerRunIsBounded(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "cost more than 200000 in all") {
 		t.Fatalf("claim error %v, want the per-run cost limit", err)
 	}
+	// The selector's own limit: the same in every run, not the run's.
+	if be := (*BudgetError)(nil); !errors.As(err, &be) || be.OfTheRun {
+		t.Fatalf("claim error %#v, want a BudgetError not of the run", err)
+	}
 }
 
 // Build stops when its context is cancelled (Ctrl-C), returning an error
@@ -94,8 +98,8 @@ func TestBuildStopsWithItsContext(t *testing.T) {
 		t.Fatalf("Build past its deadline: %v; want the problem with the claim's error", err)
 	}
 	var be *BudgetError
-	if err := claimErr(t, p, "default/c"); !errors.As(err, &be) || !strings.Contains(err.Error(), "time budget") {
-		t.Fatalf("claim error %v, want the time budget", err)
+	if err := claimErr(t, p, "default/c"); !errors.As(err, &be) || !strings.Contains(err.Error(), "time budget") || !be.OfTheRun {
+		t.Fatalf("claim error %v, want the run's time budget", err)
 	}
 	if err := claimErr(t, p, "default/quick"); err != nil {
 		t.Fatalf("cheap claim: %v; want it built before the expensive one", err)
@@ -172,7 +176,7 @@ spec:
 		if err == nil {
 			continue
 		}
-		if !errors.As(err, &be) || !strings.Contains(err.Error(), "CEL budget (cost 1000000") || !strings.Contains(err.Error(), fmt.Sprintf(">= %d &&", -i-1)) {
+		if !errors.As(err, &be) || !be.OfTheRun || !strings.Contains(err.Error(), "CEL budget (cost 1000000") || !strings.Contains(err.Error(), fmt.Sprintf(">= %d &&", -i-1)) {
 			t.Errorf("claim costly-%d: %v; want the run's CEL budget and its selector named", i, err)
 		}
 		refused++

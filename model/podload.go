@@ -1,5 +1,10 @@
 package model
 
+import (
+	"maps"
+	"slices"
+)
+
 // PodLoad tracks what pod groups placed so far take of the nodes'
 // resources (Problem.NodeFree): each group's pods consume their requests
 // on the one node of its claims, once per pod.
@@ -89,4 +94,37 @@ func (p *Problem) Regroup() {
 		c.Group = g
 	}
 	p.PodGroups = out
+}
+
+// Split is p without the claims drop selects, and those claims (as in p).
+// The problem keeps p's devices, nodes and allocations. When the dropped
+// claims are a suffix of p's (a caller that adds claims for its own use at
+// the end of the input, such as the frag measure's shapes) it shares p's
+// claims; otherwise its claims are copies, renumbered, and regrouped.
+func (p *Problem) Split(drop func(*Claim) bool) (*Problem, []*Claim) {
+	q := *p
+	q.Claims = make([]*Claim, 0, len(p.Claims))
+	var dropped []*Claim
+	suffix := true
+	for _, c := range p.Claims {
+		if drop(c) {
+			dropped = append(dropped, c)
+			continue
+		}
+		suffix = suffix && len(dropped) == 0
+		q.Claims = append(q.Claims, c)
+	}
+	if suffix {
+		return &q, dropped
+	}
+	for i, c := range q.Claims {
+		cc := *c
+		cc.Index = i
+		cc.Requests = slices.Clone(c.Requests)
+		cc.Constraints = slices.Clone(c.Constraints)
+		cc.ExcludedNodes = maps.Clone(c.ExcludedNodes)
+		q.Claims[i] = &cc
+	}
+	q.Regroup() // the pod groups by the new indices
+	return &q, dropped
 }

@@ -294,10 +294,10 @@ type celMaps struct {
 // not allocated at all.
 func (e *celEnv) refuse(expr string) error {
 	if errors.Is(e.ctx.Err(), context.DeadlineExceeded) {
-		return &BudgetError{Expr: expr, Why: "the run's time budget (--timeout) ran out before it was evaluated on every device"}
+		return &BudgetError{Expr: expr, Why: "the run's time budget (--timeout) ran out before it was evaluated on every device", OfTheRun: true}
 	}
 	if e.spent >= e.budget && e.estimate[expr] > CheapSelectorCost {
-		return &BudgetError{Expr: expr, Why: fmt.Sprintf("the run's CEL budget (cost %d for all selectors together) was spent before it was evaluated on every device", e.budget)}
+		return &BudgetError{Expr: expr, Why: fmt.Sprintf("the run's CEL budget (cost %d for all selectors together) was spent before it was evaluated on every device", e.budget), OfTheRun: true}
 	}
 	return nil
 }
@@ -307,6 +307,11 @@ func (e *celEnv) refuse(expr string) error {
 // never allocated on a partial evaluation.
 type BudgetError struct {
 	Expr, Why string
+	// OfTheRun: the run's budget ran out (its time, or the CEL cost all
+	// selectors of the run share), not the selector's own limit. Another
+	// run, with more time or other claims, may evaluate it: the
+	// controller tries such a claim again instead of parking it.
+	OfTheRun bool
 }
 
 func (e *BudgetError) Error() string {
@@ -352,7 +357,7 @@ func (e *celEnv) evalCost(expr, driver string, dev *resourceapi.Device) (bool, u
 	}
 	if err := e.ctx.Err(); err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
-			return false, 0, &BudgetError{Expr: expr, Why: "the run's time budget (--timeout) ran out before it was evaluated"}
+			return false, 0, &BudgetError{Expr: expr, Why: "the run's time budget (--timeout) ran out before it was evaluated", OfTheRun: true}
 		}
 		return false, 0, context.Cause(e.ctx)
 	}
@@ -370,7 +375,7 @@ func (e *celEnv) evalCost(expr, driver string, dev *resourceapi.Device) (bool, u
 	e.spent += cost
 	if err != nil && errors.Is(e.ctx.Err(), context.DeadlineExceeded) {
 		// Stopped by the deadline, not an answer about the device.
-		return false, cost, &BudgetError{Expr: expr, Why: "the run's time budget (--timeout) ran out while it was evaluated"}
+		return false, cost, &BudgetError{Expr: expr, Why: "the run's time budget (--timeout) ran out while it was evaluated", OfTheRun: true}
 	}
 	if err != nil {
 		return false, cost, fmt.Errorf("CEL expression %q on device %s: %w", expr, dev.Name, dracel.EnhanceRuntimeError(err))
@@ -402,7 +407,7 @@ func (e *celEnv) derived(expr string, d *Device) ([]string, error) {
 		return nil, fmt.Errorf("CEL expression %q: %s", expr, res.Error.Detail)
 	}
 	if errors.Is(e.ctx.Err(), context.DeadlineExceeded) {
-		return nil, &BudgetError{Expr: expr, Why: "the run's time budget (--timeout) ran out before it was evaluated"}
+		return nil, &BudgetError{Expr: expr, Why: "the run's time budget (--timeout) ran out before it was evaluated", OfTheRun: true}
 	}
 	attr, details, err := res.EvaluateDerivedAttribute(e.ctx, dracel.Device{
 		Driver:                   d.ID.Driver,
@@ -414,7 +419,7 @@ func (e *celEnv) derived(expr string, d *Device) ([]string, error) {
 		e.spent += *details.ActualCost()
 	}
 	if err != nil && errors.Is(e.ctx.Err(), context.DeadlineExceeded) {
-		return nil, &BudgetError{Expr: expr, Why: "the run's time budget (--timeout) ran out while it was evaluated"}
+		return nil, &BudgetError{Expr: expr, Why: "the run's time budget (--timeout) ran out while it was evaluated", OfTheRun: true}
 	}
 	var r derivedResult
 	if err != nil {

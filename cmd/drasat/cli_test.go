@@ -233,3 +233,18 @@ func TestHoldIdlePerClaimFlag(t *testing.T) {
 		}
 	}
 }
+
+// --memory-limit takes a quantity of bytes; anything else is refused with
+// the flag named.
+func TestMemoryLimitFlag(t *testing.T) {
+	for s, want := range map[string]int64{"": 0, "1800Mi": 1800 << 20, "2G": 2e9, "0": 0} {
+		if got, err := memoryLimit(s); err != nil || got != want {
+			t.Errorf("memoryLimit(%q) = %d, %v; want %d", s, got, err, want)
+		}
+	}
+	for _, s := range []string{"lots", "-1Gi"} {
+		if _, err := memoryLimit(s); err == nil || !strings.Contains(err.Error(), "--memory-limit") {
+			t.Errorf("memoryLimit(%q): %v; want an error naming the flag", s, err)
+		}
+	}
+}

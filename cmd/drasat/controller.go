@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
 	"go.uber.org/zap"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/drasat/drasat/alloc"
@@ -25,7 +27,7 @@ func clusterFlags() []cli.Flag {
 		&cli.StringFlag{Name: "context", Usage: "kubeconfig context to use"},
 		&cli.StringFlag{Name: "namespace", Aliases: []string{"n"}, Usage: "manage only claims and pods in this namespace (default: all)"},
 		&cli.DurationFlag{Name: "batch-window", Value: 2 * time.Second, Usage: "under contention, solve once no claim arrived for this long (see --max-window)"},
-		&cli.IntFlag{Name: "max-batch", Value: 0, Usage: "solve at most this many claims together, stand-ins for claims not created yet included (never tried first, then least recently tried); reaching it ends the window early. 0 (default): bounded by the solver's cost only (a solve that spends --timeout with a gap halves the next batches)"},
+		&cli.IntFlag{Name: "max-batch", Value: 0, Usage: "solve at most this many claims together, stand-ins for claims not created yet included (never tried first, then least recently tried); reaching it ends the window early. 0 (default): bounded by the solver's cost (a solve that spends --timeout with a gap halves the next batches) and the passes' time (a pass longer than a third of --stuck-after bounds the next in proportion)"},
 		&cli.BoolFlag{Name: "dry-run", Usage: "print the claims that would be written (YAML on stdout) and write nothing"},
 		&cli.StringFlag{Name: "objective", Value: alloc.MaxClaims, Usage: "max-claims or ordered"},
 		&cli.BoolFlag{Name: "reserve", Usage: "keep a node for a claim that waited a pass and fits nowhere although the devices it asks for are free, spread over nodes: no other claim goes there until it is allocated"},
@@ -70,6 +72,7 @@ func controllerCommand() *cli.Command {
 			&cli.StringFlag{Name: "identity", Value: host, Usage: "this replica's name in the Lease", EnvVars: []string{"POD_NAME"}},
 			&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile of the whole run to this file when the controller stops, for go tool pprof"},
 			&cli.StringFlag{Name: "memprofile", Usage: "write a heap profile to this file when the controller stops (what is live then: the informer caches above all)"},
+			&cli.StringFlag{Name: "memory-limit", Usage: "soft limit of the Go runtime's memory, a quantity (1800Mi, 2G): the garbage collector runs more often as it nears it (a container's limit less some room; empty: the GOMEMLIMIT environment variable, else none; docs/adapter.md, Memory)"},
 		),
 		Action: runController,
 	}
@@ -154,6 +157,15 @@ func runController(c *cli.Context) error {
 		return err
 	}
 	defer func() { _ = log.Sync() }()
+	// A pass's batch is bounded by the writes that fit in its time (one
+	// pass of reconcile --once solves everything pending).
+	opts.KubeAPIQPS = c.Float64("kube-api-qps")
+	if limit, err := memoryLimit(c.String("memory-limit")); err != nil {
+		return err
+	} else if limit > 0 {
+		debug.SetMemoryLimit(limit)
+		log.Info("memory limit", zap.Int64("bytes", limit))
+	}
 	stopCPU, writeHeap, err := startProfiles(c.String("cpuprofile"), c.String("memprofile"))
 	if err != nil {
 		return err
@@ -198,4 +210,16 @@ func runController(c *cli.Context) error {
 	writeHeap() // before the deferred cancel: the caches are still live
 	log.Info("stopped")
 	return err
+}
+
+// memoryLimit parses --memory-limit: bytes, 0 for none.
+func memoryLimit(s string) (int64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	q, err := resource.ParseQuantity(s)
+	if err != nil || q.Sign() < 0 {
+		return 0, fmt.Errorf("--memory-limit %q: want a quantity of bytes such as 1800Mi or 2G", s)
+	}
+	return q.Value(), nil
 }

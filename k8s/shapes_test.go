@@ -1,0 +1,75 @@
+package k8s
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/drasat/drasat/alloc"
+	"github.com/drasat/drasat/frag"
+	"github.com/drasat/drasat/model"
+)
+
+// A pass builds the frag look-ahead's workload shapes with its batch
+// (frag.BindBuilt) instead of in a build of their own (frag.For): the
+// problem without the shapes is the one built without them, and the
+// measure ranks placements as For's does, so the pass allocates the same.
+func TestShapesBuiltWithBatchAsFor(t *testing.T) {
+	ctx := context.Background()
+	snap, batch := passInput(t, 8, 40)
+	objs := objects(snap, batch)
+	w := frag.WorkloadFor(objs, nil)
+	shapes := w.ShapeClaims()
+	if len(shapes) < 2 {
+		t.Fatalf("%d shapes; want several to compare", len(shapes))
+	}
+	memo := model.NewMemo()
+	opts := model.Options{Memo: memo}
+
+	alone, err := model.Build(ctx, objs, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forM, err := frag.For(ctx, objs, alone, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	with := *objs
+	with.Claims = append(slices.Clip(objs.Claims), shapes...)
+	full, err := model.Build(ctx, &with, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, built := full.Split(func(c *model.Claim) bool { return frag.IsShape(c.Obj) })
+	if len(built) != len(shapes) {
+		t.Fatalf("split off %d claims; want the %d shapes", len(built), len(shapes))
+	}
+	if !reflect.DeepEqual(p.Claims, alone.Claims) {
+		t.Fatal("the batch's claims built with the shapes differ from those built alone")
+	}
+	builtM := w.BindBuilt(p, built)
+
+	fa, ga := forM.Frag(model.NewState(alone))
+	fb, gb := builtM.Frag(model.NewState(p))
+	if fa != fb || ga != gb {
+		t.Fatalf("fragmentation %v of %v free GPUs; For's %v of %v", fb, gb, fa, ga)
+	}
+	run := func(p *model.Problem, m *frag.Measure) string {
+		res, err := alloc.Run(ctx, p, alloc.Options{Policy: alloc.Frag, Lookahead: m, Timeout: 20 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := fmt.Sprintf("admitted %d, optimal %v:", len(res.Assignments), res.Stats.Optimal)
+		for _, a := range res.Assignments {
+			out += fmt.Sprintf(" %s@%d%v", a.Claim.Key, a.Node, a.Picks)
+		}
+		return out
+	}
+	if a, b := run(alone, forM), run(p, builtM); a != b {
+		t.Fatalf("allocated with the shapes built with the batch:\n%s\nwith frag.For's:\n%s", b, a)
+	}
+}
