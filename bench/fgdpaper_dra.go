@@ -37,6 +37,22 @@ const FGDPaperDriver = "gpu.openb.example"
 // the CPU-only pods are (a pending pod whose claims pin it to a node
 // counts there for the checker's pod rules).
 func fpObjects(s *fpSim, upto int, bound bool) *input.Objects {
+	objs := fpClusterObjects(s)
+	for i := 0; i < upto && i < len(s.placed); i++ {
+		pod, claim := fpPlacedObjects(s, i, bound)
+		if pod != nil {
+			objs.Pods = append(objs.Pods, pod)
+		}
+		if claim != nil {
+			objs.Claims = append(objs.Claims, claim)
+		}
+	}
+	return objs
+}
+
+// fpClusterObjects is the cluster without tasks: the GPUs' device class,
+// the nodes and their slices.
+func fpClusterObjects(s *fpSim) *input.Objects {
 	objs := &input.Objects{Origin: map[string]string{}}
 	objs.Classes = append(objs.Classes, &resourceapi.DeviceClass{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "resource.k8s.io/v1", Kind: "DeviceClass"},
@@ -56,36 +72,38 @@ func fpObjects(s *fpSim, upto int, bound bool) *input.Objects {
 		}
 		objs.Slices = append(objs.Slices, sl)
 	}
-	for i := 0; i < upto && i < len(s.placed); i++ {
-		pl := s.placed[i]
-		if pl.node < 0 {
-			continue
-		}
-		name := fmt.Sprintf("t%05d", i)
-		pod := fpPod(name, pl.task)
-		if pl.task.num == 0 || bound {
-			pod.Spec.NodeName = s.nodes[pl.node].name
-		}
-		objs.Pods = append(objs.Pods, pod)
-		if pl.task.num == 0 {
-			continue
-		}
-		c := fpClaim(name, pl.task)
-		node := s.nodes[pl.node].name
-		res := resourceapi.AllocationResult{NodeSelector: gen.NodeSelectorFor(node)}
-		for k, g := range pl.gpus {
-			res.Devices.Results = append(res.Devices.Results, resourceapi.DeviceRequestAllocationResult{
-				Request: "gpu", Driver: FGDPaperDriver, Pool: node, Device: fmt.Sprintf("gpu-%d", g),
-				ShareID:          ptr.To(types.UID(fmt.Sprintf("00000000-0000-4000-8000-%07d%05d", i, k))),
-				ConsumedCapacity: map[resourceapi.QualifiedName]resource.Quantity{"milli": *resource.NewQuantity(pl.task.milli, resource.DecimalSI)}})
-		}
-		c.Status.Allocation = &res
-		if bound {
-			c.Status.ReservedFor = []resourceapi.ResourceClaimConsumerReference{{Resource: "pods", Name: pod.Name, UID: pod.UID}}
-		}
-		objs.Claims = append(objs.Claims, c)
-	}
 	return objs
+}
+
+// fpPlacedObjects is s's placement i as running (fpObjects): its pod and,
+// for a GPU task, its allocated claim; nil, nil when it is not placed.
+func fpPlacedObjects(s *fpSim, i int, bound bool) (*corev1.Pod, *resourceapi.ResourceClaim) {
+	pl := s.placed[i]
+	if pl.node < 0 {
+		return nil, nil
+	}
+	name := fmt.Sprintf("t%05d", i)
+	pod := fpPod(name, pl.task)
+	if pl.task.num == 0 || bound {
+		pod.Spec.NodeName = s.nodes[pl.node].name
+	}
+	if pl.task.num == 0 {
+		return pod, nil
+	}
+	c := fpClaim(name, pl.task)
+	node := s.nodes[pl.node].name
+	res := resourceapi.AllocationResult{NodeSelector: gen.NodeSelectorFor(node)}
+	for k, g := range pl.gpus {
+		res.Devices.Results = append(res.Devices.Results, resourceapi.DeviceRequestAllocationResult{
+			Request: "gpu", Driver: FGDPaperDriver, Pool: node, Device: fmt.Sprintf("gpu-%d", g),
+			ShareID:          ptr.To(types.UID(fmt.Sprintf("00000000-0000-4000-8000-%07d%05d", i, k))),
+			ConsumedCapacity: map[resourceapi.QualifiedName]resource.Quantity{"milli": *resource.NewQuantity(pl.task.milli, resource.DecimalSI)}})
+	}
+	c.Status.Allocation = &res
+	if bound {
+		c.Status.ReservedFor = []resourceapi.ResourceClaimConsumerReference{{Resource: "pods", Name: pod.Name, UID: pod.UID}}
+	}
+	return pod, c
 }
 
 func fpNodeObject(n fpNode) *corev1.Node {

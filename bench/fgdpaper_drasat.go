@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/drasat/drasat/frag"
+	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/model"
 )
 
@@ -87,6 +88,46 @@ func (s *fpSim) runDrasat(ctx context.Context, arrivals []*fpTask, window int, t
 	var arrived int64
 	var pending []int // arrival indices of the window's GPU tasks
 	s.placed = make([]fpPlacement, 0, len(arrivals))
+	life := &lifecycle{upgrade: true}
+	// The cluster's objects are made once and kept, as are the running
+	// tasks' pods and claims (by arrival), so that each window's build
+	// finds the devices, pools and nodes of the last one in the memo and
+	// builds only what the window adds; s.freshWindows makes every
+	// window's objects anew without a memo (the same answers, tested).
+	var cluster *input.Objects
+	var keptPods []*corev1.Pod
+	var keptClaims []*resourceapi.ResourceClaim
+	if !s.freshWindows {
+		cluster = fpClusterObjects(s)
+		life.memo = model.NewMemo()
+		keptPods = make([]*corev1.Pod, len(arrivals))
+		keptClaims = make([]*resourceapi.ResourceClaim, len(arrivals))
+	}
+	nodeByName := make(map[string]int, len(s.nodes))
+	for n, nd := range s.nodes {
+		nodeByName[nd.name] = n
+	}
+	// windowObjects states the placements so far as running, as fpObjects
+	// does (in arrival order).
+	windowObjects := func() *input.Objects {
+		if s.freshWindows {
+			return fpObjects(s, len(s.placed), true)
+		}
+		objs := &input.Objects{Classes: cluster.Classes, Nodes: cluster.Nodes, Slices: cluster.Slices, Origin: cluster.Origin}
+		for i := range s.placed {
+			if s.placed[i].node < 0 {
+				continue
+			}
+			if keptPods[i] == nil {
+				keptPods[i], keptClaims[i] = fpPlacedObjects(s, i, true)
+			}
+			objs.Pods = append(objs.Pods, keptPods[i])
+			if keptClaims[i] != nil {
+				objs.Claims = append(objs.Claims, keptClaims[i])
+			}
+		}
+		return objs
+	}
 	flush := func() error {
 		if len(pending) == 0 {
 			return nil
@@ -94,9 +135,9 @@ func (s *fpSim) runDrasat(ctx context.Context, arrivals []*fpTask, window int, t
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		objs := fpObjects(s, len(s.placed), true)
-		// fpObjects states placements up to len(s.placed); the window's
-		// tasks are placeholders (node -1) there, added here as pending.
+		objs := windowObjects()
+		// The placements so far are running; the window's tasks are
+		// placeholders (node -1) there, added here as pending.
 		for _, i := range pending {
 			name := fmt.Sprintf("t%05d", i)
 			objs.Pods = append(objs.Pods, fpPod(name, arrivals[i]))
@@ -106,7 +147,7 @@ func (s *fpSim) runDrasat(ctx context.Context, arrivals []*fpTask, window int, t
 		if binpack {
 			policy = PolicyDrasatBinpack
 		}
-		out, err := runPolicy(ctx, policy, objs, model.CompatKEP5963, timeout, wl, false, &lifecycle{upgrade: true})
+		out, err := runPolicy(ctx, policy, objs, model.CompatKEP5963, timeout, wl, false, life)
 		if err != nil {
 			return err
 		}
@@ -124,10 +165,8 @@ func (s *fpSim) runDrasat(ctx context.Context, arrivals []*fpTask, window int, t
 			}
 			node, gpus := -1, []int(nil)
 			for _, r := range cl.Status.Allocation.Devices.Results {
-				for n := range s.nodes {
-					if s.nodes[n].name == r.Pool {
-						node = n
-					}
+				if n, ok := nodeByName[r.Pool]; ok {
+					node = n
 				}
 				g, err := strconv.Atoi(strings.TrimPrefix(r.Device, "gpu-"))
 				if err != nil || node < 0 {
