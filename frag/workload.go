@@ -11,9 +11,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -33,6 +35,12 @@ type Workload struct {
 	reqs   []corev1.ResourceList        // the pod's requests per shape (nil: not known)
 	counts []float64
 	index  map[string]int
+	// specs is each shape's claim spec (spec.devices as JSON; "" for a
+	// task without devices): shapes differing only in their pod share it.
+	specs []string
+	// bound keeps the claim specs built against the last cluster (Bind).
+	mu    sync.Mutex
+	bound *boundSpecs
 	// Top, when above 0, keeps only the most frequent shapes that together
 	// make up Top % of the tasks, their frequencies renormalised (FGD's
 	// target workload: 95 in the paper). Ties keep the shape seen first.
@@ -53,6 +61,7 @@ func (w *Workload) ObserveTask(c *resourceapi.ResourceClaim, requests corev1.Res
 		js, _ := json.Marshal(c.Spec.Devices)
 		b.Write(js)
 	}
+	spec := b.String()
 	names := make([]string, 0, len(requests))
 	for n := range requests {
 		names = append(names, string(n))
@@ -69,6 +78,7 @@ func (w *Workload) ObserveTask(c *resourceapi.ResourceClaim, requests corev1.Res
 		w.index[k] = i
 		w.keys = append(w.keys, k)
 		w.claims = append(w.claims, c)
+		w.specs = append(w.specs, spec)
 		w.reqs = append(w.reqs, requests)
 		w.counts = append(w.counts, 0)
 	}
@@ -161,29 +171,9 @@ func (w *Workload) Bind(ctx context.Context, objs *input.Objects, p *model.Probl
 		return m, nil
 	}
 	keep, total := w.target()
-	o := *objs
-	o.Claims = nil
-	o.Pods = nil
-	for _, i := range keep {
-		c := w.claims[i]
-		if c == nil {
-			continue
-		}
-		cc := c.DeepCopy()
-		cc.Namespace, cc.Name = "drasat-frag", fmt.Sprintf("shape-%d", i)
-		cc.Status = resourceapi.ResourceClaimStatus{}
-		o.Claims = append(o.Claims, cc)
-	}
-	q, err := model.Build(ctx, &o, p.Options)
+	q, byShape, err := w.bind(ctx, objs, p.Options, keep)
 	if err != nil {
-		return nil, fmt.Errorf("frag: workload shapes: %w", err)
-	}
-	byShape := map[int]*model.Claim{}
-	for _, c := range q.Claims {
-		var i int
-		if _, err := fmt.Sscanf(c.Obj.Name, "shape-%d", &i); err == nil {
-			byShape[i] = c
-		}
+		return nil, err
 	}
 	byID := make(map[input.DeviceID]int, len(p.Devices))
 	for _, d := range p.Devices {
@@ -246,6 +236,93 @@ func (w *Workload) Bind(ctx context.Context, objs *input.Objects, p *model.Probl
 		m.shapes = append(m.shapes, sh)
 	}
 	return m, nil
+}
+
+// boundSpecs is the workload's claim specs built against one cluster's
+// devices: the problem of one claim per spec, as if nothing were allocated.
+// It is a function of the cluster's slices, classes, nodes, taint rules and
+// extensions, the build's options and the specs alone, so Bind keeps it
+// while those objects are the same (objects are never changed in place: an
+// update is a new object, as from an informer) and builds it again, for
+// every spec seen so far, when one of them changes or a new spec comes.
+type boundSpecs struct {
+	objs  input.Objects // the cluster: Claims and Pods are nil
+	opts  model.Options
+	specs map[string]string // spec -> the name of its claim in q
+	q     *model.Problem
+}
+
+// sameCluster tells whether objs is the cluster b was built for.
+func (b *boundSpecs) sameCluster(objs *input.Objects, opts model.Options) bool {
+	o := &b.objs
+	return b.opts.Compat == opts.Compat && b.opts.CELCost == opts.CELCost &&
+		slices.Equal(o.Slices, objs.Slices) && slices.Equal(o.Classes, objs.Classes) && slices.Equal(o.Nodes, objs.Nodes) &&
+		slices.Equal(o.TaintRules, objs.TaintRules) && slices.Equal(o.Draft, objs.Draft) &&
+		maps.Equal(o.CompatibleOnlyWith, objs.CompatibleOnlyWith) && maps.Equal(o.Origin, objs.Origin)
+}
+
+// bind returns the problem of the workload's claim specs on objs' cluster
+// and, for each shape in keep with a claim, its claim there.
+func (w *Workload) bind(ctx context.Context, objs *input.Objects, opts model.Options, keep []int) (*model.Problem, map[int]*model.Claim, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	b := w.bound
+	fresh := b == nil || !b.sameCluster(objs, opts)
+	for _, i := range keep {
+		if w.claims[i] != nil && !fresh {
+			if _, ok := b.specs[w.specs[i]]; !ok {
+				fresh = true
+			}
+		}
+	}
+	if fresh {
+		w.bound = nil
+		b = &boundSpecs{objs: *objs, opts: opts, specs: map[string]string{}}
+		b.objs.Claims, b.objs.Pods = nil, nil
+		// The caller's lists and maps may change after this call.
+		b.objs.Slices, b.objs.Classes, b.objs.Nodes = slices.Clone(objs.Slices), slices.Clone(objs.Classes), slices.Clone(objs.Nodes)
+		b.objs.TaintRules, b.objs.Draft = slices.Clone(objs.TaintRules), slices.Clone(objs.Draft)
+		b.objs.CompatibleOnlyWith, b.objs.Origin = maps.Clone(objs.CompatibleOnlyWith), maps.Clone(objs.Origin)
+		o := b.objs
+		for i, c := range w.claims {
+			if c == nil {
+				continue
+			}
+			if _, ok := b.specs[w.specs[i]]; ok {
+				continue
+			}
+			// A spec's claim is named after the first shape with it.
+			cc := c.DeepCopy()
+			cc.Namespace, cc.Name = "drasat-frag", fmt.Sprintf("shape-%d", i)
+			b.specs[w.specs[i]] = cc.Name
+			cc.Status = resourceapi.ResourceClaimStatus{}
+			o.Claims = append(o.Claims, cc)
+		}
+		q, err := model.Build(ctx, &o, opts)
+		if err != nil {
+			return nil, nil, fmt.Errorf("frag: workload shapes: %w", err)
+		}
+		b.q = q
+		// A build cut short by its deadline may have failed some specs:
+		// it is not kept.
+		if ctx.Err() == nil {
+			w.bound = b
+		}
+	}
+	byName := make(map[string]*model.Claim, len(b.q.Claims))
+	for _, c := range b.q.Claims {
+		byName[c.Obj.Name] = c
+	}
+	byShape := map[int]*model.Claim{}
+	for _, i := range keep {
+		if w.claims[i] == nil {
+			continue
+		}
+		if c := byName[b.specs[w.specs[i]]]; c != nil {
+			byShape[i] = c
+		}
+	}
+	return b.q, byShape, nil
 }
 
 // For is the frag policy's measure for problem p: against w when it has
