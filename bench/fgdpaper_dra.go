@@ -56,14 +56,16 @@ func fpClusterObjects(s *fpSim) *input.Objects {
 	objs := &input.Objects{Origin: map[string]string{}}
 	objs.Classes = append(objs.Classes, &resourceapi.DeviceClass{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "resource.k8s.io/v1", Kind: "DeviceClass"},
-		ObjectMeta: metav1.ObjectMeta{Name: FGDPaperDriver},
+		ObjectMeta: fpClusterMeta(FGDPaperDriver),
 		Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
 			Expression: fmt.Sprintf("device.driver == '%s'", FGDPaperDriver)}}}},
 	})
 	for _, n := range s.nodes {
-		objs.Nodes = append(objs.Nodes, fpNodeObject(n))
+		node := fpNodeObject(n)
+		node.UID, node.ResourceVersion = fpClusterMeta(n.name).UID, "1"
+		objs.Nodes = append(objs.Nodes, node)
 		sl := &resourceapi.ResourceSlice{TypeMeta: metav1.TypeMeta{APIVersion: "resource.k8s.io/v1", Kind: "ResourceSlice"},
-			ObjectMeta: metav1.ObjectMeta{Name: n.name + "-gpus"}, Spec: resourceapi.ResourceSliceSpec{
+			ObjectMeta: fpClusterMeta(n.name + "-gpus"), Spec: resourceapi.ResourceSliceSpec{
 				Driver: FGDPaperDriver, NodeName: ptr.To(n.name), Pool: resourceapi.ResourcePool{Name: n.name, Generation: 1, ResourceSliceCount: 1}}}
 		for g := 0; g < n.gpus; g++ {
 			sl.Spec.Devices = append(sl.Spec.Devices, resourceapi.Device{Name: fmt.Sprintf("gpu-%d", g), AllowMultipleAllocations: ptr.To(true),
@@ -73,6 +75,13 @@ func fpClusterObjects(s *fpSim) *input.Objects {
 		objs.Slices = append(objs.Slices, sl)
 	}
 	return objs
+}
+
+// fpClusterMeta names a cluster object with a UID and resourceVersion, as
+// the API server does: they never change during a run, and the checker
+// keeps what it learns of them between checks (check.Memo) by these.
+func fpClusterMeta(name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: name, UID: types.UID("fgd-paper-" + name), ResourceVersion: "1"}
 }
 
 // fpPlacedObjects is s's placement i as running (fpObjects): its pod and,

@@ -12,6 +12,7 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/drasat/drasat/check"
 	"github.com/drasat/drasat/frag"
 	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/model"
@@ -95,11 +96,13 @@ func (s *fpSim) runDrasat(ctx context.Context, arrivals []*fpTask, window int, t
 	// builds only what the window adds; s.freshWindows makes every
 	// window's objects anew without a memo (the same answers, tested).
 	var cluster *input.Objects
+	var checkMemo *check.Memo
 	var keptPods []*corev1.Pod
 	var keptClaims []*resourceapi.ResourceClaim
 	if !s.freshWindows {
 		cluster = fpClusterObjects(s)
 		life.memo = model.NewMemo()
+		checkMemo = &check.Memo{}
 		keptPods = make([]*corev1.Pod, len(arrivals))
 		keptClaims = make([]*resourceapi.ResourceClaim, len(arrivals))
 	}
@@ -151,8 +154,10 @@ func (s *fpSim) runDrasat(ctx context.Context, arrivals []*fpTask, window int, t
 		if err != nil {
 			return err
 		}
-		if err := validate(FPDrasat, fmt.Sprintf("fgd-paper window ending at arrival %d", pending[len(pending)-1]), objs, model.CompatKEP5963, out.allocated); err != nil {
-			return err
+		// Every window's allocation is checked (validate), with what the
+		// checker learns of the unchanged cluster kept.
+		if err := check.Check(objs, out.allocated, check.Options{Compat: model.CompatKEP5963, Memo: checkMemo}); err != nil {
+			return &InvalidError{Policy: FPDrasat, Instance: fmt.Sprintf("fgd-paper window ending at arrival %d", pending[len(pending)-1]), Err: err}
 		}
 		byName := map[string]int{}
 		for _, i := range pending {
