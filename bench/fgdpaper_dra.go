@@ -37,17 +37,35 @@ const FGDPaperDriver = "gpu.openb.example"
 // the CPU-only pods are (a pending pod whose claims pin it to a node
 // counts there for the checker's pod rules).
 func fpObjects(s *fpSim, upto int, bound bool) *input.Objects {
+	objs := fpClusterObjects(s)
+	for i := 0; i < upto && i < len(s.placed); i++ {
+		pod, claim := fpPlacedObjects(s, i, bound)
+		if pod != nil {
+			objs.Pods = append(objs.Pods, pod)
+		}
+		if claim != nil {
+			objs.Claims = append(objs.Claims, claim)
+		}
+	}
+	return objs
+}
+
+// fpClusterObjects is the cluster without tasks: the GPUs' device class,
+// the nodes and their slices.
+func fpClusterObjects(s *fpSim) *input.Objects {
 	objs := &input.Objects{Origin: map[string]string{}}
 	objs.Classes = append(objs.Classes, &resourceapi.DeviceClass{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "resource.k8s.io/v1", Kind: "DeviceClass"},
-		ObjectMeta: metav1.ObjectMeta{Name: FGDPaperDriver},
+		ObjectMeta: fpClusterMeta(FGDPaperDriver),
 		Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
 			Expression: fmt.Sprintf("device.driver == '%s'", FGDPaperDriver)}}}},
 	})
 	for _, n := range s.nodes {
-		objs.Nodes = append(objs.Nodes, fpNodeObject(n))
+		node := fpNodeObject(n)
+		node.UID, node.ResourceVersion = fpClusterMeta(n.name).UID, "1"
+		objs.Nodes = append(objs.Nodes, node)
 		sl := &resourceapi.ResourceSlice{TypeMeta: metav1.TypeMeta{APIVersion: "resource.k8s.io/v1", Kind: "ResourceSlice"},
-			ObjectMeta: metav1.ObjectMeta{Name: n.name + "-gpus"}, Spec: resourceapi.ResourceSliceSpec{
+			ObjectMeta: fpClusterMeta(n.name + "-gpus"), Spec: resourceapi.ResourceSliceSpec{
 				Driver: FGDPaperDriver, NodeName: ptr.To(n.name), Pool: resourceapi.ResourcePool{Name: n.name, Generation: 1, ResourceSliceCount: 1}}}
 		for g := 0; g < n.gpus; g++ {
 			sl.Spec.Devices = append(sl.Spec.Devices, resourceapi.Device{Name: fmt.Sprintf("gpu-%d", g), AllowMultipleAllocations: ptr.To(true),
@@ -56,36 +74,45 @@ func fpObjects(s *fpSim, upto int, bound bool) *input.Objects {
 		}
 		objs.Slices = append(objs.Slices, sl)
 	}
-	for i := 0; i < upto && i < len(s.placed); i++ {
-		pl := s.placed[i]
-		if pl.node < 0 {
-			continue
-		}
-		name := fmt.Sprintf("t%05d", i)
-		pod := fpPod(name, pl.task)
-		if pl.task.num == 0 || bound {
-			pod.Spec.NodeName = s.nodes[pl.node].name
-		}
-		objs.Pods = append(objs.Pods, pod)
-		if pl.task.num == 0 {
-			continue
-		}
-		c := fpClaim(name, pl.task)
-		node := s.nodes[pl.node].name
-		res := resourceapi.AllocationResult{NodeSelector: gen.NodeSelectorFor(node)}
-		for k, g := range pl.gpus {
-			res.Devices.Results = append(res.Devices.Results, resourceapi.DeviceRequestAllocationResult{
-				Request: "gpu", Driver: FGDPaperDriver, Pool: node, Device: fmt.Sprintf("gpu-%d", g),
-				ShareID:          ptr.To(types.UID(fmt.Sprintf("00000000-0000-4000-8000-%07d%05d", i, k))),
-				ConsumedCapacity: map[resourceapi.QualifiedName]resource.Quantity{"milli": *resource.NewQuantity(pl.task.milli, resource.DecimalSI)}})
-		}
-		c.Status.Allocation = &res
-		if bound {
-			c.Status.ReservedFor = []resourceapi.ResourceClaimConsumerReference{{Resource: "pods", Name: pod.Name, UID: pod.UID}}
-		}
-		objs.Claims = append(objs.Claims, c)
-	}
 	return objs
+}
+
+// fpClusterMeta names a cluster object with a UID and resourceVersion, as
+// the API server does: they never change during a run, and the checker
+// keeps what it learns of them between checks (check.Memo) by these.
+func fpClusterMeta(name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: name, UID: types.UID("fgd-paper-" + name), ResourceVersion: "1"}
+}
+
+// fpPlacedObjects is s's placement i as running (fpObjects): its pod and,
+// for a GPU task, its allocated claim; nil, nil when it is not placed.
+func fpPlacedObjects(s *fpSim, i int, bound bool) (*corev1.Pod, *resourceapi.ResourceClaim) {
+	pl := s.placed[i]
+	if pl.node < 0 {
+		return nil, nil
+	}
+	name := fmt.Sprintf("t%05d", i)
+	pod := fpPod(name, pl.task)
+	if pl.task.num == 0 || bound {
+		pod.Spec.NodeName = s.nodes[pl.node].name
+	}
+	if pl.task.num == 0 {
+		return pod, nil
+	}
+	c := fpClaim(name, pl.task)
+	node := s.nodes[pl.node].name
+	res := resourceapi.AllocationResult{NodeSelector: gen.NodeSelectorFor(node)}
+	for k, g := range pl.gpus {
+		res.Devices.Results = append(res.Devices.Results, resourceapi.DeviceRequestAllocationResult{
+			Request: "gpu", Driver: FGDPaperDriver, Pool: node, Device: fmt.Sprintf("gpu-%d", g),
+			ShareID:          ptr.To(types.UID(fmt.Sprintf("00000000-0000-4000-8000-%07d%05d", i, k))),
+			ConsumedCapacity: map[resourceapi.QualifiedName]resource.Quantity{"milli": *resource.NewQuantity(pl.task.milli, resource.DecimalSI)}})
+	}
+	c.Status.Allocation = &res
+	if bound {
+		c.Status.ReservedFor = []resourceapi.ResourceClaimConsumerReference{{Resource: "pods", Name: pod.Name, UID: pod.UID}}
+	}
+	return pod, c
 }
 
 func fpNodeObject(n fpNode) *corev1.Node {

@@ -12,7 +12,9 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/drasat/drasat/check"
 	"github.com/drasat/drasat/frag"
+	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/model"
 )
 
@@ -134,6 +136,48 @@ func (s *fpSim) runDrasat(ctx context.Context, arrivals []*fpTask, window int, t
 	var pending []int    // arrival indices of the window's GPU tasks
 	var pendingCPU []int // and of its CPU-only tasks, when drasat places them
 	s.placed = make([]fpPlacement, 0, len(arrivals))
+	life := &lifecycle{upgrade: true}
+	// The cluster's objects are made once and kept, as are the running
+	// tasks' pods and claims (by arrival), so that each window's build
+	// finds the devices, pools and nodes of the last one in the memo and
+	// builds only what the window adds; s.freshWindows makes every
+	// window's objects anew without a memo (the same answers, tested).
+	var cluster *input.Objects
+	var checkMemo *check.Memo
+	var keptPods []*corev1.Pod
+	var keptClaims []*resourceapi.ResourceClaim
+	if !s.freshWindows {
+		cluster = fpClusterObjects(s)
+		life.memo = model.NewMemo()
+		checkMemo = &check.Memo{}
+		keptPods = make([]*corev1.Pod, len(arrivals))
+		keptClaims = make([]*resourceapi.ResourceClaim, len(arrivals))
+	}
+	nodeByName := make(map[string]int, len(s.nodes))
+	for n, nd := range s.nodes {
+		nodeByName[nd.name] = n
+	}
+	// windowObjects states the placements so far as running, as fpObjects
+	// does (in arrival order).
+	windowObjects := func() *input.Objects {
+		if s.freshWindows {
+			return fpObjects(s, len(s.placed), true)
+		}
+		objs := &input.Objects{Classes: cluster.Classes, Nodes: cluster.Nodes, Slices: cluster.Slices, Origin: cluster.Origin}
+		for i := range s.placed {
+			if s.placed[i].node < 0 {
+				continue
+			}
+			if keptPods[i] == nil {
+				keptPods[i], keptClaims[i] = fpPlacedObjects(s, i, true)
+			}
+			objs.Pods = append(objs.Pods, keptPods[i])
+			if keptClaims[i] != nil {
+				objs.Claims = append(objs.Claims, keptClaims[i])
+			}
+		}
+		return objs
+	}
 	flush := func() error {
 		if len(pending) == 0 {
 			err := s.placeCPUByDrasat(ctx, arrivals, pendingCPU, wl)
@@ -143,9 +187,9 @@ func (s *fpSim) runDrasat(ctx context.Context, arrivals []*fpTask, window int, t
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		objs := fpObjects(s, len(s.placed), true)
-		// fpObjects states placements up to len(s.placed); the window's
-		// tasks are placeholders (node -1) there, added here as pending.
+		objs := windowObjects()
+		// The placements so far are running; the window's tasks are
+		// placeholders (node -1) there, added here as pending.
 		for _, i := range pending {
 			name := fmt.Sprintf("t%05d", i)
 			objs.Pods = append(objs.Pods, fpPod(name, arrivals[i]))
@@ -155,12 +199,14 @@ func (s *fpSim) runDrasat(ctx context.Context, arrivals []*fpTask, window int, t
 		if binpack {
 			policy = PolicyDrasatBinpack
 		}
-		out, err := runPolicy(ctx, policy, objs, model.CompatKEP5963, timeout, wl, false, &lifecycle{upgrade: true})
+		out, err := runPolicy(ctx, policy, objs, model.CompatKEP5963, timeout, wl, false, life)
 		if err != nil {
 			return err
 		}
-		if err := validate(FPDrasat, fmt.Sprintf("fgd-paper window ending at arrival %d", pending[len(pending)-1]), objs, model.CompatKEP5963, out.allocated); err != nil {
-			return err
+		// Every window's allocation is checked (validate), with what the
+		// checker learns of the unchanged cluster kept.
+		if err := check.Check(objs, out.allocated, check.Options{Compat: model.CompatKEP5963, Memo: checkMemo}); err != nil {
+			return &InvalidError{Policy: FPDrasat, Instance: fmt.Sprintf("fgd-paper window ending at arrival %d", pending[len(pending)-1]), Err: err}
 		}
 		byName := map[string]int{}
 		for _, i := range pending {
@@ -173,10 +219,8 @@ func (s *fpSim) runDrasat(ctx context.Context, arrivals []*fpTask, window int, t
 			}
 			node, gpus := -1, []int(nil)
 			for _, r := range cl.Status.Allocation.Devices.Results {
-				for n := range s.nodes {
-					if s.nodes[n].name == r.Pool {
-						node = n
-					}
+				if n, ok := nodeByName[r.Pool]; ok {
+					node = n
 				}
 				g, err := strconv.Atoi(strings.TrimPrefix(r.Device, "gpu-"))
 				if err != nil || node < 0 {

@@ -69,6 +69,10 @@ type fpSim struct {
 	typical   []fpTypical
 	placed    []fpPlacement
 	gpuBuf    []int64
+	// freshWindows: runDrasat makes every window's objects and model
+	// anew, without keeping them (the reference the kept ones are tested
+	// against).
+	freshWindows bool
 }
 
 func isFPPolicy(p string) bool {

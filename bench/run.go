@@ -166,6 +166,10 @@ type lifecycle struct {
 	// holder holds tasks back for forecast demand (OpenBConfig.Hold); the
 	// replay observes arrivals into it.
 	holder *hold.Holder
+	// memo carries the model pieces of unchanged devices, pools and nodes
+	// from one batch to the next (model.Memo), as in the controller; the
+	// batches must then keep those objects (fgd-paper's windows).
+	memo *model.Memo
 }
 
 // runPolicy allocates the pending claims of objs with one policy and
@@ -195,7 +199,11 @@ func runPolicy(ctx context.Context, policy string, objs *input.Objects, compat s
 			// The batch with the holder's prototypes, and what it holds.
 			p, held, err = holdBack(ctx, life, objs, compat)
 		} else {
-			p, err = model.Build(ctx, objs, model.Options{Compat: compat})
+			opts := model.Options{Compat: compat}
+			if life != nil {
+				opts.Memo = life.memo
+			}
+			p, err = model.Build(ctx, objs, opts)
 		}
 		if err != nil {
 			return nil, err

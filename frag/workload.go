@@ -11,9 +11,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -33,6 +35,12 @@ type Workload struct {
 	reqs   []corev1.ResourceList        // the pod's requests per shape (nil: not known)
 	counts []float64
 	index  map[string]int
+	// specs is each shape's claim spec (spec.devices as JSON; "" for a
+	// task without devices): shapes differing only in their pod share it.
+	specs []string
+	// bound keeps the claim specs built against the last cluster (Bind).
+	mu    sync.Mutex
+	bound *boundSpecs
 	// Top, when above 0, keeps only the most frequent shapes that together
 	// make up Top % of the tasks, their frequencies renormalised (FGD's
 	// target workload: 95 in the paper). Ties keep the shape seen first.
@@ -53,6 +61,7 @@ func (w *Workload) ObserveTask(c *resourceapi.ResourceClaim, requests corev1.Res
 		js, _ := json.Marshal(c.Spec.Devices)
 		b.Write(js)
 	}
+	spec := b.String()
 	names := make([]string, 0, len(requests))
 	for n := range requests {
 		names = append(names, string(n))
@@ -70,6 +79,7 @@ func (w *Workload) ObserveTask(c *resourceapi.ResourceClaim, requests corev1.Res
 		w.keys = append(w.keys, k)
 		w.claims = append(w.claims, c)
 		w.reqs = append(w.reqs, requests)
+		w.specs = append(w.specs, spec)
 		w.counts = append(w.counts, 0)
 	}
 	w.counts[i]++
@@ -162,18 +172,16 @@ func (w *Workload) Bind(ctx context.Context, objs *input.Objects, p *model.Probl
 	if w.Shapes() == 0 {
 		return newMeasure(p), nil
 	}
-	o := *objs
-	o.Claims = w.ShapeClaims()
-	o.Pods = nil
-	q, err := model.Build(ctx, &o, p.Options)
+	keep, _ := w.target()
+	q, byShape, err := w.boundShapes(ctx, objs, p.Options, keep)
 	if err != nil {
-		return nil, fmt.Errorf("frag: workload shapes: %w", err)
+		return nil, err
 	}
 	byID := make(map[input.DeviceID]int, len(p.Devices))
 	for _, d := range p.Devices {
 		byID[d.ID] = d.Index
 	}
-	return w.bind(p, q, q.Claims, func(qd int) (int, bool) {
+	return w.bind(p, q, byShape, func(qd int) (int, bool) {
 		d, ok := byID[q.Devices[qd].ID]
 		return d, ok
 	}), nil
@@ -220,21 +228,21 @@ func (w *Workload) BindBuilt(p *model.Problem, shapes []*model.Claim) *Measure {
 	if w.Shapes() == 0 {
 		return newMeasure(p)
 	}
-	return w.bind(p, p, shapes, func(qd int) (int, bool) { return qd, true })
-}
-
-// bind makes p's measure from the shapes' claims as built in q (named
-// shapePrefix and i), devOf mapping q's device indices to p's.
-func (w *Workload) bind(p, q *model.Problem, built []*model.Claim, devOf func(qd int) (int, bool)) *Measure {
-	m := newMeasure(p)
-	keep, total := w.target()
 	byShape := map[int]*model.Claim{}
-	for _, c := range built {
+	for _, c := range shapes {
 		var i int
 		if _, err := fmt.Sscanf(strings.TrimPrefix(c.Obj.Name, shapePrefix), "%d", &i); err == nil && IsShape(c.Obj) {
 			byShape[i] = c
 		}
 	}
+	return w.bind(p, p, byShape, func(qd int) (int, bool) { return qd, true })
+}
+
+// bind makes p's measure from the shapes' claims as built in q, by
+// shape, devOf mapping q's device indices to p's.
+func (w *Workload) bind(p, q *model.Problem, byShape map[int]*model.Claim, devOf func(qd int) (int, bool)) *Measure {
+	m := newMeasure(p)
+	keep, total := w.target()
 	for _, i := range keep {
 		sh := &shape{w: w.counts[i] / total, bySet: map[int][]int{}, need: map[int][]float64{}, onNode: map[int]bool{}}
 		for r, v := range w.reqs[i] {
@@ -320,4 +328,92 @@ func WorkloadFor(objs *input.Objects, w *Workload) *Workload {
 		w.Observe(c)
 	}
 	return w
+}
+
+// boundSpecs is the workload's claim specs built against one cluster's
+// devices: the problem of one claim per spec, as if nothing were allocated.
+// It is a function of the cluster's slices, classes, nodes, taint rules and
+// extensions, the build's options and the specs alone, so Bind keeps it
+// while those objects are the same (objects are never changed in place: an
+// update is a new object, as from an informer) and builds it again, for
+// every spec seen so far, when one of them changes or a new spec comes.
+type boundSpecs struct {
+	objs  input.Objects // the cluster: Claims and Pods are nil
+	opts  model.Options
+	specs map[string]string // spec -> the name of its claim in q
+	q     *model.Problem
+}
+
+// sameCluster tells whether objs is the cluster b was built for.
+func (b *boundSpecs) sameCluster(objs *input.Objects, opts model.Options) bool {
+	o := &b.objs
+	return b.opts.Compat == opts.Compat && b.opts.CELCost == opts.CELCost &&
+		slices.Equal(o.Slices, objs.Slices) && slices.Equal(o.Classes, objs.Classes) && slices.Equal(o.Nodes, objs.Nodes) &&
+		slices.Equal(o.TaintRules, objs.TaintRules) && slices.Equal(o.Draft, objs.Draft) &&
+		maps.Equal(o.CompatibleOnlyWith, objs.CompatibleOnlyWith) && maps.Equal(o.Origin, objs.Origin)
+}
+
+// boundShapes returns the problem of the workload's claim specs on objs' cluster
+// and, for each shape in keep with a claim, its claim there.
+func (w *Workload) boundShapes(ctx context.Context, objs *input.Objects, opts model.Options, keep []int) (*model.Problem, map[int]*model.Claim, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	b := w.bound
+	fresh := b == nil || !b.sameCluster(objs, opts)
+	for _, i := range keep {
+		if w.claims[i] != nil && !fresh {
+			if _, ok := b.specs[w.specs[i]]; !ok {
+				fresh = true
+			}
+		}
+	}
+	if fresh {
+		w.bound = nil
+		b = &boundSpecs{objs: *objs, opts: opts, specs: map[string]string{}}
+		b.objs.Claims, b.objs.Pods = nil, nil
+		// The caller's lists and maps may change after this call.
+		b.objs.Slices, b.objs.Classes, b.objs.Nodes = slices.Clone(objs.Slices), slices.Clone(objs.Classes), slices.Clone(objs.Nodes)
+		b.objs.TaintRules, b.objs.Draft = slices.Clone(objs.TaintRules), slices.Clone(objs.Draft)
+		b.objs.CompatibleOnlyWith, b.objs.Origin = maps.Clone(objs.CompatibleOnlyWith), maps.Clone(objs.Origin)
+		o := b.objs
+		for i, c := range w.claims {
+			if c == nil {
+				continue
+			}
+			if _, ok := b.specs[w.specs[i]]; ok {
+				continue
+			}
+			// A spec's claim is named after the first shape with it.
+			cc := c.DeepCopy()
+			cc.Namespace, cc.Name = shapeNamespace, fmt.Sprintf("%s%d", shapePrefix, i)
+			cc.UID = ""
+			b.specs[w.specs[i]] = cc.Name
+			cc.Status = resourceapi.ResourceClaimStatus{}
+			o.Claims = append(o.Claims, cc)
+		}
+		q, err := model.Build(ctx, &o, opts)
+		if err != nil {
+			return nil, nil, fmt.Errorf("frag: workload shapes: %w", err)
+		}
+		b.q = q
+		// A build cut short by its deadline may have failed some specs:
+		// it is not kept.
+		if ctx.Err() == nil {
+			w.bound = b
+		}
+	}
+	byName := make(map[string]*model.Claim, len(b.q.Claims))
+	for _, c := range b.q.Claims {
+		byName[c.Obj.Name] = c
+	}
+	byShape := map[int]*model.Claim{}
+	for _, i := range keep {
+		if w.claims[i] == nil {
+			continue
+		}
+		if c := byName[b.specs[w.specs[i]]]; c != nil {
+			byShape[i] = c
+		}
+	}
+	return b.q, byShape, nil
 }

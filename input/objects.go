@@ -49,15 +49,21 @@ type Objects struct {
 // claim can only be allocated on that node.
 func (objs *Objects) PinnedNodes() map[string]string {
 	out := map[string]string{}
+	// The node of each bound pod by namespace and name (the last such pod
+	// of a name, as a scan of the pods in order would find).
+	boundTo := map[[2]string]string{}
+	for _, p := range objs.Pods {
+		if p.Spec.NodeName != "" {
+			boundTo[[2]string{p.Namespace, p.Name}] = p.Spec.NodeName
+		}
+	}
 	for _, c := range objs.Claims {
 		for _, ref := range c.Status.ReservedFor {
 			if ref.Resource != "pods" {
 				continue
 			}
-			for _, p := range objs.Pods {
-				if p.Namespace == c.Namespace && p.Name == ref.Name && p.Spec.NodeName != "" {
-					out[c.Namespace+"/"+c.Name] = p.Spec.NodeName
-				}
+			if node, ok := boundTo[[2]string{c.Namespace, ref.Name}]; ok {
+				out[c.Namespace+"/"+c.Name] = node
 			}
 		}
 	}

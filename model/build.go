@@ -76,7 +76,7 @@ func build(ctx context.Context, objs *input.Objects, opts Options) (p *Problem, 
 	if err := b.checkNodeSelectors(); err != nil {
 		return nil, err
 	}
-	pools, issues := usablePools(input.ApplyTaintRules(objs.Slices, objs.TaintRules), nodeObjs)
+	pools, issues := opts.Memo.usablePools(input.ApplyTaintRules(objs.Slices, objs.TaintRules), nodeObjs)
 	b.p.Issues = issues
 	if err := b.buildPools(pools); err != nil {
 		return nil, err

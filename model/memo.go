@@ -4,6 +4,7 @@ import (
 	"slices"
 	"sync"
 
+	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 )
 
@@ -36,7 +37,12 @@ type Memo struct {
 	// integers (buildPools), a function of its slices and of counterUses.
 	pools, prevPools map[*resourceapi.ResourceSlice]*poolScale
 	keys             map[string]string // interned projection keys
-	gen              uint32            // builds begun
+	// usable is the last usablePools answer with the slices and nodes it
+	// was for: a cluster whose slices and nodes are the same objects, in
+	// the same order, has the same usable pools (every pool against every
+	// node, the quadratic part of a build on a large cluster).
+	usable *memoUsable
+	gen    uint32 // builds begun
 	// Evaluations and Reused count, over the memo's life, the selector
 	// evaluations done and the ones answered from the memo (for tests and
 	// the controller's logs).
@@ -74,6 +80,27 @@ type poolScale struct {
 	consumes [][]int64
 }
 
+type memoUsable struct {
+	slices []*resourceapi.ResourceSlice
+	nodes  []*corev1.Node
+	copies []poolCopy
+	issues []PoolIssue
+}
+
+// usablePools is usablePools(slices, nodes), from the memo when both are
+// the objects of the last call. The answer is the caller's to extend.
+func (m *Memo) usablePools(in []*resourceapi.ResourceSlice, nodes []*corev1.Node) ([]poolCopy, []PoolIssue) {
+	if m == nil {
+		return usablePools(in, nodes)
+	}
+	if u := m.usable; u == nil || !slicesEqual(u.slices, in) || !slicesEqual(u.nodes, nodes) {
+		copies, issues := usablePools(in, nodes)
+		// The caller's lists may change after the build: keep copies.
+		m.usable = &memoUsable{slices: slices.Clone(in), nodes: slices.Clone(nodes), copies: copies, issues: issues}
+	}
+	return slices.Clone(m.usable.copies), slices.Clone(m.usable.issues)
+}
+
 // pool returns the scaling of the pool made of slices for uses, or nil.
 func (m *Memo) pool(slices []*resourceapi.ResourceSlice, uses int64) *poolScale {
 	if m == nil || len(slices) == 0 {
@@ -97,7 +124,7 @@ func (m *Memo) putPool(ps *poolScale) {
 	}
 }
 
-func slicesEqual(a, b []*resourceapi.ResourceSlice) bool {
+func slicesEqual[T any](a, b []*T) bool {
 	if len(a) != len(b) {
 		return false
 	}
