@@ -36,7 +36,7 @@ func TestBenchFGDPaper(t *testing.T) {
 		{"--seeds", "0"},
 		{"-s", "mig"},
 		{"--fgd-drasat-cpu", "spread"},
-		{"-p", "first-fit"},
+		{"-p", "first-fit-decreasing"},
 		{"--fgd-list", "nosuchlist"},
 	} {
 		args := append([]string{"-s", "fgd-paper", "--fgd-nodes", "10", "--seeds", "1", "--no-progress"}, bad...)
