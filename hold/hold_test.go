@@ -133,7 +133,7 @@ func TestHoldsLargeClaimForForecastSmallOnes(t *testing.T) {
 	// Holding gains 3 claims (8 admitted instead of big, small and 3
 	// forecast ones) for 4 devices idle until the 4 claims that take their
 	// room have come (4 s at 62 arrivals a minute), on average half of
-	// that: 7.7 device-s (idle4), which the default 300 s per claim pays for.
+	// that: 7.7 device-s (idle4), which the default 600 s per claim pays for.
 	now := t0
 	_, p, d := bigAmongSmall(t, Options{Seed: 1}, now)
 	if got := names(p, d.Held); !slices.Equal(got, []string{"big"}) {
