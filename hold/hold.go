@@ -15,7 +15,10 @@
 // forecast (a claim alone on an idle cluster is admitted at once, as is
 // every claim that fits together with the forecast demand), nor once
 // demand has stopped: no arrival for longer than the longest gap seen
-// between recent arrivals allows (QuietAt).
+// between recent arrivals allows (QuietAt). Holding leaves devices idle,
+// so a pass holds only while the expected gain pays for that
+// (IdlePerClaim), at a stricter rate once arrivals pause
+// (PauseIdlePerClaim).
 //
 // It works on model.Problem only (no cluster access), so a controller and
 // an offline simulation use the same code.
