@@ -133,7 +133,7 @@ func TestHoldsLargeClaimForForecastSmallOnes(t *testing.T) {
 	// Holding gains 3 claims (8 admitted instead of big, small and 3
 	// forecast ones) for 4 devices idle until the 4 claims that take their
 	// room have come (4 s at 62 arrivals a minute), on average half of
-	// that: 7.7 device-s (idle4), which the default 90 s per claim pays for.
+	// that: 7.7 device-s (idle4), which the default 600 s per claim pays for.
 	now := t0
 	_, p, d := bigAmongSmall(t, Options{Seed: 1}, now)
 	if got := names(p, d.Held); !slices.Equal(got, []string{"big"}) {
@@ -547,5 +547,42 @@ func TestWavesKeepHoldingAcrossTheGap(t *testing.T) {
 	}
 	if h.Expected(last.Add(31*time.Second)) == 0 {
 		t.Fatal("nothing forecast 31 s after a wave, with waves 30 s apart")
+	}
+}
+
+// Once arrivals pause (no claim for PauseAfter, 10 s), a hold must pay at
+// PauseIdlePerClaim: bigAmongSmall's hold (gain 3 claims for 7.7 idle
+// device-seconds) pays at 3 s per claim while claims arrive, and the pass
+// asks to run again when the pause begins (before its recheck, 30 s, and
+// before demand counts as stopped, held off to 33 s by a large
+// QuietFactor); decided again 12 s after the last arrival, it does not pay
+// at 2 s per claim, and nothing is held.
+func TestPausedHoldsPayMore(t *testing.T) {
+	now := t0
+	opts := Options{Seed: 1, IdlePerClaim: 3 * time.Second, PauseIdlePerClaim: 2 * time.Second,
+		QuietFactor: 100, MaxHold: 90 * time.Second, Horizon: 30 * time.Second}
+	h, p, d := bigAmongSmall(t, opts, now)
+	if got := names(p, d.Held); !slices.Equal(got, []string{"big"}) {
+		t.Fatalf("while claims arrive: held %v, want [big]", got)
+	}
+	if want := now.Add(10 * time.Second); !d.Recheck.Equal(want) {
+		t.Fatalf("recheck %v, want the pause's start %v", d.Recheck, want)
+	}
+	keys := make([]string, len(p.Claims))
+	for i, c := range p.Claims {
+		if !IsPrototype(c.Obj) {
+			keys[i] = c.Obj.Name
+		}
+	}
+	later := now.Add(12 * time.Second)
+	d, err := h.Decide(context.Background(), p, keys, later)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Expected < 1 {
+		t.Fatalf("forecast %.1f at %v: demand must not count as stopped yet", d.Expected, later)
+	}
+	if len(d.Held) != 0 || d.Declined != 1 || d.Gain*2 >= d.Idle {
+		t.Fatalf("in the pause: held %v, declined %d, gain %v, idle %v; want nothing held, 1 declined", names(p, d.Held), d.Declined, d.Gain, d.Idle)
 	}
 }

@@ -30,7 +30,9 @@ import (
 // tool, slow at 1,000 claims: HOLD_SIM=1 runs it; SIM_SIZES
 // (8x8:300,16x8:1000), SIM_PATTERNS (burst,stream,waves,departures: the
 // stream, each admitted claim leaving 30-90 s later), HOLD_MAX, HOLD_HORIZON, HOLD_LOOKBACK, HOLD_MINSPAN,
-// HOLD_SCENARIOS, HOLD_TIMEOUT, HOLD_IDLE (Options.IdlePerClaim) steer it;
+// HOLD_SCENARIOS, HOLD_TIMEOUT, HOLD_IDLE (Options.IdlePerClaim),
+// HOLD_MINQUIET, HOLD_QUIETFACTOR, HOLD_SEED (the scenario sampler's) steer it,
+// SIM_SEED (default 1) picks the instance;
 // SIM_TRACE=1 logs every pass that holds or declines to.
 func TestSimulateArrivals(t *testing.T) {
 	if os.Getenv("HOLD_SIM") == "" {
@@ -47,13 +49,16 @@ func TestSimulateArrivals(t *testing.T) {
 		Timeout:   envDur(t, "HOLD_TIMEOUT", 0),
 		Objective: alloc.MaxClaims, Policy: alloc.Binpack,
 		IdlePerClaim: envDur(t, "HOLD_IDLE", 0),
+		MinQuiet:     envDur(t, "HOLD_MINQUIET", 0),
+		QuietFactor:  envFloat(t, "HOLD_QUIETFACTOR", 0),
+		Seed:         uint64(envInt(t, "HOLD_SEED", 0)),
 	}
 	for _, size := range sizes {
 		sz, err := bench.ParseSize(size)
 		if err != nil {
 			t.Fatal(err)
 		}
-		insts, err := bench.Generate("mig", sz, 1, bench.GenerateOptions{})
+		insts, err := bench.Generate("mig", sz, uint64(envInt(t, "SIM_SEED", 1)), bench.GenerateOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -319,6 +324,18 @@ func envDur(t *testing.T, k string, d time.Duration) time.Duration {
 		return d
 	}
 	x, err := time.ParseDuration(v)
+	if err != nil {
+		t.Fatalf("%s: %v", k, err)
+	}
+	return x
+}
+
+func envFloat(t *testing.T, k string, d float64) float64 {
+	v := os.Getenv(k)
+	if v == "" {
+		return d
+	}
+	x, err := strconv.ParseFloat(v, 64)
 	if err != nil {
 		t.Fatalf("%s: %v", k, err)
 	}

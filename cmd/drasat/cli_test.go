@@ -208,7 +208,7 @@ func TestHoldDefaults(t *testing.T) {
 	}
 }
 
-// --hold-idle-per-claim: both commands take it, with hold's default (90 s), and
+// --hold-idle-per-claim: both commands take it, with hold's default (10 min), and
 // refuse a value that is not positive before connecting to any cluster.
 func TestHoldIdlePerClaimFlag(t *testing.T) {
 	for _, cmd := range []string{"controller", "reconcile"} {
@@ -222,8 +222,8 @@ func TestHoldIdlePerClaimFlag(t *testing.T) {
 				line = l
 			}
 		}
-		if !strings.HasSuffix(strings.TrimSpace(line), "(default: 1m30s)") {
-			t.Errorf("%s --help: --hold-idle-per-claim line %q, want it to end (default: 1m30s)", cmd, line)
+		if !strings.HasSuffix(strings.TrimSpace(line), "(default: 10m0s)") {
+			t.Errorf("%s --help: --hold-idle-per-claim line %q, want it to end (default: 10m0s)", cmd, line)
 		}
 		for _, v := range []string{"0s", "-5s"} {
 			_, _, err := runApp(t, cmd, "--hold-idle-per-claim="+v, "--kubeconfig=/nonexistent")
