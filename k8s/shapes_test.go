@@ -69,6 +69,13 @@ func TestShapesBuiltWithBatchAsFor(t *testing.T) {
 		}
 		return out
 	}
+	if raceDetector {
+		// The look-ahead stops at MaxLookahead: under the race detector it
+		// stops at a point that depends on the machine's speed, so two
+		// runs of the same measure may place differently (seen once in
+		// CI). The measures are compared above.
+		return
+	}
 	if a, b := run(alone, forM), run(p, builtM); a != b {
 		t.Fatalf("allocated with the shapes built with the batch:\n%s\nwith frag.For's:\n%s", b, a)
 	}
