@@ -3,6 +3,7 @@ package k8s
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -47,7 +48,13 @@ func (e *env) materialize(t *testing.T, podName string, count int64) {
 	if _, err := e.client.CoreV1().Pods("default").UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// The pod's status and the claim come through two informers: wait for
+	// both (a pass that saw the status without the claim saw neither the
+	// stand-in nor the claim; seen once in CI).
 	e.waitCache(t, "the claim of "+podName, func(s *Snapshot) bool {
+		if !slices.ContainsFunc(s.Claims, func(q *resourceapi.ResourceClaim) bool { return q.Name == c.Name }) {
+			return false
+		}
 		for _, q := range s.Pods {
 			if q.Name == podName {
 				_, complete := podClaimNames(q)
