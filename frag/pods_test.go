@@ -34,6 +34,13 @@ func withCPUNode(objs *input.Objects, cpus int64) {
 func placeOn(t *testing.T, objs *input.Objects, pods ...*corev1.Pod) []PodPlacement {
 	t.Helper()
 	objs.Pods = append(objs.Pods, pods...)
+	p, m := sharedMeasure(t, objs)
+	return PlacePods(objs, p, m, pods)
+}
+
+// sharedMeasure builds objs and binds the shared workload's measure to it.
+func sharedMeasure(t *testing.T, objs *input.Objects) (*model.Problem, *Measure) {
+	t.Helper()
 	p, err := model.Build(context.Background(), objs, model.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -42,7 +49,7 @@ func placeOn(t *testing.T, objs *input.Objects, pods ...*corev1.Pod) []PodPlacem
 	if err != nil {
 		t.Fatal(err)
 	}
-	return PlacePods(objs, p, m, pods)
+	return p, m
 }
 
 // By hand, shapes A (500 milli, 4 CPUs) at 3/4 and B (CPU-only) at 1/4
@@ -53,14 +60,7 @@ func placeOn(t *testing.T, objs *input.Objects, pods ...*corev1.Pod) []PodPlacem
 func TestPlacePodsByHand(t *testing.T) {
 	objs := sharedObjects()
 	withCPUNode(objs, 8)
-	p, err := model.Build(context.Background(), objs, model.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := sharedWorkload().Bind(context.Background(), objs, p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, m := sharedMeasure(t, objs)
 	s := model.NewState(p)
 	left := nodesLeft(objs, p, nil)
 	req := model.PodRequests(cpuPod("c", 1))
