@@ -190,7 +190,7 @@ func TestBudgetSweep(t *testing.T) {
 					if sg.Overrun > worstOverrun[sg.Stage] {
 						worstOverrun[sg.Stage] = sg.Overrun
 					}
-					if sg.Overrun > stageOverrunLimit {
+					if sg.Overrun > overrunLimit() {
 						t.Errorf("%s: stage %s ran %v past its planned deadline", label, sg.Stage, sg.Overrun)
 					}
 				}
@@ -223,6 +223,16 @@ func TestBudgetSweep(t *testing.T) {
 // solver between restarts, the relaxation per step), and a loaded CI
 // machine delays them.
 const stageOverrunLimit = 500 * time.Millisecond
+
+// overrunLimit is stageOverrunLimit, scaled by the race detector's
+// slowdown of a step that cannot stop midway (loading the solver is about
+// 8 times slower under -race): the plain run holds the 500 ms.
+func overrunLimit() time.Duration {
+	if raceDetector {
+		return 4 * stageOverrunLimit
+	}
+	return stageOverrunLimit
+}
 
 // allocatedOnly keeps the claims given an allocation.
 func allocatedOnly(claims []*resourceapi.ResourceClaim) []*resourceapi.ResourceClaim {
