@@ -64,6 +64,10 @@ type FGDPaperConfig struct {
 	// by their claims alone, without the pods' CPU (a parameter the
 	// cross-validation in docs/bench.md chooses).
 	DrasatGPUShapes bool
+	// TurnedAway: every result lists the tasks its policy turned away
+	// (FPResult.TurnedAway), for finding out which tasks a policy loses
+	// and when.
+	TurnedAway bool
 	// Progress, when set, is told how far the run has come.
 	Progress func(done, total int, label string) `json:"-"`
 }
@@ -375,6 +379,27 @@ type FPResult struct {
 	WallS float64 `json:"wallSecondsPerCurve"`
 	// Verified: the first seed's final state passed check.CheckAll.
 	Verified bool `json:"verified,omitempty"`
+	// TurnedAway lists the tasks turned away, seed by seed in arrival
+	// order (only with FGDPaperConfig.TurnedAway).
+	TurnedAway []FPTurnedAway `json:"turnedAway,omitempty"`
+}
+
+// FPTurnedAway is one task a policy turned away.
+type FPTurnedAway struct {
+	Seed uint64 `json:"seed"`
+	// Arrival is the task's place in the arrivals (0 first), Task its pod
+	// in the list, ArrivedPct the GPU demand arrived with it, in % of the
+	// cluster's GPUs.
+	Arrival    int     `json:"arrival"`
+	Task       string  `json:"task"`
+	ArrivedPct float64 `json:"arrivedPct"`
+	// What it asked for: GPUs of MilliGPU each (0: CPU only), CPU in
+	// milli, memory in MiB, and the GPU models it accepts (none: any).
+	GPUs     int      `json:"gpus"`
+	MilliGPU int64    `json:"milliGPU"`
+	CPUMilli int64    `json:"cpuMilli"`
+	MemMiB   int64    `json:"memMiB"`
+	Models   []string `json:"models,omitempty"`
 }
 
 // At returns the point at level pct.
@@ -489,6 +514,9 @@ func RunFGDPaper(ctx context.Context, cfg FGDPaperConfig) (*FPReport, error) {
 					res.Verified = true
 				}
 				curves = append(curves, c)
+				if cfg.TurnedAway {
+					res.TurnedAway = append(res.TurnedAway, sim.turnedAway(seed, c)...)
+				}
 				res.Arrivals += len(c.arrived)
 				res.Placed += c.placed
 				res.Failed += c.failed

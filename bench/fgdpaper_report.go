@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -103,6 +104,24 @@ func WriteFPJSON(w io.Writer, rep *FPReport) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(rep)
+}
+
+// WriteFPTurnedAway writes the tasks each policy turned away as
+// tab-separated values, one task a line (a run with
+// FGDPaperConfig.TurnedAway).
+func WriteFPTurnedAway(w io.Writer, rep *FPReport) error {
+	bw := bufio.NewWriter(w)
+	fmt.Fprintln(bw, "list\tpolicy\tseed\tarrival\ttask\tarrived_pct\tgpus\tmilli_gpu\tcpu_milli\tmemory_mib\tgpu_models")
+	for _, r := range rep.Results {
+		for _, t := range r.TurnedAway {
+			models := strings.Join(t.Models, ",")
+			if models == "" {
+				models = "any"
+			}
+			fmt.Fprintf(bw, "%s\t%s\t%d\t%d\t%s\t%.2f\t%d\t%d\t%d\t%d\t%s\n", r.List, r.Policy, t.Seed, t.Arrival, t.Task, t.ArrivedPct, t.GPUs, t.MilliGPU, t.CPUMilli, t.MemMiB, models)
+		}
+	}
+	return bw.Flush()
 }
 
 // fpColors: one colour per policy, the paper's order.

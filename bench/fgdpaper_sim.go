@@ -180,6 +180,21 @@ func (s *fpSim) fits(n int, t *fpTask) bool {
 	return k >= t.num
 }
 
+// turnedAway lists the arrivals s placed nowhere, with the demand arrived
+// by then (c's curve).
+func (s *fpSim) turnedAway(seed uint64, c *fpCurve) []FPTurnedAway {
+	var out []FPTurnedAway
+	for i, pl := range s.placed {
+		if pl.node >= 0 {
+			continue
+		}
+		t := pl.task
+		out = append(out, FPTurnedAway{Seed: seed, Arrival: i, Task: t.name, ArrivedPct: 100 * float64(c.arrived[i]) / float64(s.capMilli),
+			GPUs: t.num, MilliGPU: t.milli, CPUMilli: t.cpu, MemMiB: t.mem, Models: t.specs})
+	}
+	return out
+}
+
 // run places the arrivals one by one and records the curve.
 func (s *fpSim) run(arrivals []*fpTask) *fpCurve {
 	c := &fpCurve{capMilli: s.capMilli, arrived: make([]int64, 0, len(arrivals)), allocated: make([]int64, 0, len(arrivals))}

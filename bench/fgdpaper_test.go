@@ -449,3 +449,45 @@ func TestFPSchedulerScores(t *testing.T) {
 		}
 	}
 }
+
+// The turned-away list holds exactly the tasks each policy placed nowhere:
+// as many as the result counts, GPU tasks among them as many as
+// FailedGPU, in arrival order per seed, each at the demand arrived with
+// it; the file has one line a task.
+func TestFPTurnedAway(t *testing.T) {
+	dir := fpTestData(t)
+	rep, err := RunFGDPaper(context.Background(), FGDPaperConfig{Dir: dir, Lists: []string{"gpuspec10"}, Nodes: 16,
+		Policies: []string{FPFirstFit, FPDrasatBinpack}, Seed: 3, Seeds: 2, TurnedAway: true, DrasatCPU: FPCPUDrasat})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := 0
+	for _, r := range rep.Results {
+		if len(r.TurnedAway) != r.Failed || r.Failed == 0 {
+			t.Errorf("%s: %d tasks listed, %d turned away", r.Policy, len(r.TurnedAway), r.Failed)
+		}
+		gpu := 0
+		for i, ta := range r.TurnedAway {
+			if ta.GPUs > 0 {
+				gpu++
+			}
+			if ta.Task == "" || ta.ArrivedPct <= 0 || ta.ArrivedPct > 100*FGDPaperRatio+1 {
+				t.Errorf("%s: %+v", r.Policy, ta)
+			}
+			if i > 0 && ta.Seed == r.TurnedAway[i-1].Seed && (ta.Arrival <= r.TurnedAway[i-1].Arrival || ta.ArrivedPct < r.TurnedAway[i-1].ArrivedPct) {
+				t.Errorf("%s: %+v after %+v", r.Policy, ta, r.TurnedAway[i-1])
+			}
+		}
+		if gpu != r.FailedGPU {
+			t.Errorf("%s: %d GPU tasks listed, %d turned away", r.Policy, gpu, r.FailedGPU)
+		}
+		lines += len(r.TurnedAway)
+	}
+	var out strings.Builder
+	if err := WriteFPTurnedAway(&out, rep); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(out.String(), "\n"); n != lines+1 {
+		t.Errorf("file has %d lines, want %d and a header", n, lines)
+	}
+}
