@@ -64,6 +64,10 @@ type FGDPaperConfig struct {
 	// by their claims alone, without the pods' CPU (a parameter the
 	// cross-validation in docs/bench.md chooses).
 	DrasatGPUShapes bool
+	// DrasatNoScarcity: the drasat policy's look-ahead weighs FGD's
+	// measure alone, without the cost of taking GPUs that tasks held to
+	// their model will want (frag.Measure.NoScarcity, an ablation).
+	DrasatNoScarcity bool
 	// TurnedAway: every result lists the tasks its policy turned away
 	// (FPResult.TurnedAway), for finding out which tasks a policy loses
 	// and when.
@@ -488,6 +492,7 @@ func RunFGDPaper(ctx context.Context, cfg FGDPaperConfig) (*FPReport, error) {
 				}
 				start := time.Now()
 				sim := newFPSim(nodes, l, pol, seed)
+				sim.noScarcity = cfg.DrasatNoScarcity
 				arr := fpArrivals(l, sim.capMilli, ratio, seed)
 				var c *fpCurve
 				if pol == FPDrasat || pol == FPDrasatBinpack {

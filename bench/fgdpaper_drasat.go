@@ -76,6 +76,7 @@ func (s *fpSim) placeCPUByDrasat(ctx context.Context, arrivals []*fpTask, idx []
 	if err != nil {
 		return err
 	}
+	m.NoScarcity = s.noScarcity
 	byName := make(map[string]int, len(s.nodes))
 	for n := range s.nodes {
 		byName[s.nodes[n].name] = n
@@ -136,7 +137,7 @@ func (s *fpSim) runDrasat(ctx context.Context, arrivals []*fpTask, window int, t
 	var pending []int    // arrival indices of the window's GPU tasks
 	var pendingCPU []int // and of its CPU-only tasks, when drasat places them
 	s.placed = make([]fpPlacement, 0, len(arrivals))
-	life := &lifecycle{upgrade: true}
+	life := &lifecycle{upgrade: true, noScarcity: s.noScarcity}
 	// The cluster's objects are made once and kept, as are the running
 	// tasks' pods and claims (by arrival), so that each window's build
 	// finds the devices, pools and nodes of the last one in the memo and

@@ -73,6 +73,9 @@ type fpSim struct {
 	// anew, without keeping them (the reference the kept ones are tested
 	// against).
 	freshWindows bool
+	// noScarcity: runDrasat's look-ahead weighs FGD's measure alone
+	// (FGDPaperConfig.DrasatNoScarcity).
+	noScarcity bool
 }
 
 func isFPPolicy(p string) bool {

@@ -170,6 +170,9 @@ type lifecycle struct {
 	// from one batch to the next (model.Memo), as in the controller; the
 	// batches must then keep those objects (fgd-paper's windows).
 	memo *model.Memo
+	// noScarcity: the look-ahead's measure is FGD's alone
+	// (frag.Measure.NoScarcity, an ablation).
+	noScarcity bool
 }
 
 // runPolicy allocates the pending claims of objs with one policy and
@@ -248,6 +251,7 @@ func runPolicy(ctx context.Context, policy string, objs *input.Objects, compat s
 					}
 				}
 				m.Cover = life.cover
+				m.NoScarcity = life.noScarcity
 				m.Upgrade = life.upgrade && life.objective != alloc.Ordered
 			}
 			opts.Timeout = alloc.TimeLeft(timeout, start)

@@ -100,7 +100,7 @@ func (m *Measure) newExact(claims []*model.Claim, b budget) *exactSearch {
 	}
 	// The DP takes a GPU's hosting to depend on that GPU alone: not with
 	// node resources in the shapes, nor for GPUs shared by capacity.
-	if m.nodeRes || len(m.shared) > 0 {
+	if m.nodeRes || len(m.shared) > 0 || m.price != nil {
 		return nil
 	}
 	p := m.p

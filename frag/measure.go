@@ -4,6 +4,8 @@ import (
 	"sort"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/drasat/drasat/model"
 )
 
@@ -52,6 +54,18 @@ type Measure struct {
 	// a claim is seen waiting, it comes too late: the large nodes already
 	// hold long-running small tasks.
 	Cover bool
+	// NoScarcity leaves out of the look-ahead's measure (Refine,
+	// PlacePods) the cost of taking GPUs that shapes held to them will want
+	// (scarce.go): FGD's measure alone, an ablation.
+	NoScarcity bool
+	scarce     []scarceSet
+	// scarceUnits are the units some shape can use (scarce.go).
+	scarceUnits []int
+	price       []float64 // per unit; nil: none
+	// heldReq and heldPodReq: per node, the least a task held to some of
+	// its GPUs asks of it.
+	heldReq    map[int][]nodeReq
+	heldPodReq map[int]map[corev1.ResourceName]int64
 	// Upgrade lets Refine change the admitted claims for as many of each
 	// weight that allocate more of the GPUs (upgrade.go). Only for the
 	// max-claims objective: under ordered, which claims are admitted is
@@ -95,6 +109,43 @@ func newMeasure(p *model.Problem) *Measure {
 		m.nodeSets[node] = append(m.nodeSets[node], u)
 	}
 	return m
+}
+
+// deviceShare is the share of its GPU one device takes: of a shared
+// device, the mean of need (its capacities' shares; all of it when need
+// is not known); else its counters' (counterShare).
+func (m *Measure) deviceShare(d int, need []float64) float64 {
+	if _, ok := m.unitOf[d]; !ok {
+		return m.counterShare(d)
+	}
+	if len(need) == 0 {
+		return 1
+	}
+	t := 0.0
+	for _, x := range need {
+		t += x
+	}
+	return t / float64(len(need))
+}
+
+// counterShare is the share of its counter sets device d consumes,
+// measured on the counters its free share is (memory slices, or the mean
+// over all).
+func (m *Measure) counterShare(d int) float64 {
+	t := 0.0
+	for _, cons := range m.p.Devices[d].Consumes {
+		cs := m.p.CounterSets[cons.Set]
+		idx := m.share[cons.Set]
+		if len(idx) == 0 {
+			continue
+		}
+		u := 0.0
+		for _, j := range idx {
+			u += float64(cons.Amounts[j]) / float64(cs.Capacity[j])
+		}
+		t += u / float64(len(idx))
+	}
+	return t
 }
 
 // Problem is the problem the measure is bound to.
@@ -191,6 +242,9 @@ type nodeView struct {
 	index map[int]int // unit -> position, for views of many units
 	// runs: per shape, whether the node has the node resources it asks for.
 	runs []bool
+	// starved: the node lacks the least a task held to its GPUs asks for
+	// (Scarcity).
+	starved bool
 }
 
 func (m *Measure) view(s *model.State, n int) *nodeView {
@@ -200,6 +254,9 @@ func (m *Measure) view(s *model.State, n int) *nodeView {
 	v.runs = make([]bool, len(m.shapes))
 	for k, sh := range m.shapes {
 		v.runs[k] = !m.nodeRes || m.podFits(s, sh, n)
+	}
+	if m.price != nil {
+		v.starved = !m.podFits(s, &shape{req: m.heldReq[n]}, n)
 	}
 	if len(v.sets) > 16 {
 		v.index = make(map[int]int, len(v.sets))
@@ -239,13 +296,13 @@ func (m *Measure) refresh(s *model.State, v *nodeView, i int) {
 	}
 }
 
-// frag is F_n of the view's node.
+// frag is F_n of the view's node (with Scarcity, plus its priced use).
 func (m *Measure) frag(v *nodeView) float64 {
 	total := 0.0
 	for _, f := range v.free {
 		total += f
 	}
-	out := 0.0
+	out := m.scarceCost(v)
 	for k, sh := range m.shapes {
 		if sh.count == 0 || !v.runs[k] {
 			out += sh.w * total // a CPU-only shape, or one the node cannot run

@@ -225,19 +225,7 @@ func (m *Measure) bestDevice(s *model.State, c *model.Claim, ri, ai int, cands [
 // taken / 8); for a shared device, the mean over its capacities of the
 // share a takes.
 func consumedShare(m *Measure, a *model.Alternative, d int) float64 {
-	t := 0.0
-	for _, cons := range m.p.Devices[d].Consumes {
-		cs := m.p.CounterSets[cons.Set]
-		idx := m.share[cons.Set]
-		if len(idx) == 0 {
-			continue
-		}
-		u := 0.0
-		for _, j := range idx {
-			u += float64(cons.Amounts[j]) / float64(cs.Capacity[j])
-		}
-		t += u / float64(len(idx))
-	}
+	t := m.counterShare(d)
 	if _, ok := m.unitOf[d]; ok {
 		if sh := a.CapacityShares(d); len(sh) > 0 {
 			u := 0.0

@@ -48,6 +48,10 @@ type PodPlacement struct {
 // the first by name. Deterministic.
 func PlacePods(objs *input.Objects, p *model.Problem, m *Measure, pods []*corev1.Pod) []PodPlacement {
 	s := model.NewState(p)
+	if !m.NoScarcity {
+		m.setPrices(s)
+		defer func() { m.price = nil }()
+	}
 	placing := map[*corev1.Pod]bool{}
 	for _, pod := range pods {
 		placing[pod] = true
@@ -105,24 +109,30 @@ func (m *Measure) PodCost(s *model.State, n int, left map[corev1.ResourceName]in
 	for _, f := range v.free {
 		free += f
 	}
-	runs := func(after bool) {
-		for k, sh := range m.shapes {
-			v.runs[k] = true
-			if left == nil {
+	fits := func(podReq map[corev1.ResourceName]int64, after bool) bool {
+		if left == nil {
+			return true
+		}
+		for r, x := range podReq {
+			l, ok := left[r]
+			if !ok {
 				continue
 			}
-			for r, x := range sh.podReq {
-				l, ok := left[r]
-				if !ok {
-					continue
-				}
-				if after {
-					l -= req[r]
-				}
-				if x > l {
-					v.runs[k] = false
-				}
+			if after {
+				l -= req[r]
 			}
+			if x > l {
+				return false
+			}
+		}
+		return true
+	}
+	runs := func(after bool) {
+		for k, sh := range m.shapes {
+			v.runs[k] = fits(sh.podReq, after)
+		}
+		if m.price != nil {
+			v.starved = !fits(m.heldPodReq[n], after)
 		}
 	}
 	runs(false)

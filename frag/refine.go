@@ -41,6 +41,10 @@ func (m *Measure) Refine(ctx context.Context, p *model.Problem, res *alloc.Resul
 		deadline = most
 	}
 	b := budget{ctx, deadline}
+	if !m.NoScarcity {
+		m.setPrices(model.NewState(p))
+		defer func() { m.price = nil }()
+	}
 	for _, a := range res.Assignments {
 		for _, pk := range a.Picks {
 			if a.Claim.Requests[pk.Req].Alternatives[pk.Alt].AdminAccess {

@@ -184,7 +184,7 @@ func (w *Workload) Bind(ctx context.Context, objs *input.Objects, p *model.Probl
 	return w.bind(p, q, byShape, func(qd int) (int, bool) {
 		d, ok := byID[q.Devices[qd].ID]
 		return d, ok
-	}), nil
+	}, true), nil
 }
 
 // ShapeClaims are the claims the measure resolves the workload's shapes
@@ -235,15 +235,22 @@ func (w *Workload) BindBuilt(p *model.Problem, shapes []*model.Claim) *Measure {
 			byShape[i] = c
 		}
 	}
-	return w.bind(p, p, byShape, func(qd int) (int, bool) { return qd, true })
+	return w.bind(p, p, byShape, func(qd int) (int, bool) { return qd, true }, false)
 }
 
 // bind makes p's measure from the shapes' claims as built in q, by
 // shape, devOf mapping q's device indices to p's.
-func (w *Workload) bind(p, q *model.Problem, byShape map[int]*model.Claim, devOf func(qd int) (int, bool)) *Measure {
+//
+// held: the shapes' candidates are q's, built without the cluster's
+// claims, so which GPUs a shape is held to can be read from them
+// (scarce.go). In a problem built with the batch (BindBuilt) a GPU whose
+// devices running claims hold is no candidate, and sets read there would
+// be held by what runs, not by what the shapes ask.
+func (w *Workload) bind(p, q *model.Problem, byShape map[int]*model.Claim, devOf func(qd int) (int, bool), held bool) *Measure {
 	m := newMeasure(p)
 	keep, total := w.target()
-	for _, i := range keep {
+	hs := make([]heldShape, len(keep))
+	for k, i := range keep {
 		sh := &shape{w: w.counts[i] / total, bySet: map[int][]int{}, need: map[int][]float64{}, onNode: map[int]bool{}}
 		for r, v := range w.reqs[i] {
 			if x := model.ResourceAmount(r, v); x > 0 {
@@ -300,8 +307,18 @@ func (w *Workload) bind(p, q *model.Problem, byShape map[int]*model.Claim, devOf
 			for _, n := range dev.Reach {
 				sh.onNode[n] = true
 			}
+			if hs[k].demand == 0 {
+				hs[k].demand = w.counts[i] * float64(sh.count) * m.deviceShare(d, sh.need[d])
+			}
 		}
+		hs[k].units, hs[k].sh = shapeUnits(sh), sh
 		m.shapes = append(m.shapes, sh)
+	}
+	if held {
+		m.scarce, m.scarceUnits = heldTo(hs)
+		if len(m.scarce) > 0 {
+			m.heldRequests(hs)
+		}
 	}
 	sort.SliceStable(m.shapes, func(a, b int) bool { return m.shapes[a].w > m.shapes[b].w })
 	if sh := m.wholeNodeShape(); sh != nil {

@@ -78,6 +78,7 @@ an invalid one fails the run.`,
 			&cli.IntFlag{Name: "fgd-nodes", Usage: "fgd-paper: sample this many of the trace's nodes with --seed (0: all 1,213); the arrivals scale with their GPUs"},
 			&cli.IntFlag{Name: "fgd-window", Value: bench.DefaultFPDrasatWindow, Usage: "fgd-paper: the drasat policy decides this many GPU arrivals together (within --timeout)"},
 			&cli.StringFlag{Name: "fgd-drasat-cpu", Value: "scheduler", Usage: "fgd-paper: who places CPU-only tasks in the drasat policy: scheduler (the kube-scheduler's default scores, as in a cluster), most-allocated (the kube-scheduler with the profile in deploy/scheduler), drasat (drasat itself, as the controller with --place-pods-without-claims) or fgd (FGD's score, an ablation)"},
+			&cli.BoolFlag{Name: "fgd-drasat-no-scarcity", Usage: "fgd-paper: the drasat policy's look-ahead weighs FGD's measure alone, without the cost of taking GPUs that tasks held to their model will want (an ablation)"},
 			&cli.BoolFlag{Name: "fgd-drasat-gpu-shapes", Usage: "fgd-paper: the drasat policy's look-ahead learns task shapes by their claims alone, without the pods' CPU"},
 			&cli.StringFlag{Name: "fgd-turned-away", Usage: "fgd-paper: write the tasks each policy turned away (list, policy, seed, arrival, task, arrived share, what it asked for) to this file, tab-separated", TakesFile: true},
 			&cli.BoolFlag{Name: "fgd-verify", Usage: "fgd-paper: check the final state of each policy's first seed with the independent checker (about 30 s per list and policy)"},
@@ -158,6 +159,7 @@ func runFGDPaper(ctx context.Context, c *cli.Context) error {
 	}
 	cfg.DrasatCPU = c.String("fgd-drasat-cpu")
 	cfg.DrasatGPUShapes = c.Bool("fgd-drasat-gpu-shapes")
+	cfg.DrasatNoScarcity = c.Bool("fgd-drasat-no-scarcity")
 	cfg.TurnedAway = c.String("fgd-turned-away") != ""
 	if !slices.Contains(bench.FPCPUPlacers, cfg.DrasatCPU) {
 		return fmt.Errorf("--fgd-drasat-cpu %q: want one of %s", cfg.DrasatCPU, strings.Join(bench.FPCPUPlacers, ", "))

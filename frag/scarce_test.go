@@ -1,0 +1,164 @@
+package frag
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/drasat/drasat/alloc"
+	"github.com/drasat/drasat/check"
+	"github.com/drasat/drasat/input"
+	"github.com/drasat/drasat/model"
+)
+
+// The two-model fixture: one GPU shared by capacity on each node.
+//
+//	x: model X, 2 CPUs
+//	y: model Y, 16 CPUs
+//
+// The workload: U (1000 milli, 1 CPU) once, V (500 milli, 4 CPUs) twice,
+// H (1000 milli of a model X GPU, 1 CPU) once. A pending U-like task is
+// placed. FGD's measure by hand: on x, V cannot run (2 CPUs), so all of
+// x's free share is V's fragment, w_V = 1/2; on y, H cannot run (model
+// Y), so y's free share is H's, w_H = 1/4. Taking either GPU whole leaves
+// its node no fragments: x falls by 1/2, y by 1/4, and FGD puts the task
+// on x, the only GPU H can use.
+//
+// Scarcity: H is 1/3 of the GPU demand (1000 of 3000 milli) and held to
+// {x's GPU}; of the cluster's free 2 GPUs, 2/3 will want it, against its
+// 1 free: taking it costs min(2/3, 1) a share. x then changes the measure
+// by −1/2 + 2/3 = +1/6, y by −1/4: the task goes to y, and H, when it
+// comes, finds x free.
+func scarceObjects() *input.Objects {
+	objs := &input.Objects{Origin: map[string]string{}}
+	objs.Classes = []*resourceapi.DeviceClass{{ObjectMeta: metav1.ObjectMeta{Name: "gpu"},
+		Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
+			Expression: "device.driver == '" + sharedDriver + "'"}}}}}}
+	for _, n := range []struct {
+		name, model string
+		cpus        int64
+	}{{"x", "X", 2}, {"y", "Y", 16}} {
+		objs.Nodes = append(objs.Nodes, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.name, Labels: map[string]string{"kubernetes.io/hostname": n.name}},
+			Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{
+				corev1.ResourceCPU:    *resource.NewQuantity(n.cpus, resource.DecimalSI),
+				corev1.ResourceMemory: resource.MustParse("64Gi"),
+				corev1.ResourcePods:   *resource.NewQuantity(100, resource.DecimalSI)}}})
+		objs.Slices = append(objs.Slices, &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: n.name + "-gpus"}, Spec: resourceapi.ResourceSliceSpec{
+			Driver: sharedDriver, NodeName: ptr.To(n.name), Pool: resourceapi.ResourcePool{Name: n.name, Generation: 1, ResourceSliceCount: 1},
+			Devices: []resourceapi.Device{{Name: "gpu-0", AllowMultipleAllocations: ptr.To(true),
+				Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{"model": {StringValue: ptr.To(n.model)}},
+				Capacity:   map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{"milli": {Value: *resource.NewQuantity(1000, resource.DecimalSI)}}}}}})
+	}
+	return objs
+}
+
+// heldClaim asks for milli of one GPU of model X.
+func heldClaim(name string, milli int64) *resourceapi.ResourceClaim {
+	c := sharedClaim(name, milli)
+	c.Spec.Devices.Requests[0].Exactly.Selectors = []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
+		Expression: "device.attributes['" + sharedDriver + "'].model == 'X'"}}}
+	return c
+}
+
+func scarceWorkload() *Workload {
+	w := NewWorkload()
+	w.ObserveTask(sharedClaim("w", 1000), cpus(1))
+	w.ObserveTask(sharedClaim("w", 500), cpus(4))
+	w.ObserveTask(sharedClaim("w", 500), cpus(4))
+	w.ObserveTask(heldClaim("w", 1000), cpus(1))
+	return w
+}
+
+func TestScarcityKeepsHeldGPUs(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		noScarcity bool
+		want       string
+	}{{true, "x"}, {false, "y"}} {
+		objs := scarceObjects()
+		objs.Claims = []*resourceapi.ResourceClaim{sharedClaim("p", 1000)}
+		objs.Pods = []*corev1.Pod{sharedPod("p", 1)}
+		p, err := model.Build(ctx, objs, model.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := scarceWorkload().Bind(ctx, objs, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(m.scarce) != 1 || !near(m.scarce[0].share, 1.0/3) {
+			t.Fatalf("held sets %+v, want x's GPU with 1/3 of the demand", m.scarce)
+		}
+		m.NoScarcity = tc.noScarcity
+		res, err := alloc.Run(ctx, p, alloc.Options{Timeout: 5 * time.Second, Policy: alloc.Frag, Lookahead: m})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Assignments) != 1 {
+			t.Fatalf("no scarcity %v: %d admitted, want 1", tc.noScarcity, len(res.Assignments))
+		}
+		if got := p.Nodes[res.Assignments[0].Node].Name; got != tc.want {
+			t.Errorf("no scarcity %v: placed on %s, want %s", tc.noScarcity, got, tc.want)
+		}
+		claims, err := alloc.Allocated(p, res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := check.Check(objs, claims, check.Options{}); err != nil {
+			t.Fatal(err)
+		}
+		if m.price != nil {
+			t.Errorf("prices kept after the look-ahead")
+		}
+	}
+}
+
+// A pod without claims (PlacePods, PodCost): a 2-CPU pod leaves x no
+// CPU. FGD's measure by hand: U and H can no longer run on x (V never
+// could), so x's free 1.0 becomes their fragment too, +(1/4 + 1/4). With
+// scarcity x's GPU is also lost to H, whose least request is 1 CPU: +2/3
+// more. On y (16 CPUs) the pod changes nothing. PlacePods puts it on y,
+// and drops the prices after.
+func TestScarcityPodsWithoutClaims(t *testing.T) {
+	ctx := context.Background()
+	objs := scarceObjects()
+	pod := sharedPod("c", 2)
+	pod.Spec.ResourceClaims = nil
+	objs.Pods = []*corev1.Pod{pod}
+	p, err := model.Build(ctx, objs, model.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := scarceWorkload().Bind(ctx, objs, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := model.NewState(p)
+	req := map[corev1.ResourceName]int64{corev1.ResourceCPU: 2000}
+	left := func() map[corev1.ResourceName]int64 { return map[corev1.ResourceName]int64{corev1.ResourceCPU: 2000} }
+	x := 0
+	if p.Nodes[x].Name != "x" {
+		x = 1
+	}
+	if c, _ := m.PodCost(s, x, left(), req); !near(c, 0.5) {
+		t.Errorf("FGD's cost of the pod on x: %v, want 1/2", c)
+	}
+	m.setPrices(s)
+	if c, _ := m.PodCost(s, x, left(), req); !near(c, 0.5+2.0/3) {
+		t.Errorf("with scarcity: %v, want 1/2 + 2/3", c)
+	}
+	m.price = nil
+	pl := PlacePods(objs, p, m, []*corev1.Pod{pod})
+	if pl[0].Node != "y" {
+		t.Fatalf("placed on %q (%s), want y", pl[0].Node, pl[0].Why)
+	}
+	if m.price != nil {
+		t.Errorf("prices kept after PlacePods")
+	}
+}
