@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drasat/drasat/bound"
 	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/model"
 )
@@ -65,7 +66,16 @@ func TestDiveFile(t *testing.T) {
 			_, w := na.Distribute(g, sol.Values)
 			t.Logf("distributed: %d", w)
 			start := time.Now()
-			_, w = na.DistributeByNode(context.Background(), time.Now().Add(60*time.Second), g, sol.Values, sol.Bound, nil)
+			// As the engine does (alloc/aggregate.go): the per-node root
+			// LP prices the trades; DRASAT_AGG_NOROOT=1 spreads without.
+			var root *bound.RootLater
+			if len(na.Capacities) > 0 && os.Getenv("DRASAT_AGG_NOROOT") == "" {
+				root = na.SolveRootLater(context.Background(), time.Now().Add(60*time.Second))
+			}
+			_, w = na.DistributeByNode(context.Background(), time.Now().Add(60*time.Second), g, sol.Values, sol.Bound, root)
+			if r := root.Wait(); r != nil {
+				t.Logf("root LP bound %d", r.Bound)
+			}
 			t.Logf("by node: %d in %v", w, time.Since(start))
 		}
 		t.Logf("dive: %v obj %d stats %+v in %v", err, sol.Objective, st, time.Since(start))
