@@ -124,7 +124,7 @@ func BenchmarkPassShapes(b *testing.B) {
 						b.Fatal(err)
 					}
 					p, shapes := full.Split(func(c *model.Claim) bool { return frag.IsShape(c.Obj) })
-					return w.BindBuilt(p, shapes)
+					return w.BindBuilt(nil, p, shapes)
 				}
 				build()
 				b.ResetTimer()

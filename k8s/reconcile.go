@@ -317,7 +317,7 @@ func (r *Reconciler) solveAndWrite(ctx context.Context, snap *Snapshot, batch, p
 		// measure the pass still allocates. Its shapes' selectors are
 		// evaluated within the pass's budget too.
 		if shapes != nil {
-			opts.Lookahead = shapes.BindBuilt(p, shapeClaims)
+			opts.Lookahead = shapes.BindBuilt(nil, p, shapeClaims)
 		} else {
 			fctx, cancel := ctx, context.CancelFunc(func() {})
 			if r.Opts.Timeout > 0 {
