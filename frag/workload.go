@@ -225,11 +225,12 @@ func IsShape(c *resourceapi.ResourceClaim) bool {
 // BindBuilt is Bind for a problem built with ShapeClaims among its claims:
 // shapes are the built claims of ShapeClaims' claims, whose candidates
 // are p's devices (p is that build without them). The measure is the one
-// Bind gives (TestShapesBuiltWithBatchAsFor in k8s). With objs, the cluster p was built
-// from, the shapes are kept as Bind keeps its own: a later Bind on the
-// same cluster (the controller's placement of pods without claims, after
-// the claims' solve) uses them instead of building them again. objs is
-// nil when the build may have been cut short by its deadline.
+// Bind gives (TestShapesBuiltWithBatchAsFor in k8s). With objs, the
+// cluster p was built from, the shapes are kept as Bind keeps its own: a
+// later Bind on the same cluster (the controller's placement of pods
+// without claims, after the claims' solve) uses them instead of building
+// them again. objs is nil when the build may have been cut short by its
+// deadline.
 func (w *Workload) BindBuilt(objs *input.Objects, p *model.Problem, shapes []*model.Claim) *Measure {
 	if w.Shapes() == 0 {
 		return newMeasure(p)

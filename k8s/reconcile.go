@@ -317,7 +317,15 @@ func (r *Reconciler) solveAndWrite(ctx context.Context, snap *Snapshot, batch, p
 		// measure the pass still allocates. Its shapes' selectors are
 		// evaluated within the pass's budget too.
 		if shapes != nil {
-			opts.Lookahead = shapes.BindBuilt(nil, p, shapeClaims)
+			// Kept (when the build was not cut short) for the placement
+			// of pods without claims below, which binds its own measure
+			// on the cluster these claims leave: the shapes are built
+			// once a pass.
+			cluster := objs
+			if outOfTime {
+				cluster = nil
+			}
+			opts.Lookahead = shapes.BindBuilt(cluster, p, shapeClaims)
 		} else {
 			fctx, cancel := ctx, context.CancelFunc(func() {})
 			if r.Opts.Timeout > 0 {
