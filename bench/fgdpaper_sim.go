@@ -73,6 +73,9 @@ type fpSim struct {
 	// anew, without keeping them (the reference the kept ones are tested
 	// against).
 	freshWindows bool
+	// shapeBuilds: how often runDrasat's look-ahead workload built its
+	// shapes (frag.Workload.ShapeBuilds), for tests.
+	shapeBuilds int
 }
 
 func isFPPolicy(p string) bool {
