@@ -56,19 +56,22 @@ var FPCPUPlacers = []string{FPCPUScheduler, FPCPUMostAllocated, FPCPUFGD, FPCPUD
 
 // placeCPUByDrasat places the window's CPU-only tasks (arrival indices
 // idx) as the controller places gated pods without claims: on the
-// cluster the window's claims leave, by frag.PlacePods against the
-// look-ahead's workload. A task that fits nowhere is turned away.
-func (s *fpSim) placeCPUByDrasat(ctx context.Context, arrivals []*fpTask, idx []int, wl *frag.Workload) error {
+// cluster the window's claims leave (objs, the placements so far as
+// running: runDrasat's windowObjects, whose kept objects let memo and
+// the workload's kept shapes serve every window), by frag.PlacePods
+// against the look-ahead's workload. A task that fits nowhere is turned
+// away.
+func (s *fpSim) placeCPUByDrasat(ctx context.Context, arrivals []*fpTask, idx []int, wl *frag.Workload, windowObjects func() *input.Objects, memo *model.Memo) error {
 	if len(idx) == 0 {
 		return nil
 	}
-	objs := fpObjects(s, len(s.placed), true)
+	objs := windowObjects()
 	pods := make([]*corev1.Pod, len(idx))
 	for k, i := range idx {
 		pods[k] = fpPod(fmt.Sprintf("t%05d", i), arrivals[i])
 		objs.Pods = append(objs.Pods, pods[k])
 	}
-	p, err := model.Build(ctx, objs, model.Options{Compat: model.CompatKEP5963})
+	p, err := model.Build(ctx, objs, model.Options{Compat: model.CompatKEP5963, Memo: memo})
 	if err != nil {
 		return err
 	}
@@ -181,7 +184,7 @@ func (s *fpSim) runDrasat(ctx context.Context, arrivals []*fpTask, window int, t
 	}
 	flush := func() error {
 		if len(pending) == 0 {
-			err := s.placeCPUByDrasat(ctx, arrivals, pendingCPU, wl)
+			err := s.placeCPUByDrasat(ctx, arrivals, pendingCPU, wl, windowObjects, life.memo)
 			pendingCPU = pendingCPU[:0]
 			return err
 		}
@@ -236,7 +239,7 @@ func (s *fpSim) runDrasat(ctx context.Context, arrivals []*fpTask, window int, t
 			s.placed[i] = fpPlacement{task: t, node: node, gpus: gpus}
 			s.apply(node, t, gpus)
 		}
-		if err := s.placeCPUByDrasat(ctx, arrivals, pendingCPU, wl); err != nil {
+		if err := s.placeCPUByDrasat(ctx, arrivals, pendingCPU, wl, windowObjects, life.memo); err != nil {
 			return err
 		}
 		pendingCPU = pendingCPU[:0]
@@ -313,6 +316,7 @@ func (s *fpSim) runDrasat(ctx context.Context, arrivals []*fpTask, window int, t
 	if err := flush(); err != nil {
 		return nil, err
 	}
+	s.shapeBuilds = wl.ShapeBuilds()
 	for _, pl := range s.placed {
 		if pl.node >= 0 {
 			c.placed++

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"slices"
@@ -68,6 +69,20 @@ func TestFPDrasatKeptWindowsMatchFresh(t *testing.T) {
 			}
 			if !reflect.DeepEqual(freshCurve, keptCurve) {
 				t.Fatal("the curves differ")
+			}
+			// Kept, the look-ahead's shapes are built once for the
+			// cluster and then for each new claim spec alone: at most
+			// once per spec, however many windows (the CPU-only tasks'
+			// placement included, cpu=drasat).
+			specs := map[string]bool{}
+			for _, pl := range kept.placed {
+				if c := fpWorkloadClaim(pl.task); c != nil {
+					js, _ := json.Marshal(c.Spec.Devices)
+					specs[string(js)] = true
+				}
+			}
+			if kept.shapeBuilds > len(specs) {
+				t.Fatalf("kept windows built the look-ahead's shapes %d times for %d claim specs", kept.shapeBuilds, len(specs))
 			}
 			t.Logf("%d arrivals, %d GPU tasks placed", len(fresh.placed), gpuTasks)
 		})

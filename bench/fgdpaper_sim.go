@@ -76,6 +76,9 @@ type fpSim struct {
 	// noScarcity: runDrasat's look-ahead weighs FGD's measure alone
 	// (FGDPaperConfig.DrasatNoScarcity).
 	noScarcity bool
+	// shapeBuilds: how often runDrasat's look-ahead workload built its
+	// shapes (frag.Workload.ShapeBuilds), for tests.
+	shapeBuilds int
 }
 
 func isFPPolicy(p string) bool {

@@ -19,17 +19,30 @@ import (
 // node with every claim they give back the root's LP value (it fails if
 // a part of the dual bound is dropped or counted twice). On a batch
 // whose pods' resources bind, and on rich claims, whose distinct rows
-// (distinct.go) a sub-model has with fewer steps.
+// (distinct.go) a sub-model has with fewer steps. On the two small rich
+// batches of one node marked delta, a distinct row's δ is at its upper
+// bound with a positive reduced cost (the row's D ≤ Most, Most being
+// the node's slots of the shape over the claim's items rounded down, is
+// tighter than the shape's row): they fail if RootLP drops the δ terms,
+// which the larger batches do not show.
 func TestBoundOnBoundsSubModels(t *testing.T) {
 	pods := scalegen.Generate(scalegen.Config{Nodes: 8, GPUs: 2, Claims: 120, Seed: 3})
 	scalegen.AddPods(pods, 8, 3)
-	rich := scalegen.Generate(scalegen.Config{Nodes: 4, GPUs: 4, Claims: 80, Seed: 2, Family: "rich"})
-	for name, objs := range map[string]*input.Objects{"pods": pods, "rich": rich} {
-		t.Run(name, func(t *testing.T) { testBoundOn(t, objs, name == "pods") })
+	for _, tc := range []struct {
+		name        string
+		objs        *input.Objects
+		pods, delta bool
+	}{
+		{"pods", pods, true, false},
+		{"rich", scalegen.Generate(scalegen.Config{Nodes: 4, GPUs: 4, Claims: 80, Seed: 2, Family: "rich"}), false, false},
+		{"rich-delta", scalegen.Generate(scalegen.Config{Nodes: 1, GPUs: 4, Claims: 10, Seed: 3, Family: "rich"}), false, true},
+		{"rich-delta-fractional", scalegen.Generate(scalegen.Config{Nodes: 1, GPUs: 4, Claims: 20, Seed: 2, Family: "rich"}), false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testBoundOn(t, tc.objs, tc.pods, tc.delta) })
 	}
 }
 
-func testBoundOn(t *testing.T, objs *input.Objects, pods bool) {
+func testBoundOn(t *testing.T, objs *input.Objects, pods, delta bool) {
 	p, err := model.Build(context.Background(), objs, model.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -47,6 +60,11 @@ func testBoundOn(t *testing.T, objs *input.Objects, pods bool) {
 	}
 	if !pods && len(na.distinctRows()) == 0 {
 		t.Fatal("no distinct rows: the batch has no distinct claims")
+	}
+	if delta {
+		if d := deltaTerms(t, na); d < 1e-6 {
+			t.Fatalf("the δ columns' positive reduced costs at their upper bounds sum to %g: the batch no longer tries them", d)
+		}
 	}
 	root, err := na.SolveRoot(context.Background(), time.Now().Add(time.Minute))
 	if err != nil {
@@ -90,4 +108,24 @@ func testBoundOn(t *testing.T, objs *input.Objects, pods bool) {
 			t.Fatalf("nodes %v: prices bound %g below the LP's %g", nodes, b, v)
 		}
 	}
+}
+
+// deltaTerms is the part of the model's LP dual bound that its distinct
+// rows' δ and Rest columns carry: their positive reduced costs at their
+// upper bounds, read from the LP's columns as lpRows makes them.
+func deltaTerms(t *testing.T, na *NodeAggregate) float64 {
+	t.Helper()
+	prob, cols, _ := na.lpRows()
+	if s := prob.Solve(context.Background(), time.Now().Add(time.Minute)); s != lp.Optimal {
+		t.Fatalf("LP: %v", s)
+	}
+	_, reduced := prob.DualTerms(prob.Duals())
+	z := 0.0
+	for j, c := range cols {
+		if c.group < 0 && c.class < 0 {
+			_, up := prob.Bounds(j)
+			z += max(reduced[j], 0) * up
+		}
+	}
+	return z
 }

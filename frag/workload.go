@@ -38,9 +38,12 @@ type Workload struct {
 	// specs is each shape's claim spec (spec.devices as JSON; "" for a
 	// task without devices): shapes differing only in their pod share it.
 	specs []string
-	// bound keeps the claim specs built against the last cluster (Bind).
+	// bound keeps the claim specs built against the last cluster (Bind,
+	// BindBuilt).
 	mu    sync.Mutex
 	bound *boundSpecs
+	// shapeBuilds counts Bind's builds of shapes (ShapeBuilds).
+	shapeBuilds int
 	// Top, when above 0, keeps only the most frequent shapes that together
 	// make up Top % of the tasks, their frequencies renormalised (FGD's
 	// target workload: 95 in the paper). Ties keep the shape seen first.
@@ -173,39 +176,38 @@ func (w *Workload) Bind(ctx context.Context, objs *input.Objects, p *model.Probl
 		return newMeasure(p), nil
 	}
 	keep, _ := w.target()
-	q, byShape, err := w.boundShapes(ctx, objs, p.Options, keep)
+	byShape, err := w.boundShapes(ctx, objs, p.Options, keep)
 	if err != nil {
 		return nil, err
 	}
-	byID := make(map[input.DeviceID]int, len(p.Devices))
-	for _, d := range p.Devices {
-		byID[d.ID] = d.Index
-	}
-	return w.bind(p, q, byShape, func(qd int) (int, bool) {
-		d, ok := byID[q.Devices[qd].ID]
-		return d, ok
-	}, true), nil
+	return w.bind(p, byShape), nil
 }
 
 // ShapeClaims are the claims the measure resolves the workload's shapes
-// with, one per shape it weighs (IsShape tells them from others): a
-// caller that builds its problem anyway adds them to its objects, so the
-// devices are built once (BindBuilt), not again by Bind.
+// with, one per claim spec among the shapes it weighs (IsShape tells them
+// from others): a caller that builds its problem anyway adds them to its
+// objects, so the devices are built once (BindBuilt), not again by Bind.
 func (w *Workload) ShapeClaims() []*resourceapi.ResourceClaim {
 	keep, _ := w.target()
 	var out []*resourceapi.ResourceClaim
+	seen := map[string]bool{}
 	for _, i := range keep {
-		c := w.claims[i]
-		if c == nil {
+		if w.claims[i] == nil || seen[w.specs[i]] {
 			continue
 		}
-		cc := c.DeepCopy()
-		cc.Namespace, cc.Name = shapeNamespace, fmt.Sprintf("%s%d", shapePrefix, i)
-		cc.UID = ""
-		cc.Status = resourceapi.ResourceClaimStatus{}
-		out = append(out, cc)
+		seen[w.specs[i]] = true
+		out = append(out, w.shapeClaim(i))
 	}
 	return out
+}
+
+// shapeClaim is shape i's claim as ShapeClaims and Bind build it.
+func (w *Workload) shapeClaim(i int) *resourceapi.ResourceClaim {
+	cc := w.claims[i].DeepCopy()
+	cc.Namespace, cc.Name = shapeNamespace, fmt.Sprintf("%s%d", shapePrefix, i)
+	cc.UID = ""
+	cc.Status = resourceapi.ResourceClaimStatus{}
+	return cc
 }
 
 // ShapeClaims' claims are named shapePrefix and the shape's number: not a
@@ -223,33 +225,67 @@ func IsShape(c *resourceapi.ResourceClaim) bool {
 // BindBuilt is Bind for a problem built with ShapeClaims among its claims:
 // shapes are the built claims of ShapeClaims' claims, whose candidates
 // are p's devices (p is that build without them). The measure is the one
-// Bind gives (TestBindBuiltIsBind).
-func (w *Workload) BindBuilt(p *model.Problem, shapes []*model.Claim) *Measure {
+// Bind gives (TestShapesBuiltWithBatchAsFor in k8s). With objs, the
+// cluster p was built from, the shapes are kept as Bind keeps its own: a
+// later Bind on the same cluster (the controller's placement of pods
+// without claims, after the claims' solve) uses them instead of building
+// them again. objs is nil when the build may have been cut short by its
+// deadline.
+func (w *Workload) BindBuilt(objs *input.Objects, p *model.Problem, shapes []*model.Claim) *Measure {
 	if w.Shapes() == 0 {
 		return newMeasure(p)
 	}
-	byShape := map[int]*model.Claim{}
+	built := map[string]builtSpec{}
 	for _, c := range shapes {
 		var i int
-		if _, err := fmt.Sscanf(strings.TrimPrefix(c.Obj.Name, shapePrefix), "%d", &i); err == nil && IsShape(c.Obj) {
-			byShape[i] = c
+		if _, err := fmt.Sscanf(strings.TrimPrefix(c.Obj.Name, shapePrefix), "%d", &i); err == nil && IsShape(c.Obj) && i >= 0 && i < len(w.specs) {
+			built[w.specs[i]] = builtSpec{c: c, devices: p.Devices}
 		}
 	}
-	return w.bind(p, p, byShape, func(qd int) (int, bool) { return qd, true }, false)
+	if objs != nil {
+		w.mu.Lock()
+		b := w.boundFor(objs, p.Options)
+		maps.Copy(b.specs, built)
+		w.bound = b
+		w.mu.Unlock()
+	}
+	keep, _ := w.target()
+	byShape := map[int]builtSpec{}
+	for _, i := range keep {
+		if s, ok := built[w.specs[i]]; ok && w.claims[i] != nil {
+			byShape[i] = s
+		}
+	}
+	return w.bind(p, byShape)
 }
 
-// bind makes p's measure from the shapes' claims as built in q, by
-// shape, devOf mapping q's device indices to p's.
+// bind makes p's measure from the shapes' claims as built, by shape.
 //
-// held: the shapes' candidates are q's, built without the cluster's
-// claims, so which GPUs a shape is held to can be read from them
-// (scarce.go). In a problem built with the batch (BindBuilt) a GPU whose
+// Which GPUs a shape is held to (scarce.go) is read from its candidates
+// only when every shape was built without the cluster's claims (Bind's
+// own builds): in a problem built with the batch (BindBuilt) a GPU whose
 // devices running claims hold is no candidate, and sets read there would
 // be held by what runs, not by what the shapes ask.
-func (w *Workload) bind(p, q *model.Problem, byShape map[int]*model.Claim, devOf func(qd int) (int, bool), held bool) *Measure {
+func (w *Workload) bind(p *model.Problem, byShape map[int]builtSpec) *Measure {
 	m := newMeasure(p)
 	keep, total := w.target()
+	static := true
 	hs := make([]heldShape, len(keep))
+	// A shape built in another problem is matched to p's devices by ID.
+	var byID map[input.DeviceID]int
+	devOf := func(devs []*model.Device, qd int) (int, bool) {
+		if len(devs) == len(p.Devices) && (len(devs) == 0 || &devs[0] == &p.Devices[0]) {
+			return qd, true
+		}
+		if byID == nil {
+			byID = make(map[input.DeviceID]int, len(p.Devices))
+			for _, d := range p.Devices {
+				byID[d.ID] = d.Index
+			}
+		}
+		d, ok := byID[devs[qd].ID]
+		return d, ok
+	}
 	for k, i := range keep {
 		sh := &shape{w: w.counts[i] / total, bySet: map[int][]int{}, need: map[int][]float64{}, onNode: map[int]bool{}}
 		for r, v := range w.reqs[i] {
@@ -272,14 +308,16 @@ func (w *Workload) bind(p, q *model.Problem, byShape map[int]*model.Claim, devOf
 			m.shapes = append(m.shapes, sh)
 			continue
 		}
-		c := byShape[i]
+		bs := byShape[i]
+		c := bs.c
 		if c == nil || c.Err != nil || len(c.Requests) == 0 || len(c.Requests[0].Alternatives) == 0 {
 			continue
 		}
+		static = static && bs.static
 		a := c.Requests[0].Alternatives[0]
 		sh.count = max(a.Count, 1)
 		for _, qd := range a.Candidates {
-			d, ok := devOf(qd)
+			d, ok := devOf(bs.devices, qd)
 			if !ok {
 				continue
 			}
@@ -288,7 +326,7 @@ func (w *Workload) bind(p, q *model.Problem, byShape map[int]*model.Claim, devOf
 			for _, cons := range dev.Consumes {
 				sh.bySet[cons.Set] = append(sh.bySet[cons.Set], d)
 			}
-			if u, ok := m.unitOf[d]; ok && len(q.Devices[qd].Capacity) == len(dev.Capacity) {
+			if u, ok := m.unitOf[d]; ok && len(bs.devices[qd].Capacity) == len(dev.Capacity) {
 				sh.bySet[u] = append(sh.bySet[u], d)
 				need := a.CapacityShares(qd)
 				sh.need[d] = need
@@ -314,7 +352,7 @@ func (w *Workload) bind(p, q *model.Problem, byShape map[int]*model.Claim, devOf
 		hs[k].units, hs[k].sh = shapeUnits(sh), sh
 		m.shapes = append(m.shapes, sh)
 	}
-	if held {
+	if static {
 		m.scarce, m.scarceUnits = heldTo(hs)
 		if len(m.scarce) > 0 {
 			m.heldRequests(hs)
@@ -348,17 +386,28 @@ func WorkloadFor(objs *input.Objects, w *Workload) *Workload {
 }
 
 // boundSpecs is the workload's claim specs built against one cluster's
-// devices: the problem of one claim per spec, as if nothing were allocated.
-// It is a function of the cluster's slices, classes, nodes, taint rules and
-// extensions, the build's options and the specs alone, so Bind keeps it
-// while those objects are the same (objects are never changed in place: an
-// update is a new object, as from an informer) and builds it again, for
-// every spec seen so far, when one of them changes or a new spec comes.
+// devices: by Bind (a problem of one claim per spec, as if nothing were
+// allocated) or by the caller's build (BindBuilt, whose candidates may
+// leave out GPUs whose devices running claims hold). A built spec is a function of
+// the cluster's slices, classes, nodes, taint rules and extensions, the
+// build's options and the spec alone, so it is kept while those objects are
+// the same (objects are never changed in place: an update is a new object,
+// as from an informer) and dropped, every spec, when one of them changes.
+// Specs seen since are built when a measure first weighs one of them.
 type boundSpecs struct {
 	objs  input.Objects // the cluster: Claims and Pods are nil
 	opts  model.Options
-	specs map[string]string // spec -> the name of its claim in q
-	q     *model.Problem
+	specs map[string]builtSpec
+}
+
+// builtSpec is a claim spec built: its claim and the devices of the
+// problem it was built in, which its candidates index.
+type builtSpec struct {
+	c       *model.Claim
+	devices []*model.Device
+	// static: built without the cluster's claims (Bind), so its
+	// candidates do not depend on what runs.
+	static bool
 }
 
 // sameCluster tells whether objs is the cluster b was built for.
@@ -370,67 +419,88 @@ func (b *boundSpecs) sameCluster(objs *input.Objects, opts model.Options) bool {
 		maps.Equal(o.CompatibleOnlyWith, objs.CompatibleOnlyWith) && maps.Equal(o.Origin, objs.Origin)
 }
 
-// boundShapes returns the problem of the workload's claim specs on objs' cluster
-// and, for each shape in keep with a claim, its claim there.
-func (w *Workload) boundShapes(ctx context.Context, objs *input.Objects, opts model.Options, keep []int) (*model.Problem, map[int]*model.Claim, error) {
+// boundFor is the kept specs when they were built for objs' cluster, else
+// a new empty set for it (w.mu held).
+func (w *Workload) boundFor(objs *input.Objects, opts model.Options) *boundSpecs {
+	if b := w.bound; b != nil && b.sameCluster(objs, opts) {
+		return b
+	}
+	b := &boundSpecs{objs: *objs, opts: opts, specs: map[string]builtSpec{}}
+	b.objs.Claims, b.objs.Pods = nil, nil
+	// The caller's lists and maps may change after this call.
+	b.objs.Slices, b.objs.Classes, b.objs.Nodes = slices.Clone(objs.Slices), slices.Clone(objs.Classes), slices.Clone(objs.Nodes)
+	b.objs.TaintRules, b.objs.Draft = slices.Clone(objs.TaintRules), slices.Clone(objs.Draft)
+	b.objs.CompatibleOnlyWith, b.objs.Origin = maps.Clone(objs.CompatibleOnlyWith), maps.Clone(objs.Origin)
+	return b
+}
+
+// boundShapes returns, for each shape in keep with a claim, its claim as
+// built on objs' cluster: kept, or built now with every other spec seen
+// so far and not built there yet.
+func (w *Workload) boundShapes(ctx context.Context, objs *input.Objects, opts model.Options, keep []int) (map[int]builtSpec, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	b := w.bound
-	fresh := b == nil || !b.sameCluster(objs, opts)
+	b := w.boundFor(objs, opts)
+	missing := false
 	for _, i := range keep {
-		if w.claims[i] != nil && !fresh {
+		if w.claims[i] != nil {
 			if _, ok := b.specs[w.specs[i]]; !ok {
-				fresh = true
+				missing = true
 			}
 		}
 	}
-	if fresh {
-		w.bound = nil
-		b = &boundSpecs{objs: *objs, opts: opts, specs: map[string]string{}}
-		b.objs.Claims, b.objs.Pods = nil, nil
-		// The caller's lists and maps may change after this call.
-		b.objs.Slices, b.objs.Classes, b.objs.Nodes = slices.Clone(objs.Slices), slices.Clone(objs.Classes), slices.Clone(objs.Nodes)
-		b.objs.TaintRules, b.objs.Draft = slices.Clone(objs.TaintRules), slices.Clone(objs.Draft)
-		b.objs.CompatibleOnlyWith, b.objs.Origin = maps.Clone(objs.CompatibleOnlyWith), maps.Clone(objs.Origin)
+	specs := b.specs
+	if missing {
 		o := b.objs
+		names := map[string]string{} // claim name -> spec
+		queued := map[string]bool{}
 		for i, c := range w.claims {
-			if c == nil {
+			if c == nil || queued[w.specs[i]] {
 				continue
 			}
 			if _, ok := b.specs[w.specs[i]]; ok {
 				continue
 			}
 			// A spec's claim is named after the first shape with it.
-			cc := c.DeepCopy()
-			cc.Namespace, cc.Name = shapeNamespace, fmt.Sprintf("%s%d", shapePrefix, i)
-			cc.UID = ""
-			b.specs[w.specs[i]] = cc.Name
-			cc.Status = resourceapi.ResourceClaimStatus{}
+			queued[w.specs[i]] = true
+			cc := w.shapeClaim(i)
+			names[cc.Name] = w.specs[i]
 			o.Claims = append(o.Claims, cc)
 		}
+		w.shapeBuilds++
 		q, err := model.Build(ctx, &o, opts)
 		if err != nil {
-			return nil, nil, fmt.Errorf("frag: workload shapes: %w", err)
+			return nil, fmt.Errorf("frag: workload shapes: %w", err)
 		}
-		b.q = q
+		specs = maps.Clone(b.specs)
+		for _, c := range q.Claims {
+			if spec, ok := names[c.Obj.Name]; ok {
+				specs[spec] = builtSpec{c: c, devices: q.Devices, static: true}
+			}
+		}
 		// A build cut short by its deadline may have failed some specs:
-		// it is not kept.
+		// they are not kept.
 		if ctx.Err() == nil {
+			b.specs = specs
 			w.bound = b
 		}
 	}
-	byName := make(map[string]*model.Claim, len(b.q.Claims))
-	for _, c := range b.q.Claims {
-		byName[c.Obj.Name] = c
-	}
-	byShape := map[int]*model.Claim{}
+	byShape := map[int]builtSpec{}
 	for _, i := range keep {
 		if w.claims[i] == nil {
 			continue
 		}
-		if c := byName[b.specs[w.specs[i]]]; c != nil {
-			byShape[i] = c
+		if s, ok := specs[w.specs[i]]; ok {
+			byShape[i] = s
 		}
 	}
-	return b.q, byShape, nil
+	return byShape, nil
+}
+
+// ShapeBuilds is how many builds of shapes Bind has made: the controller
+// builds them with its claims instead (BindBuilt), once a pass.
+func (w *Workload) ShapeBuilds() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.shapeBuilds
 }

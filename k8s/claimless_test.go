@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/drasat/drasat/model"
@@ -121,4 +122,58 @@ func TestPinToNodeNarrows(t *testing.T) {
 			t.Errorf("%s accepted %v, want %v", n.Name, got, want)
 		}
 	}
+}
+
+// A pass builds the look-ahead's shapes once: with its claims (the solve),
+// and the placement of pods without claims that follows binds its measure
+// with them, not with a build of its own (frag.For), even when the cluster
+// changed since the last pass, so that no shapes built before can serve.
+func TestPassBuildsShapesOnce(t *testing.T) {
+	ga := gatedPod("ga", "a")
+	ga.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: *resource.NewQuantity(2, resource.DecimalSI)}
+	e := newEnv(t, Options{PlacePods: true}, cpuNode("n1", 16), slice("n1", 4), cpuNode("n2", 8), slice("n2", 2), class(),
+		claim("a", 1, nil), ga, gatedCPUPod("small", 1))
+	if res := e.pass(t); res.Allocated != 1 || res.Placed != 1 {
+		t.Fatalf("first pass %+v, want 1 allocated, 1 placed", res)
+	}
+	ctx := context.Background()
+	// n2 relabelled: a new object in the cache, another cluster for the
+	// shapes. Then a claim of the same shape and another pod without claims.
+	n2, err := e.client.CoreV1().Nodes().Get(ctx, "n2", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n2.Labels["example.com/rack"] = "r2"
+	if _, err := e.client.CoreV1().Nodes().Update(ctx, n2, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	gb := gatedPod("gb", "b")
+	gb.Spec.Containers[0].Resources = ga.Spec.Containers[0].Resources
+	e.create(t, claim("b", 1, nil))
+	for _, p := range []*corev1.Pod{gb, gatedCPUPod("small2", 1)} {
+		if _, err := e.client.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.waitCache(t, "n2 relabelled, claim b and pod small2", func(s *Snapshot) bool {
+		relabelled, b, small2 := false, false, false
+		for _, n := range s.Nodes {
+			relabelled = relabelled || n.Labels["example.com/rack"] == "r2"
+		}
+		for _, c := range s.Claims {
+			b = b || c.Name == "b"
+		}
+		for _, p := range s.Pods {
+			small2 = small2 || p.Name == "small2"
+		}
+		return relabelled && b && small2
+	})
+	before := e.r.workload.ShapeBuilds()
+	if res := e.pass(t); res.Allocated != 1 || res.Placed != 1 {
+		t.Fatalf("second pass %+v, want 1 allocated, 1 placed", res)
+	}
+	if n := e.r.workload.ShapeBuilds() - before; n != 0 {
+		t.Fatalf("the second pass built the shapes %d more times for the pods without claims; want none", n)
+	}
+	e.allFeasible(t)
 }

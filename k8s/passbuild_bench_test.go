@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 
 	"github.com/drasat/drasat/bench"
@@ -124,13 +125,75 @@ func BenchmarkPassShapes(b *testing.B) {
 						b.Fatal(err)
 					}
 					p, shapes := full.Split(func(c *model.Claim) bool { return frag.IsShape(c.Obj) })
-					return w.BindBuilt(p, shapes)
+					return w.BindBuilt(nil, p, shapes)
 				}
 				build()
 				b.ResetTimer()
 				for range b.N {
 					build()
 				}
+			})
+		}
+	}
+}
+
+// BenchmarkPassClaimless is a pass's frag builds with pods without claims
+// to place (Options.PlacePods): the solve's build with the look-ahead's
+// shapes (frag.BindBuilt), then placeClaimless's build of the cluster the
+// solve leaves and its measure (frag.For). changed=true: the nodes were
+// updated since the last pass (new objects, as from an informer), so no
+// shapes built for the last pass's cluster can be used; changed=false:
+// nothing changed. shape-builds is frag.Bind's own builds of the shapes a
+// pass; allocs/op (-benchmem) counts both builds.
+//
+//	go test -run '^$' -bench 'PassClaimless/nodes=200' -benchtime 5x -benchmem ./k8s/
+func BenchmarkPassClaimless(b *testing.B) {
+	for _, nodes := range []int{200, 500} {
+		for _, changed := range []bool{false, true} {
+			b.Run(fmt.Sprintf("nodes=%d/changed=%t", nodes, changed), func(b *testing.B) {
+				snap, batch := passInput(b, nodes, 150)
+				ctx := context.Background()
+				opts := model.Options{Memo: model.NewMemo()}
+				w := frag.WorkloadFor(objects(snap, batch), nil)
+				pass := func() {
+					objs := objects(snap, batch)
+					objs.Claims = append(objs.Claims, w.ShapeClaims()...)
+					full, err := model.Build(ctx, objs, opts)
+					if err != nil {
+						b.Fatal(err)
+					}
+					p, shapes := full.Split(func(c *model.Claim) bool { return frag.IsShape(c.Obj) })
+					w.BindBuilt(objs, p, shapes)
+					left := objects(snap, nil)
+					q, err := model.Build(ctx, left, opts)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if _, err := frag.For(ctx, left, q, w); err != nil {
+						b.Fatal(err)
+					}
+				}
+				// Two passes before the timer: the memo settles only after
+				// the first pass's builds (without the shapes kept, the
+				// second pass's builds reuse what the first pass's build of
+				// the shapes evaluated).
+				pass()
+				pass()
+				before := w.ShapeBuilds()
+				b.ResetTimer()
+				for range b.N {
+					if changed {
+						b.StopTimer()
+						nodes := make([]*corev1.Node, len(snap.Nodes))
+						for i, n := range snap.Nodes {
+							nodes[i] = n.DeepCopy()
+						}
+						snap.Nodes = nodes
+						b.StartTimer()
+					}
+					pass()
+				}
+				b.ReportMetric(float64(w.ShapeBuilds()-before)/float64(b.N), "shape-builds")
 			})
 		}
 	}

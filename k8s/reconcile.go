@@ -317,7 +317,16 @@ func (r *Reconciler) solveAndWrite(ctx context.Context, snap *Snapshot, batch, p
 		// measure the pass still allocates. Its shapes' selectors are
 		// evaluated within the pass's budget too.
 		if shapes != nil {
-			opts.Lookahead = shapes.BindBuilt(p, shapeClaims)
+			// Kept (when the build was not cut short) for the placement
+			// of pods without claims below, which binds its own measure
+			// on the cluster these claims leave: the shapes are built
+			// once a pass. Without that placement nothing would use
+			// them, and keeping them keeps this build's devices.
+			var cluster *input.Objects
+			if r.Opts.PlacePods && !r.Opts.DryRun && !outOfTime {
+				cluster = objs
+			}
+			opts.Lookahead = shapes.BindBuilt(cluster, p, shapeClaims)
 		} else {
 			fctx, cancel := ctx, context.CancelFunc(func() {})
 			if r.Opts.Timeout > 0 {

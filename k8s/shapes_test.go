@@ -51,12 +51,24 @@ func TestShapesBuiltWithBatchAsFor(t *testing.T) {
 	if !reflect.DeepEqual(p.Claims, alone.Claims) {
 		t.Fatal("the batch's claims built with the shapes differ from those built alone")
 	}
-	builtM := w.BindBuilt(p, built)
+	builtM := w.BindBuilt(&with, p, built)
 
 	fa, ga := forM.Frag(model.NewState(alone))
 	fb, gb := builtM.Frag(model.NewState(p))
 	if fa != fb || ga != gb {
 		t.Fatalf("fragmentation %v of %v free GPUs; For's %v of %v", fb, gb, fa, ga)
+	}
+	// BindBuilt kept them for the cluster: a measure bound on another build
+	// of it (a pass's pods without claims) builds no shapes and is For's.
+	keptM, err := frag.For(ctx, objs, alone, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := w.ShapeBuilds(); n != 0 {
+		t.Fatalf("Bind after BindBuilt on the same cluster built the shapes %d times; want none", n)
+	}
+	if fc, gc := keptM.Frag(model.NewState(alone)); fa != fc || ga != gc {
+		t.Fatalf("fragmentation %v of %v free GPUs with the kept shapes; For's %v of %v", fc, gc, fa, ga)
 	}
 	run := func(p *model.Problem, m *frag.Measure) string {
 		res, err := alloc.Run(ctx, p, alloc.Options{Policy: alloc.Frag, Lookahead: m, Timeout: 20 * time.Second})
