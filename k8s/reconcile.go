@@ -339,6 +339,13 @@ func (r *Reconciler) solveAndWrite(ctx context.Context, snap *Snapshot, batch, p
 			log.Warn("fragmentation measure unavailable, placing as binpack", zap.Error(err))
 			opts.Lookahead = nil
 		}
+		if m, ok := opts.Lookahead.(*frag.Measure); ok {
+			// Which GPUs a shape is held to is read only from shapes
+			// built as if nothing ran, which the pass's build is not:
+			// its measure would price scarcity on some passes (frag.For)
+			// and not on others. FGD's measure alone on every pass.
+			m.NoScarcity = true
+		}
 	}
 	if r.Opts.Reserve {
 		if r.reserver == nil {
