@@ -2,6 +2,7 @@ package frag
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	"github.com/drasat/drasat/alloc"
@@ -160,5 +162,62 @@ func TestScarcityPodsWithoutClaims(t *testing.T) {
 	}
 	if m.price != nil {
 		t.Errorf("prices kept after PlacePods")
+	}
+}
+
+// The controller builds the shapes with its batch (BindBuilt). With x's
+// GPU taken whole by a running task, x is no candidate of H in that
+// build, unless the shapes are built with every device they match
+// (model.Options.EveryMatch): then the held sets are Bind's, whatever
+// runs; without it there are none (read from such candidates they would
+// be held by what runs).
+func TestScarcityBuiltWithBatch(t *testing.T) {
+	ctx := context.Background()
+	objs := scarceObjects()
+	run := sharedClaim("run", 1000)
+	run.Status.Allocation = &resourceapi.AllocationResult{
+		NodeSelector: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{{
+			Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{"x"}}}}}},
+		Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{{
+			Request: "gpu", Driver: sharedDriver, Pool: "x", Device: "gpu-0", ShareID: ptr.To(types.UID("00000000-0000-4000-8000-000000000002")),
+			ConsumedCapacity: map[resourceapi.QualifiedName]resource.Quantity{"milli": *resource.NewQuantity(1000, resource.DecimalSI)}}}}}
+	runPod := sharedPod("run", 1)
+	runPod.Spec.NodeName = "x"
+	run.Status.ReservedFor = []resourceapi.ResourceClaimConsumerReference{{Resource: "pods", Name: runPod.Name, UID: runPod.UID}}
+	objs.Claims = []*resourceapi.ResourceClaim{run}
+	objs.Pods = []*corev1.Pod{runPod}
+
+	p, err := model.Build(ctx, objs, model.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bound, err := scarceWorkload().Bind(ctx, objs, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(bound.scarce) != 1 {
+		t.Fatalf("Bind: %d held sets, want 1 (x's GPU)", len(bound.scarce))
+	}
+	for _, every := range []bool{true, false} {
+		w := scarceWorkload()
+		with := *objs
+		with.Claims = append(slices.Clip(objs.Claims), w.ShapeClaims()...)
+		opts := model.Options{}
+		if every {
+			opts.EveryMatch = IsShape
+		}
+		full, err := model.Build(ctx, &with, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, shapes := full.Split(func(c *model.Claim) bool { return IsShape(c.Obj) })
+		m := w.BindBuilt(nil, q, shapes)
+		want := 0
+		if every {
+			want = 1
+		}
+		if len(m.scarce) != want || every && !near(m.scarce[0].share, bound.scarce[0].share) {
+			t.Errorf("every match %v: held sets %+v, want %d (Bind's %+v)", every, m.scarce, want, bound.scarce)
+		}
 	}
 }

@@ -230,7 +230,9 @@ func IsShape(c *resourceapi.ResourceClaim) bool {
 // later Bind on the same cluster (the controller's placement of pods
 // without claims, after the claims' solve) uses them instead of building
 // them again. objs is nil when the build may have been cut short by its
-// deadline.
+// deadline. p built with model.Options.EveryMatch picking the shapes
+// gives their candidates whatever runs; without it, a GPU running claims
+// hold is no candidate and the measure has no scarcity term (scarce.go).
 func (w *Workload) BindBuilt(objs *input.Objects, p *model.Problem, shapes []*model.Claim) *Measure {
 	if w.Shapes() == 0 {
 		return newMeasure(p)
@@ -239,7 +241,10 @@ func (w *Workload) BindBuilt(objs *input.Objects, p *model.Problem, shapes []*mo
 	for _, c := range shapes {
 		var i int
 		if _, err := fmt.Sscanf(strings.TrimPrefix(c.Obj.Name, shapePrefix), "%d", &i); err == nil && IsShape(c.Obj) && i >= 0 && i < len(w.specs) {
-			built[w.specs[i]] = builtSpec{c: c, devices: p.Devices}
+			// Built with every device it matches (model.Options.EveryMatch),
+			// its candidates say which GPUs it is held to (scarce.go).
+			static := p.Options.EveryMatch != nil && p.Options.EveryMatch(c.Obj)
+			built[w.specs[i]] = builtSpec{c: c, devices: p.Devices, static: static}
 		}
 	}
 	if objs != nil {
@@ -262,10 +267,11 @@ func (w *Workload) BindBuilt(objs *input.Objects, p *model.Problem, shapes []*mo
 // bind makes p's measure from the shapes' claims as built, by shape.
 //
 // Which GPUs a shape is held to (scarce.go) is read from its candidates
-// only when every shape was built without the cluster's claims (Bind's
-// own builds): in a problem built with the batch (BindBuilt) a GPU whose
-// devices running claims hold is no candidate, and sets read there would
-// be held by what runs, not by what the shapes ask.
+// only when every shape was built with every device it matches (Bind's
+// own builds, as if nothing ran; BindBuilt's with
+// model.Options.EveryMatch): otherwise a GPU whose devices running claims
+// hold is no candidate, and sets read there would be held by what runs,
+// not by what the shapes ask.
 func (w *Workload) bind(p *model.Problem, byShape map[int]builtSpec) *Measure {
 	m := newMeasure(p)
 	keep, total := w.target()
@@ -387,8 +393,9 @@ func WorkloadFor(objs *input.Objects, w *Workload) *Workload {
 
 // boundSpecs is the workload's claim specs built against one cluster's
 // devices: by Bind (a problem of one claim per spec, as if nothing were
-// allocated) or by the caller's build (BindBuilt, whose candidates may
-// leave out GPUs whose devices running claims hold). A built spec is a function of
+// allocated) or by the caller's build (BindBuilt: with
+// model.Options.EveryMatch, every device a spec matches; without, its
+// candidates leave out GPUs whose devices running claims hold). A built spec is a function of
 // the cluster's slices, classes, nodes, taint rules and extensions, the
 // build's options and the spec alone, so it is kept while those objects are
 // the same (objects are never changed in place: an update is a new object,

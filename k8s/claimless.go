@@ -59,7 +59,6 @@ func (r *Reconciler) placeClaimless(ctx context.Context, written map[string]*res
 	if err != nil {
 		return fmt.Errorf("fragmentation measure for pods without claims: %w", err)
 	}
-	m.NoScarcity = true // as the claims' look-ahead (reconcile.go)
 	for _, pl := range frag.PlacePods(objs, p, m, pods) {
 		if ctx.Err() != nil {
 			return nil

@@ -120,7 +120,9 @@ func BenchmarkPassShapes(b *testing.B) {
 						return m
 					}
 					objs.Claims = append(objs.Claims, w.ShapeClaims()...)
-					full, err := model.Build(ctx, objs, opts)
+					fullOpts := opts
+					fullOpts.EveryMatch = frag.IsShape
+					full, err := model.Build(ctx, objs, fullOpts)
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -158,7 +160,9 @@ func BenchmarkPassClaimless(b *testing.B) {
 				pass := func() {
 					objs := objects(snap, batch)
 					objs.Claims = append(objs.Claims, w.ShapeClaims()...)
-					full, err := model.Build(ctx, objs, opts)
+					fullOpts := opts
+					fullOpts.EveryMatch = frag.IsShape
+					full, err := model.Build(ctx, objs, fullOpts)
 					if err != nil {
 						b.Fatal(err)
 					}

@@ -266,7 +266,9 @@ func (r *Reconciler) solveAndWrite(ctx context.Context, snap *Snapshot, batch, p
 		withShapes.Claims = append(slices.Clip(objs.Claims), shapes.ShapeClaims()...)
 		built = &withShapes
 	}
-	p, err := model.Build(bctx, built, model.Options{Compat: r.Opts.Compat, Memo: r.selectors})
+	// The shapes' candidates are every device they match, whatever runs
+	// (frag.BindBuilt reads from them which GPUs a shape is held to).
+	p, err := model.Build(bctx, built, model.Options{Compat: r.Opts.Compat, Memo: r.selectors, EveryMatch: frag.IsShape})
 	outOfTime := bctx.Err() != nil
 	cancel()
 	if err != nil && shapes != nil && !outOfTime {
@@ -338,13 +340,6 @@ func (r *Reconciler) solveAndWrite(ctx context.Context, snap *Snapshot, batch, p
 		if err != nil {
 			log.Warn("fragmentation measure unavailable, placing as binpack", zap.Error(err))
 			opts.Lookahead = nil
-		}
-		if m, ok := opts.Lookahead.(*frag.Measure); ok {
-			// Which GPUs a shape is held to is read only from shapes
-			// built as if nothing ran, which the pass's build is not:
-			// its measure would price scarcity on some passes (frag.For)
-			// and not on others. FGD's measure alone on every pass.
-			m.NoScarcity = true
 		}
 	}
 	if r.Opts.Reserve {

@@ -40,7 +40,9 @@ func TestShapesBuiltWithBatchAsFor(t *testing.T) {
 
 	with := *objs
 	with.Claims = append(slices.Clip(objs.Claims), shapes...)
-	full, err := model.Build(ctx, &with, opts)
+	fullOpts := opts
+	fullOpts.EveryMatch = frag.IsShape // as the pass builds them
+	full, err := model.Build(ctx, &with, fullOpts)
 	if err != nil {
 		t.Fatal(err)
 	}

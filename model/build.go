@@ -971,7 +971,8 @@ func (b *builder) alternative(c *Claim, reqName, subName, className string, sels
 	default:
 		return nil, fmt.Errorf("field allocationMode: unknown mode %q", mode)
 	}
-	key := fmt.Sprintf("%s|%s|%t|%t|%s|%s", className, selectorsKey(sels), alt.All, alt.AdminAccess, tolerationsKey(tols), capacityKey(capReq))
+	everyMatch := b.p.Options.EveryMatch != nil && c.Obj != nil && b.p.Options.EveryMatch(c.Obj)
+	key := fmt.Sprintf("%s|%s|%t|%t|%s|%s|%t", className, selectorsKey(sels), alt.All, alt.AdminAccess, tolerationsKey(tols), capacityKey(capReq), everyMatch)
 	if m, ok := b.matchCache[key]; ok {
 		if m.err != nil {
 			return nil, m.err
@@ -982,7 +983,7 @@ func (b *builder) alternative(c *Claim, reqName, subName, className string, sels
 		}
 		return alt, nil
 	}
-	cands, allMatch, celErrs, err := b.match(class, sels, alt, tols)
+	cands, allMatch, celErrs, err := b.match(class, sels, alt, tols, everyMatch)
 	if err != nil {
 		b.matchCache[key] = matchResult{err: err}
 		return nil, err
@@ -1160,7 +1161,7 @@ func tolerationsKey(tols []resourceapi.DeviceToleration) string {
 // match evaluates the class's and the request's selectors on every device.
 // Errors name the selector; they make the claims using it unallocatable.
 func (b *builder) match(class *resourceapi.DeviceClass, sels []resourceapi.DeviceSelector, alt *Alternative,
-	tols []resourceapi.DeviceToleration) (candidates, allMatch []int, celErrs map[int]error, err error) {
+	tols []resourceapi.DeviceToleration, everyMatch bool) (candidates, allMatch []int, celErrs map[int]error, err error) {
 	type selector struct {
 		expr, field string
 	}
@@ -1233,10 +1234,10 @@ func (b *builder) match(class *resourceapi.DeviceClass, sels []resourceapi.Devic
 			// taken makes its nodes unusable; the encoder sees it in AllMatch.
 			allMatch = append(allMatch, d.Index)
 		}
-		if TaintPrevents(d.Spec, tols) || !FitsAlone(b.p, d) {
+		if TaintPrevents(d.Spec, tols) {
 			continue
 		}
-		if d.InUse && !alt.AdminAccess || !b.capacityFits(d, consumed) {
+		if !everyMatch && (!FitsAlone(b.p, d) || d.InUse && !alt.AdminAccess || !b.capacityFits(d, consumed)) {
 			continue
 		}
 		candidates = append(candidates, d.Index)

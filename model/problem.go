@@ -67,6 +67,13 @@ type Options struct {
 	// build to the next (Memo): the controller's passes. The
 	// problem built is the same as without it.
 	Memo *Memo `json:"-"`
+	// EveryMatch, when set, picks claims whose candidates are every
+	// device that matches and tolerates the taints, whatever runs: not
+	// left out for being in use or short of counters or capacity. For
+	// claims that are only read, never allocated (the frag look-ahead's
+	// workload shapes, which are split off the problem): which devices
+	// such a claim could ever use must not depend on the cluster's state.
+	EveryMatch func(*resourceapi.ResourceClaim) bool `json:"-"`
 }
 
 const (
