@@ -11,6 +11,7 @@ import (
 
 	"github.com/drasat/drasat/bench"
 	"github.com/drasat/drasat/frag"
+	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/model"
 )
 
@@ -120,13 +121,10 @@ func BenchmarkPassShapes(b *testing.B) {
 						return m
 					}
 					objs.Claims = append(objs.Claims, w.ShapeClaims()...)
-					fullOpts := opts
-					fullOpts.EveryMatch = frag.IsShape
-					full, err := model.Build(ctx, objs, fullOpts)
+					p, shapes, err := buildWithShapes(ctx, objs, opts)
 					if err != nil {
 						b.Fatal(err)
 					}
-					p, shapes := full.Split(func(c *model.Claim) bool { return frag.IsShape(c.Obj) })
 					return w.BindBuilt(nil, p, shapes)
 				}
 				build()
@@ -160,13 +158,10 @@ func BenchmarkPassClaimless(b *testing.B) {
 				pass := func() {
 					objs := objects(snap, batch)
 					objs.Claims = append(objs.Claims, w.ShapeClaims()...)
-					fullOpts := opts
-					fullOpts.EveryMatch = frag.IsShape
-					full, err := model.Build(ctx, objs, fullOpts)
+					p, shapes, err := buildWithShapes(ctx, objs, opts)
 					if err != nil {
 						b.Fatal(err)
 					}
-					p, shapes := full.Split(func(c *model.Claim) bool { return frag.IsShape(c.Obj) })
 					w.BindBuilt(objs, p, shapes)
 					left := objects(snap, nil)
 					q, err := model.Build(ctx, left, opts)
@@ -201,4 +196,17 @@ func BenchmarkPassClaimless(b *testing.B) {
 			})
 		}
 	}
+}
+
+// buildWithShapes builds objs, among whose claims are the look-ahead's
+// shape claims, as the pass does (every device a shape matches,
+// model.Options.EveryMatch), and splits the shapes off the problem.
+func buildWithShapes(ctx context.Context, objs *input.Objects, opts model.Options) (*model.Problem, []*model.Claim, error) {
+	opts.EveryMatch = frag.IsShape
+	full, err := model.Build(ctx, objs, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, shapes := full.Split(func(c *model.Claim) bool { return frag.IsShape(c.Obj) })
+	return p, shapes, nil
 }

@@ -40,13 +40,10 @@ func TestShapesBuiltWithBatchAsFor(t *testing.T) {
 
 	with := *objs
 	with.Claims = append(slices.Clip(objs.Claims), shapes...)
-	fullOpts := opts
-	fullOpts.EveryMatch = frag.IsShape // as the pass builds them
-	full, err := model.Build(ctx, &with, fullOpts)
+	p, built, err := buildWithShapes(ctx, &with, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, built := full.Split(func(c *model.Claim) bool { return frag.IsShape(c.Obj) })
 	if len(built) != len(shapes) {
 		t.Fatalf("split off %d claims; want the %d shapes", len(built), len(shapes))
 	}
