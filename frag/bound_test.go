@@ -16,7 +16,9 @@ import (
 // slices, classes and nodes are the same objects, builds them again when
 // one changes and builds a new spec alone; the measure is always the one a workload
 // that never bound before gives (shapes that differ only in their pod's
-// requests share their spec's claim).
+// requests share their spec's claim). The specs resolved against a
+// problem's devices are kept too, and must not serve a problem of other
+// devices built beside the same cluster.
 func TestBindKeepsShapes(t *testing.T) {
 	type task struct {
 		c   *resourceapi.ResourceClaim
@@ -30,9 +32,14 @@ func TestBindKeepsShapes(t *testing.T) {
 	}
 	kept := NewWorkload()
 	observe(kept, seen)
+	var checkOn func(what string, objs, built *input.Objects, wantRebuilt bool)
 	check := func(what string, objs *input.Objects, wantRebuilt bool) {
 		t.Helper()
-		p, err := model.Build(context.Background(), objs, model.Options{})
+		checkOn(what, objs, objs, wantRebuilt)
+	}
+	checkOn = func(what string, objs, built *input.Objects, wantRebuilt bool) {
+		t.Helper()
+		p, err := model.Build(context.Background(), built, model.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -78,6 +85,12 @@ func TestBindKeepsShapes(t *testing.T) {
 	fewer := relabelled
 	fewer.Slices = relabelled.Slices[1:]
 	check("a slice gone", &fewer, true)
+	// The kept specs, on a problem of other devices: its first slice's
+	// devices gone, so every other device has another index.
+	check("the cluster again", &relabelled, true)
+	checkOn("the same specs on fewer devices", &relabelled, &fewer, false)
+	checkOn("and on all of them again", &relabelled, &relabelled, false)
+	check("back to fewer", &fewer, true)
 	// A new spec; then an old spec with a new pod.
 	seen = append(seen, task{claim("d", "2g.10gb", 1), 1})
 	observe(kept, seen[len(seen)-1:])

@@ -188,16 +188,8 @@ func (m *Measure) free(s *model.State, g int) float64 {
 // hosts tells whether GPU g can still take one device of shape sh.
 func (m *Measure) hosts(s *model.State, sh *shape, g int) bool {
 	if g >= m.nSets {
-		i := g - m.nSets
-		if sh.sharedOK == nil || sh.sharedOK[i/64]&(1<<(i%64)) == 0 {
-			return false
-		}
-		d := m.shared[i]
-		need := sh.sharedNeed
-		if sh.needVaries {
-			need = sh.need[d]
-		}
-		return s.Fits(d, true) && sharesFit(s, d, need)
+		d := m.shared[g-m.nSets]
+		return s.Fits(d, true) && m.sharedHosts(s, sh, g, d)
 	}
 	for _, d := range sh.bySet[g] {
 		if s.Fits(d, true) && sharesFit(s, d, sh.need[d]) {
@@ -205,6 +197,20 @@ func (m *Measure) hosts(s *model.State, sh *shape, g int) bool {
 		}
 	}
 	return false
+}
+
+// sharedHosts is hosts for shared unit g, device d, without s.Fits(d):
+// whether d is one of sh's candidates and sh's share fits in what is left.
+func (m *Measure) sharedHosts(s *model.State, sh *shape, g, d int) bool {
+	i := g - m.nSets
+	if sh.sharedOK == nil || sh.sharedOK[i/64]&(1<<(i%64)) == 0 {
+		return false
+	}
+	need := sh.sharedNeed
+	if sh.needVaries {
+		need = sh.need[d]
+	}
+	return sharesFit(s, d, need)
 }
 
 // sharesFit tells whether a share that takes need (per capacity, as
@@ -291,6 +297,17 @@ func (v *nodeView) pos(g int) int {
 func (m *Measure) refresh(s *model.State, v *nodeView, i int) {
 	g := v.sets[i]
 	v.free[i] = m.free(s, g)
+	if g >= m.nSets {
+		// A shared GPU: whether it takes a new share at all is the same
+		// for every shape, and the look-ahead asks it of every GPU of a
+		// node it tries, for every shape.
+		d := m.shared[g-m.nSets]
+		fits := s.Fits(d, true)
+		for k, sh := range m.shapes {
+			v.hosts[i][k] = fits && m.sharedHosts(s, sh, g, d)
+		}
+		return
+	}
 	for k, sh := range m.shapes {
 		v.hosts[i][k] = m.hosts(s, sh, g)
 	}

@@ -42,6 +42,9 @@ type Workload struct {
 	// BindBuilt).
 	mu    sync.Mutex
 	bound *boundSpecs
+	// resolved keeps the bound specs resolved against the last problem
+	// layout (resolved.go).
+	resolved *resolvedCache
 	// shapeBuilds counts Bind's builds of shapes (ShapeBuilds).
 	shapeBuilds int
 	// Top, when above 0, keeps only the most frequent shapes that together
@@ -292,6 +295,7 @@ func (w *Workload) bind(p *model.Problem, byShape map[int]builtSpec) *Measure {
 		d, ok := byID[devs[qd].ID]
 		return d, ok
 	}
+	var lay *layout // p's, made at the first shape with a claim
 	for k, i := range keep {
 		sh := &shape{w: w.counts[i] / total, bySet: map[int][]int{}, need: map[int][]float64{}, onNode: map[int]bool{}}
 		for r, v := range w.reqs[i] {
@@ -320,42 +324,19 @@ func (w *Workload) bind(p *model.Problem, byShape map[int]builtSpec) *Measure {
 			continue
 		}
 		static = static && bs.static
-		a := c.Requests[0].Alternatives[0]
-		sh.count = max(a.Count, 1)
-		for _, qd := range a.Candidates {
-			d, ok := devOf(bs.devices, qd)
-			if !ok {
-				continue
-			}
-			sh.any = true
-			dev := p.Devices[d]
-			for _, cons := range dev.Consumes {
-				sh.bySet[cons.Set] = append(sh.bySet[cons.Set], d)
-			}
-			if u, ok := m.unitOf[d]; ok && len(bs.devices[qd].Capacity) == len(dev.Capacity) {
-				sh.bySet[u] = append(sh.bySet[u], d)
-				need := a.CapacityShares(qd)
-				sh.need[d] = need
-				if sh.sharedOK == nil {
-					sh.sharedOK = make([]uint64, (len(m.shared)+63)/64)
-					sh.sharedNeed = need
-				} else if !slices.Equal(need, sh.sharedNeed) {
-					sh.needVaries = true
-				}
-				i := u - m.nSets
-				sh.sharedOK[i/64] |= 1 << (i % 64)
-			}
-			if dev.All {
-				sh.onNode[-1] = true
-			}
-			for _, n := range dev.Reach {
-				sh.onNode[n] = true
-			}
-			if hs[k].demand == 0 {
-				hs[k].demand = w.counts[i] * float64(sh.count) * m.deviceShare(d, sh.need[d])
-			}
+		if lay == nil {
+			l := layoutOf(p)
+			lay = &l
 		}
-		hs[k].units, hs[k].sh = shapeUnits(sh), sh
+		r := w.resolvedFor(*lay, bs)
+		if r == nil {
+			r = m.resolve(bs, devOf)
+			w.putResolved(*lay, bs, r)
+		}
+		sh.count, sh.bySet, sh.need, sh.onNode, sh.any = r.count, r.bySet, r.need, r.onNode, r.any
+		sh.sharedOK, sh.sharedNeed, sh.needVaries = r.sharedOK, r.sharedNeed, r.needVaries
+		hs[k].demand = w.counts[i] * float64(sh.count) * r.share
+		hs[k].units, hs[k].sh = r.units, sh
 		m.shapes = append(m.shapes, sh)
 	}
 	if static {
