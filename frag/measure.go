@@ -227,10 +227,15 @@ func sharesFit(s *model.State, d int, need []float64) bool {
 // podFits tells whether node n has the node resources shape sh's pod asks
 // for left (true for -1, the devices reachable from every node).
 func (m *Measure) podFits(s *model.State, sh *shape, n int) bool {
+	return m.reqFits(s, sh.req, n)
+}
+
+// reqFits tells whether node n has req left (true for -1).
+func (m *Measure) reqFits(s *model.State, req []nodeReq, n int) bool {
 	if n < 0 {
 		return true
 	}
-	for _, r := range sh.req {
+	for _, r := range req {
 		if left, ok := s.NodeLeft(n, r.j); ok && r.v > left {
 			return false
 		}
@@ -262,16 +267,17 @@ func (m *Measure) view(s *model.State, n int) *nodeView {
 		v.runs[k] = !m.nodeRes || m.podFits(s, sh, n)
 	}
 	if m.price != nil {
-		v.starved = !m.podFits(s, &shape{req: m.heldReq[n]}, n)
+		v.starved = !m.reqFits(s, m.heldReq[n], n)
 	}
 	if len(v.sets) > 16 {
 		v.index = make(map[int]int, len(v.sets))
 	}
+	flat := make([]bool, len(v.sets)*len(m.shapes))
 	for i, g := range v.sets {
 		if v.index != nil {
 			v.index[g] = i
 		}
-		v.hosts[i] = make([]bool, len(m.shapes))
+		v.hosts[i] = flat[i*len(m.shapes) : (i+1)*len(m.shapes) : (i+1)*len(m.shapes)]
 		m.refresh(s, v, i)
 	}
 	return v

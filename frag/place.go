@@ -67,7 +67,7 @@ func (m *Measure) placeWhere(s *model.State, c *model.Claim, rule Rule, allowed 
 			before = m.nodeFragAt(s, n)
 		}
 		s.PlacePod(c, n) // its pods' requests count in the measure
-		picks, ok := m.placeOn(s, c, n, rule)
+		picks, v, ok := m.placeOn(s, c, n, rule)
 		if !ok {
 			s.UnplacePod(c, n)
 			continue
@@ -75,7 +75,11 @@ func (m *Measure) placeWhere(s *model.State, c *model.Claim, rule Rule, allowed 
 		var sc [2]float64
 		switch rule {
 		case FGD:
-			sc[0] = m.nodeFragAt(s, n) - before
+			if v != nil && v.node == n && !m.crossUnit(picks) {
+				sc[0] = m.frag(v) - before // placeOn kept its view current
+			} else {
+				sc[0] = m.nodeFragAt(s, n) - before
+			}
 		case BestFit:
 			seen := map[int]bool{}
 			for _, pk := range picks {
@@ -121,8 +125,10 @@ func (m *Measure) nodeFragAt(s *model.State, n int) float64 {
 }
 
 // placeOn chooses the claim's devices on node n greedily; on success they
-// are taken in s (the caller releases them).
-func (m *Measure) placeOn(s *model.State, c *model.Claim, n int, rule Rule) ([]alloc.Pick, bool) {
+// are taken in s (the caller releases them). Under FGD it returns the
+// view of the node it chose by, refreshed on the units of the devices
+// taken.
+func (m *Measure) placeOn(s *model.State, c *model.Claim, n int, rule Rule) ([]alloc.Pick, *nodeView, bool) {
 	var picks []alloc.Pick
 	undo := func() {
 		for i := len(picks) - 1; i >= 0; i-- {
@@ -166,10 +172,22 @@ func (m *Measure) placeOn(s *model.State, c *model.Claim, n int, rule Rule) ([]a
 		}
 		if !done {
 			undo()
-			return nil, false
+			return nil, nil, false
 		}
 	}
-	return picks, true
+	return picks, v, true
+}
+
+// crossUnit tells whether taking the picks can change what other units
+// of their node can take (a device incompatible with others): a view
+// refreshed on the picks' units alone is then not the node's.
+func (m *Measure) crossUnit(picks []alloc.Pick) bool {
+	for _, pk := range picks {
+		if len(m.p.Devices[pk.Dev].Incompatible) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // viewNode is the node whose GPUs a placement for node n touches: n, or -1
