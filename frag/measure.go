@@ -263,12 +263,7 @@ func (m *Measure) view(s *model.State, n int) *nodeView {
 	v.free = make([]float64, len(v.sets))
 	v.hosts = make([][]bool, len(v.sets))
 	v.runs = make([]bool, len(m.shapes))
-	for k, sh := range m.shapes {
-		v.runs[k] = !m.nodeRes || m.podFits(s, sh, n)
-	}
-	if m.price != nil {
-		v.starved = !m.reqFits(s, m.heldReq[n], n)
-	}
+	m.nodeResources(s, v)
 	if len(v.sets) > 16 {
 		v.index = make(map[int]int, len(v.sets))
 	}
@@ -281,6 +276,15 @@ func (m *Measure) view(s *model.State, n int) *nodeView {
 		m.refresh(s, v, i)
 	}
 	return v
+}
+
+// nodeResources sets what in v depends on the node's resources left (not
+// on its GPUs): which shapes' pods fit there, and whether it is starved.
+func (m *Measure) nodeResources(s *model.State, v *nodeView) {
+	for k, sh := range m.shapes {
+		v.runs[k] = !m.nodeRes || m.podFits(s, sh, v.node)
+	}
+	v.starved = m.price != nil && !m.reqFits(s, m.heldReq[v.node], v.node)
 }
 
 // pos is the position of unit g in the view, or -1 (a node has a few

@@ -63,11 +63,16 @@ func (m *Measure) placeWhere(s *model.State, c *model.Claim, rule Rule, allowed 
 			continue // cheap tests before the node's fragmentation is computed
 		}
 		var before float64
+		var v *nodeView
 		if rule == FGD {
-			before = m.nodeFragAt(s, n)
+			v = m.view(s, m.viewNode(n))
+			before = m.frag(v)
 		}
 		s.PlacePod(c, n) // its pods' requests count in the measure
-		picks, v, ok := m.placeOn(s, c, n, rule)
+		if v != nil {
+			m.nodeResources(s, v) // the pod's requests changed them, not the GPUs
+		}
+		picks, ok := m.placeOn(s, c, n, rule, v)
 		if !ok {
 			s.UnplacePod(c, n)
 			continue
@@ -75,7 +80,7 @@ func (m *Measure) placeWhere(s *model.State, c *model.Claim, rule Rule, allowed 
 		var sc [2]float64
 		switch rule {
 		case FGD:
-			if v != nil && v.node == n && !m.crossUnit(picks) {
+			if v.node == n && !m.crossUnit(picks) {
 				sc[0] = m.frag(v) - before // placeOn kept its view current
 			} else {
 				sc[0] = m.nodeFragAt(s, n) - before
@@ -125,19 +130,15 @@ func (m *Measure) nodeFragAt(s *model.State, n int) float64 {
 }
 
 // placeOn chooses the claim's devices on node n greedily; on success they
-// are taken in s (the caller releases them). Under FGD it returns the
-// view of the node it chose by, refreshed on the units of the devices
-// taken.
-func (m *Measure) placeOn(s *model.State, c *model.Claim, n int, rule Rule) ([]alloc.Pick, *nodeView, bool) {
+// are taken in s (the caller releases them). Under FGD, v is the view of
+// n's GPUs it chooses by (the caller's, current): placeOn keeps it
+// current on the units of the devices it takes.
+func (m *Measure) placeOn(s *model.State, c *model.Claim, n int, rule Rule, v *nodeView) ([]alloc.Pick, bool) {
 	var picks []alloc.Pick
 	undo := func() {
 		for i := len(picks) - 1; i >= 0; i-- {
 			alloc.ReleasePick(s, c, picks[i])
 		}
-	}
-	var v *nodeView
-	if rule == FGD {
-		v = m.view(s, m.viewNode(n))
 	}
 	for ri, r := range c.Requests {
 		done := false
@@ -172,10 +173,10 @@ func (m *Measure) placeOn(s *model.State, c *model.Claim, n int, rule Rule) ([]a
 		}
 		if !done {
 			undo()
-			return nil, nil, false
+			return nil, false
 		}
 	}
-	return picks, v, true
+	return picks, true
 }
 
 // crossUnit tells whether taking the picks can change what other units
