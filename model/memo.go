@@ -37,6 +37,9 @@ type Memo struct {
 	// integers (buildPools), a function of its slices and of counterUses.
 	pools, prevPools map[*resourceapi.ResourceSlice]*poolScale
 	keys             map[string]string // interned projection keys
+	// pods: each pod's requests (PodRequests), by the object: every
+	// build counts every bound pod's requests on its node.
+	pods, prevPods map[*corev1.Pod]map[corev1.ResourceName]int64
 	// usable is the last usablePools answer with the slices and nodes it
 	// was for: a cluster whose slices and nodes are the same objects, in
 	// the same order, has the same usable pools (every pool against every
@@ -117,6 +120,23 @@ func (m *Memo) pool(slices []*resourceapi.ResourceSlice, uses int64) *poolScale 
 	return ps
 }
 
+// podRequests is PodRequests(pod), from the memo when this or the last
+// build asked it of the same object (objects are never changed in
+// place). The answer is read-only.
+func (m *Memo) podRequests(pod *corev1.Pod) map[corev1.ResourceName]int64 {
+	if m == nil {
+		return PodRequests(pod)
+	}
+	r, ok := m.pods[pod]
+	if !ok {
+		if r, ok = m.prevPods[pod]; !ok {
+			r = PodRequests(pod)
+		}
+		m.pods[pod] = r
+	}
+	return r
+}
+
 // putPool keeps ps for the next builds.
 func (m *Memo) putPool(ps *poolScale) {
 	if m != nil && len(ps.slices) > 0 {
@@ -143,7 +163,8 @@ const maxMemoKeys = 1 << 16
 // NewMemo returns an empty memo.
 func NewMemo() *Memo {
 	return &Memo{cur: map[*resourceapi.Device]*memoDevice{}, prev: map[*resourceapi.Device]*memoDevice{},
-		pools: map[*resourceapi.ResourceSlice]*poolScale{}, prevPools: map[*resourceapi.ResourceSlice]*poolScale{}, keys: map[string]string{}}
+		pools: map[*resourceapi.ResourceSlice]*poolScale{}, prevPools: map[*resourceapi.ResourceSlice]*poolScale{}, keys: map[string]string{},
+		pods: map[*corev1.Pod]map[corev1.ResourceName]int64{}, prevPods: map[*corev1.Pod]map[corev1.ResourceName]int64{}}
 }
 
 // memoKeepBuilds is how many builds an expression's entry on a device
@@ -169,11 +190,15 @@ func (m *Memo) end(complete bool) {
 		for s, ps := range m.pools {
 			m.prevPools[s] = ps
 		}
+		for p, r := range m.pods {
+			m.prevPods[p] = r
+		}
 	} else {
-		m.prev, m.prevPools = m.cur, m.pools
+		m.prev, m.prevPools, m.prevPods = m.cur, m.pools, m.pods
 	}
 	m.cur = make(map[*resourceapi.Device]*memoDevice, len(m.prev))
 	m.pools = make(map[*resourceapi.ResourceSlice]*poolScale, len(m.prevPools))
+	m.pods = make(map[*corev1.Pod]map[corev1.ResourceName]int64, len(m.prevPods))
 	m.mu.Unlock()
 }
 

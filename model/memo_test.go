@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -20,7 +21,7 @@ import (
 
 // TestMemoMatchesRebuild applies random cluster events (slices
 // added, updated, deleted; claims allocated and released; nodes relabelled
-// and deleted; new selectors) to a MIG pool, as a controller's informers
+// and deleted; new selectors; pods' requests changed and pods bound) to a MIG pool, as a controller's informers
 // see them, and builds the problem after each one with one memo kept
 // throughout and from scratch: the problems must be identical. It fails if
 // the memo answers for a device from an outdated version of it (an update
@@ -33,7 +34,12 @@ func TestMemoMatchesRebuild(t *testing.T) {
 			budget = 3000 // an expensive evaluation or two: some claims run out of it
 		}
 		t.Run(fmt.Sprintf("seed=%d/budget=%d", seed, budget), func(t *testing.T) {
-			insts, err := bench.Generate("mig", bench.Size{Nodes: 4, GPUs: 2, Claims: 40}, seed, bench.GenerateOptions{})
+			// Pods on even seeds: each pending claim's pod, and the nodes' CPU and memory.
+			gopts := bench.GenerateOptions{}
+			if seed%2 == 0 {
+				gopts.MIGMix = map[string]float64{"pod-cpus": 16}
+			}
+			insts, err := bench.Generate("mig", bench.Size{Nodes: 4, GPUs: 2, Claims: 40}, seed, gopts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -78,6 +84,19 @@ func TestMemoMatchesRebuild(t *testing.T) {
 // object is a new object) and says what it did.
 func event(rng *rand.Rand, objs *input.Objects, gone *[]*resourceapi.ResourceSlice, released *[]*resourceapi.ResourceClaim, step int) string {
 	profiles := []string{"1g.5gb", "1g.10gb", "2g.10gb", "3g.20gb", "1g.5gb+me", "7g.40gb"}
+	if len(objs.Pods) > 0 && rng.IntN(8) == 0 { // a pod updated: other requests, maybe bound
+		i := rng.IntN(len(objs.Pods))
+		pod := objs.Pods[i].DeepCopy()
+		objs.Pods = slices.Clone(objs.Pods)
+		objs.Pods[i] = pod
+		for j := range pod.Spec.Containers {
+			pod.Spec.Containers[j].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: *resource.NewQuantity(int64(1+rng.IntN(8)), resource.DecimalSI)}
+		}
+		if rng.IntN(2) == 0 && len(objs.Nodes) > 0 {
+			pod.Spec.NodeName = objs.Nodes[rng.IntN(len(objs.Nodes))].Name
+		}
+		return "pod " + pod.Name + " updated"
+	}
 	switch rng.IntN(8) {
 	case 0, 1: // a slice updated: one device's profile, or a counter
 		i := rng.IntN(len(objs.Slices))

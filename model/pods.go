@@ -172,7 +172,7 @@ func (b *builder) podResources() {
 	names := map[corev1.ResourceName]bool{}
 	reqs := make([]map[corev1.ResourceName]int64, len(p.Pods))
 	for i, pod := range p.Pods {
-		reqs[i] = PodRequests(pod.Obj)
+		reqs[i] = b.p.Options.Memo.podRequests(pod.Obj)
 		for n, v := range reqs[i] {
 			if v > 0 {
 				names[n] = true
@@ -215,7 +215,7 @@ func (b *builder) podResources() {
 		if used[node] == nil {
 			used[node] = map[corev1.ResourceName]int64{}
 		}
-		for n, v := range PodRequests(o) {
+		for n, v := range b.p.Options.Memo.podRequests(o) {
 			used[node][n] += v
 		}
 	}
