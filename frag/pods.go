@@ -181,7 +181,7 @@ func nodesLeft(objs *input.Objects, p *model.Problem, placing map[*corev1.Pod]bo
 		if !ok || left[n] == nil {
 			continue
 		}
-		takeReq(left[n], model.PodRequests(pod))
+		takeReq(left[n], p.Options.Memo.PodRequests(pod))
 	}
 	return left
 }

@@ -137,6 +137,17 @@ func (m *Memo) podRequests(pod *corev1.Pod) map[corev1.ResourceName]int64 {
 	return r
 }
 
+// PodRequests is PodRequests(pod) through the memo (nil: none), for
+// those who count pods' requests beside a build, as the builds do.
+func (m *Memo) PodRequests(pod *corev1.Pod) map[corev1.ResourceName]int64 {
+	if m == nil {
+		return PodRequests(pod)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.podRequests(pod)
+}
+
 // putPool keeps ps for the next builds.
 func (m *Memo) putPool(ps *poolScale) {
 	if m != nil && len(ps.slices) > 0 {
@@ -194,7 +205,12 @@ func (m *Memo) end(complete bool) {
 			m.prevPods[p] = r
 		}
 	} else {
-		m.prev, m.prevPools, m.prevPods = m.cur, m.pools, m.pods
+		m.prev, m.prevPools = m.cur, m.pools
+		if len(m.pods) > 0 {
+			// A build that counted no pods' requests (no pending pod
+			// with claims) keeps the last one's.
+			m.prevPods = m.pods
+		}
 	}
 	m.cur = make(map[*resourceapi.Device]*memoDevice, len(m.prev))
 	m.pools = make(map[*resourceapi.ResourceSlice]*poolScale, len(m.prevPools))
