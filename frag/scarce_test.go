@@ -221,3 +221,55 @@ func TestScarcityBuiltWithBatch(t *testing.T) {
 		}
 	}
 }
+
+// The tasks held to a model are rare shapes, each mostly outside FGD's
+// target workload (the top shapes by frequency): the held sets are read
+// from every shape seen, not only the ones the measure weighs. Here the
+// target keeps V and U (3 of 4 tasks, past 70 %) and leaves H out; H
+// still holds 1/3 of the GPU demand to x's GPU, in Bind's measure and in
+// BindBuilt's.
+func TestScarcityHeldOutsideTarget(t *testing.T) {
+	ctx := context.Background()
+	objs := scarceObjects()
+	objs.Claims = []*resourceapi.ResourceClaim{sharedClaim("p", 1000)}
+	objs.Pods = []*corev1.Pod{sharedPod("p", 1)}
+	p, err := model.Build(ctx, objs, model.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := scarceWorkload()
+	w.Top = 70
+	if keep, _ := w.target(); len(keep) != 2 {
+		t.Fatalf("target shapes %v, want U and V", keep)
+	}
+	m, err := w.Bind(ctx, objs, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.shapes) != 2 {
+		t.Errorf("%d shapes weighed, want 2", len(m.shapes))
+	}
+	if len(m.scarce) != 1 || !near(m.scarce[0].share, 1.0/3) {
+		t.Errorf("Bind: held sets %+v, want x's GPU with 1/3 of the demand", m.scarce)
+	}
+	// BindBuilt: the shapes built with the batch, every device they match.
+	withShapes := *objs
+	withShapes.Claims = append(slices.Clone(objs.Claims), w.ShapeClaims()...)
+	q, err := model.Build(ctx, &withShapes, model.Options{EveryMatch: IsShape})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var shapes []*model.Claim
+	for _, c := range q.Claims {
+		if IsShape(c.Obj) {
+			shapes = append(shapes, c)
+		}
+	}
+	if len(shapes) != 3 {
+		t.Fatalf("%d shape claims built, want one per spec of every shape (3)", len(shapes))
+	}
+	mb := w.BindBuilt(nil, q, shapes)
+	if len(mb.scarce) != 1 || !near(mb.scarce[0].share, 1.0/3) {
+		t.Errorf("BindBuilt: held sets %+v, want x's GPU with 1/3 of the demand", mb.scarce)
+	}
+}

@@ -178,8 +178,11 @@ func (w *Workload) Bind(ctx context.Context, objs *input.Objects, p *model.Probl
 	if w.Shapes() == 0 {
 		return newMeasure(p), nil
 	}
-	keep, _ := w.target()
-	byShape, err := w.boundShapes(ctx, objs, p.Options, keep)
+	all := make([]int, len(w.keys))
+	for i := range all {
+		all[i] = i
+	}
+	byShape, err := w.boundShapes(ctx, objs, p.Options, all)
 	if err != nil {
 		return nil, err
 	}
@@ -187,14 +190,14 @@ func (w *Workload) Bind(ctx context.Context, objs *input.Objects, p *model.Probl
 }
 
 // ShapeClaims are the claims the measure resolves the workload's shapes
-// with, one per claim spec among the shapes it weighs (IsShape tells them
-// from others): a caller that builds its problem anyway adds them to its
+// with, one per claim spec among the shapes seen (the ones it weighs, and
+// the others for which GPUs tasks are held to; IsShape tells them from
+// others): a caller that builds its problem anyway adds them to its
 // objects, so the devices are built once (BindBuilt), not again by Bind.
 func (w *Workload) ShapeClaims() []*resourceapi.ResourceClaim {
-	keep, _ := w.target()
 	var out []*resourceapi.ResourceClaim
 	seen := map[string]bool{}
-	for _, i := range keep {
+	for i := range w.keys {
 		if w.claims[i] == nil || seen[w.specs[i]] {
 			continue
 		}
@@ -257,9 +260,8 @@ func (w *Workload) BindBuilt(objs *input.Objects, p *model.Problem, shapes []*mo
 		w.bound = b
 		w.mu.Unlock()
 	}
-	keep, _ := w.target()
 	byShape := map[int]builtSpec{}
-	for _, i := range keep {
+	for i := range w.keys {
 		if s, ok := built[w.specs[i]]; ok && w.claims[i] != nil {
 			byShape[i] = s
 		}
@@ -274,12 +276,14 @@ func (w *Workload) BindBuilt(objs *input.Objects, p *model.Problem, shapes []*mo
 // own builds, as if nothing ran; BindBuilt's with
 // model.Options.EveryMatch): otherwise a GPU whose devices running claims
 // hold is no candidate, and sets read there would be held by what runs,
-// not by what the shapes ask.
+// not by what the shapes ask. The held sets are read from every shape
+// given (byShape), the measure weighs the target shapes alone: a task held
+// to a GPU model is a rare shape, mostly outside FGD's top 95 %, and the
+// held demand is what all of them ask together.
 func (w *Workload) bind(p *model.Problem, byShape map[int]builtSpec) *Measure {
 	m := newMeasure(p)
 	keep, total := w.target()
 	static := true
-	hs := make([]heldShape, len(keep))
 	// A shape built in another problem is matched to p's devices by ID.
 	var byID map[input.DeviceID]int
 	devOf := func(devs []*model.Device, qd int) (int, bool) {
@@ -296,7 +300,15 @@ func (w *Workload) bind(p *model.Problem, byShape map[int]builtSpec) *Measure {
 		return d, ok
 	}
 	var lay *layout // p's, made at the first shape with a claim
-	for k, i := range keep {
+	// The measure weighs the target shapes (keep); which GPUs tasks are
+	// held to is read from every shape built (scarce.go): the tasks
+	// held to a model are rare shapes each, mostly outside FGD's top 95 %.
+	kept := make([]bool, len(w.keys))
+	for _, i := range keep {
+		kept[i] = true
+	}
+	hs := make([]heldShape, len(w.keys))
+	for i := range w.keys {
 		sh := &shape{w: w.counts[i] / total, bySet: map[int][]int{}, need: map[int][]float64{}, onNode: map[int]bool{}}
 		for r, v := range w.reqs[i] {
 			if x := model.ResourceAmount(r, v); x > 0 {
@@ -310,20 +322,28 @@ func (w *Workload) bind(p *model.Problem, byShape map[int]builtSpec) *Measure {
 			if v, ok := w.reqs[i][r]; ok {
 				if x := model.ResourceAmount(r, v); x > 0 {
 					sh.req = append(sh.req, nodeReq{j, x})
-					m.nodeRes = true
+					if kept[i] {
+						m.nodeRes = true
+					}
 				}
 			}
 		}
 		if w.claims[i] == nil {
-			m.shapes = append(m.shapes, sh)
+			if kept[i] {
+				m.shapes = append(m.shapes, sh)
+			}
 			continue
 		}
-		bs := byShape[i]
+		bs, ok := byShape[i]
 		c := bs.c
-		if c == nil || c.Err != nil || len(c.Requests) == 0 || len(c.Requests[0].Alternatives) == 0 {
+		if !ok || c == nil || c.Err != nil || len(c.Requests) == 0 || len(c.Requests[0].Alternatives) == 0 {
 			continue
 		}
-		static = static && bs.static
+		if kept[i] {
+			static = static && bs.static
+		} else if !bs.static {
+			continue
+		}
 		if lay == nil {
 			l := layoutOf(p)
 			lay = &l
@@ -335,9 +355,11 @@ func (w *Workload) bind(p *model.Problem, byShape map[int]builtSpec) *Measure {
 		}
 		sh.count, sh.bySet, sh.need, sh.onNode, sh.any = r.count, r.bySet, r.need, r.onNode, r.any
 		sh.sharedOK, sh.sharedNeed, sh.needVaries = r.sharedOK, r.sharedNeed, r.needVaries
-		hs[k].demand = w.counts[i] * float64(sh.count) * r.share
-		hs[k].units, hs[k].sh = r.units, sh
-		m.shapes = append(m.shapes, sh)
+		hs[i].demand = w.counts[i] * float64(sh.count) * r.share
+		hs[i].units, hs[i].sh = r.units, sh
+		if kept[i] {
+			m.shapes = append(m.shapes, sh)
+		}
 	}
 	if static {
 		m.scarce, m.scarceUnits = heldTo(hs)
