@@ -33,7 +33,10 @@ import (
 //     fits there, and a claim that needs several of them together loses;
 //     docs/adapter.md, "Departures");
 //   - never waits longer than MaxWindow after the first change, nor once
-//     MaxBatch claims are pending.
+//     MaxBatch claims are pending, nor longer than ReleaseWindow when
+//     nothing but releases came since the window opened (pods that fit on
+//     the devices freed are waiting meanwhile; releases after it are
+//     solved for by the next pass).
 //
 // drasat_batch_window_seconds records the latency this added.
 
@@ -132,6 +135,9 @@ func (c *Controller) collect(ctx context.Context) bool {
 	defer tick.Stop()
 	st := c.windowState()
 	lastArrival := start
+	// sawRelease, sawDemand: what arrived since start (the change that
+	// opened the window is in the first state already).
+	sawRelease, sawDemand := false, false
 	seen := map[string]bool{}
 	for _, k := range st.keys {
 		seen[k] = true
@@ -139,12 +145,13 @@ func (c *Controller) collect(ctx context.Context) bool {
 	prev := st
 	for {
 		now := time.Now()
-		arrived := arrivedSince(prev, st, seen)
+		demand, released := arrivedSince(prev, st, seen)
 		prev = st
-		if arrived {
+		if demand || released {
 			lastArrival = now
 		}
-		if windowCloses(st, now.Sub(start), now.Sub(lastArrival), r.Opts.window()) {
+		sawRelease, sawDemand = sawRelease || released, sawDemand || demand
+		if windowCloses(st, now.Sub(start), now.Sub(lastArrival), sawRelease && !sawDemand, r.Opts.window()) {
 			return true
 		}
 		select {
@@ -173,27 +180,32 @@ func (o Options) window() Options {
 
 // arrivedSince reports whether, from prev to st, demand arrived (a key not
 // in seen, which it adds, or a gated pod's claim neither found nor
-// projected) or an allocation was released.
-func arrivedSince(prev, st windowState, seen map[string]bool) bool {
-	arrived := st.unknown > 0
+// projected) and whether an allocation was released.
+func arrivedSince(prev, st windowState, seen map[string]bool) (demand, released bool) {
+	demand = st.unknown > 0
 	for _, k := range st.keys {
 		if !seen[k] {
-			seen[k], arrived = true, true
+			seen[k], demand = true, true
 		}
 	}
 	for uid := range prev.allocated {
 		if !st.allocated[uid] {
-			return true
+			released = true
+			break
 		}
 	}
-	return arrived
+	return demand, released
 }
 
 // windowCloses is the window's rule (see above): open is the time since the
-// first change, quiet the time since demand last arrived.
-func windowCloses(st windowState, open, quiet time.Duration, o Options) bool {
+// first change, quiet the time since demand last arrived or an allocation
+// was released; releasesOnly: releases came since the first change, and
+// no demand.
+func windowCloses(st windowState, open, quiet time.Duration, releasesOnly bool, o Options) bool {
 	switch {
 	case open >= o.MaxWindow:
+		return true
+	case releasesOnly && open >= o.ReleaseWindow:
 		return true
 	case o.MaxBatch > 0 && len(st.keys) >= o.MaxBatch:
 		return true

@@ -19,28 +19,32 @@ func keysN(n int) []string {
 }
 
 func TestWindowCloses(t *testing.T) {
-	o := Options{BatchWindow: 2 * time.Second, MaxBatch: 10, LiveOptions: LiveOptions{MaxWindow: 8 * time.Second}}
+	o := Options{BatchWindow: 2 * time.Second, MaxBatch: 10, LiveOptions: LiveOptions{MaxWindow: 8 * time.Second, ReleaseWindow: 4 * time.Second}}
 	s := time.Second
 	for _, tc := range []struct {
-		name        string
-		st          windowState
-		open, quiet time.Duration
-		want        bool
+		name         string
+		st           windowState
+		open, quiet  time.Duration
+		releasesOnly bool
+		want         bool
 	}{
-		{"everything fits: act at once", windowState{keys: keysN(3), fits: true}, 0, 0, true},
-		{"contended, demand still arriving: wait", windowState{keys: keysN(3)}, 3 * s, s, false},
-		{"contended, arrivals stopped: act", windowState{keys: keysN(3)}, 3 * s, 2 * s, true},
-		{"fits but a pod's claim can be neither found nor projected: wait", windowState{keys: keysN(3), unknown: 1, fits: true}, s, 0, false},
-		{"bounded by the max window", windowState{keys: keysN(3), unknown: 1}, 8 * s, 0, true},
-		{"a full batch: act", windowState{keys: keysN(10)}, 0, 0, true},
-		{"the plan holds and claims it decided appeared: act", windowState{keys: keysN(3), planned: 1}, 0, 0, true},
+		{"everything fits: act at once", windowState{keys: keysN(3), fits: true}, 0, 0, false, true},
+		{"contended, demand still arriving: wait", windowState{keys: keysN(3)}, 3 * s, s, false, false},
+		{"contended, arrivals stopped: act", windowState{keys: keysN(3)}, 3 * s, 2 * s, false, true},
+		{"fits but a pod's claim can be neither found nor projected: wait", windowState{keys: keysN(3), unknown: 1, fits: true}, s, 0, false, false},
+		{"bounded by the max window", windowState{keys: keysN(3), unknown: 1}, 8 * s, 0, false, true},
+		{"a full batch: act", windowState{keys: keysN(10)}, 0, 0, false, true},
+		{"the plan holds and claims it decided appeared: act", windowState{keys: keysN(3), planned: 1}, 0, 0, false, true},
+		{"releases still coming, within the release window: wait", windowState{keys: keysN(3)}, 3 * s, 0, true, false},
+		{"releases still coming, the release window over: act", windowState{keys: keysN(3)}, 4 * s, 0, true, true},
+		{"releases and new demand still coming: wait past the release window", windowState{keys: keysN(3)}, 4 * s, 0, false, false},
 	} {
-		if got := windowCloses(tc.st, tc.open, tc.quiet, o); got != tc.want {
+		if got := windowCloses(tc.st, tc.open, tc.quiet, tc.releasesOnly, o); got != tc.want {
 			t.Errorf("%s: closes = %v, want %v", tc.name, got, tc.want)
 		}
 	}
 	o.MaxBatch = 0
-	if windowCloses(windowState{keys: keysN(5000)}, s, 0, o) {
+	if windowCloses(windowState{keys: keysN(5000)}, s, 0, false, o) {
 		t.Error("no batch bound: the number of claims alone must not close the window")
 	}
 }
@@ -76,17 +80,18 @@ func TestArrivedSince(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		prev, next windowState
-		want       bool
+		want       [2]bool // demand, released
 	}{
-		{"nothing new", windowState{keys: keysN(1), allocated: alloc("a")}, windowState{keys: keysN(1), allocated: alloc("a")}, false},
-		{"a new claim", windowState{keys: keysN(1)}, windowState{keys: keysN(2)}, true},
-		{"the same claim again", windowState{keys: keysN(2)}, windowState{keys: keysN(2)}, false},
-		{"a pod's claim not projectable", windowState{}, windowState{unknown: 1}, true},
-		{"an allocation released", windowState{allocated: alloc("a", "b")}, windowState{allocated: alloc("b")}, true},
-		{"a claim allocated (not a release)", windowState{allocated: alloc("b")}, windowState{allocated: alloc("a", "b")}, false},
+		{"nothing new", windowState{keys: keysN(1), allocated: alloc("a")}, windowState{keys: keysN(1), allocated: alloc("a")}, [2]bool{false, false}},
+		{"a new claim", windowState{keys: keysN(1)}, windowState{keys: keysN(2)}, [2]bool{true, false}},
+		{"the same claim again", windowState{keys: keysN(2)}, windowState{keys: keysN(2)}, [2]bool{false, false}},
+		{"a pod's claim not projectable", windowState{}, windowState{unknown: 1}, [2]bool{true, false}},
+		{"an allocation released", windowState{allocated: alloc("a", "b")}, windowState{allocated: alloc("b")}, [2]bool{false, true}},
+		{"a claim allocated (not a release)", windowState{allocated: alloc("b")}, windowState{allocated: alloc("a", "b")}, [2]bool{false, false}},
+		{"a claim and a release", windowState{keys: keysN(2), allocated: alloc("a")}, windowState{keys: keysN(3)}, [2]bool{true, true}},
 	} {
-		if got := arrivedSince(tc.prev, tc.next, seen); got != tc.want {
-			t.Errorf("%s: arrived = %v, want %v", tc.name, got, tc.want)
+		if d, r := arrivedSince(tc.prev, tc.next, seen); [2]bool{d, r} != tc.want {
+			t.Errorf("%s: demand, released = %v, %v, want %v", tc.name, d, r, tc.want)
 		}
 	}
 }
@@ -95,18 +100,18 @@ func TestWindowWithHolding(t *testing.T) {
 	st := windowState{keys: keysN(3)}
 	o := Options{BatchWindow: 2 * time.Second, LiveOptions: LiveOptions{MaxWindow: 30 * time.Second}}
 	quiet := 2500 * time.Millisecond
-	if !windowCloses(st, 10*time.Second, quiet, o.window()) {
+	if !windowCloses(st, 10*time.Second, quiet, false, o.window()) {
 		t.Error("holding off: the window closes once BatchWindow passed without demand")
 	}
 	o.Hold = 200 * time.Second
-	if windowCloses(st, 10*time.Second, quiet, o.window()) {
+	if windowCloses(st, 10*time.Second, quiet, false, o.window()) {
 		t.Errorf("holding on: demand quiet for %s, before the holder counts it as stopped (%s): the window must stay open", quiet, hold.DefaultMinQuiet)
 	}
-	if !windowCloses(st, 10*time.Second, hold.DefaultMinQuiet, o.window()) {
+	if !windowCloses(st, 10*time.Second, hold.DefaultMinQuiet, false, o.window()) {
 		t.Error("holding on: quiet for the holder's MinQuiet: the window closes")
 	}
 	o.BatchWindow = 5 * time.Second
-	if windowCloses(st, 10*time.Second, hold.DefaultMinQuiet, o.window()) {
+	if windowCloses(st, 10*time.Second, hold.DefaultMinQuiet, false, o.window()) {
 		t.Error("a BatchWindow longer than MinQuiet stays in force")
 	}
 }

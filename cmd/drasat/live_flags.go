@@ -20,6 +20,7 @@ func liveFlags() []cli.Flag {
 		&cli.IntFlag{Name: "kube-api-burst", Value: 100, Usage: "API request burst (as kube-scheduler's default)"},
 		&cli.IntFlag{Name: "write-workers", Value: 8, Usage: "claim writes and gate removals in flight at once"},
 		&cli.DurationFlag{Name: "max-window", Value: 30 * time.Second, Usage: "most latency the adaptive batching window may add while claims keep arriving"},
+		&cli.DurationFlag{Name: "release-window", Value: k8s.DefaultReleaseWindow, Usage: "most the window waits after the first release while only releases come (departing pods): the devices freed so far are then solved for, the later ones by the next pass"},
 	}
 }
 
@@ -35,8 +36,12 @@ func applyLiveFlags(c *cli.Context, cfg *rest.Config, opts *k8s.Options) error {
 	if c.Duration("max-window") < 0 {
 		return fmt.Errorf("--max-window must not be negative")
 	}
+	if c.Duration("release-window") <= 0 {
+		return fmt.Errorf("--release-window must be positive (got %s)", c.Duration("release-window"))
+	}
 	cfg.QPS, cfg.Burst = float32(qps), burst
 	opts.WriteWorkers = c.Int("write-workers")
 	opts.MaxWindow = max(c.Duration("max-window"), opts.BatchWindow)
+	opts.ReleaseWindow = c.Duration("release-window")
 	return nil
 }
