@@ -324,3 +324,61 @@ func TestSharedSlicesBuildTheSameProblem(t *testing.T) {
 		t.Fatalf("the allocation built from the cache, on the objects: %v", err)
 	}
 }
+
+// TestEqualAttributesIsDeepEqual: the transform's equality of attribute
+// maps is reflect.DeepEqual's on every pair of maps that differ in one
+// value, its presence, nil against empty, or a list's element, and equal
+// maps hash the same.
+func TestEqualAttributesIsDeepEqual(t *testing.T) {
+	type attrs = map[resourceapi.QualifiedName]resourceapi.DeviceAttribute
+	base := func() attrs {
+		return attrs{
+			"i": {IntValue: ptr.To[int64](1)}, "b": {BoolValue: ptr.To(false)},
+			"s": {StringValue: ptr.To("x")}, "v": {VersionValue: ptr.To("1.0.0")},
+			"l": {IntValues: []int64{1, 2}, BoolValues: []bool{true}, StringValues: []string{"a"}, VersionValues: []string{"1.0.0"}},
+		}
+	}
+	variants := []attrs{nil, {}, base()}
+	change := func(f func(a attrs)) {
+		a := base()
+		f(a)
+		variants = append(variants, a)
+	}
+	set := func(k resourceapi.QualifiedName, v resourceapi.DeviceAttribute) func(attrs) {
+		return func(a attrs) { a[k] = v }
+	}
+	change(set("i", resourceapi.DeviceAttribute{IntValue: ptr.To[int64](2)}))
+	change(set("i", resourceapi.DeviceAttribute{}))
+	change(set("i", resourceapi.DeviceAttribute{IntValue: ptr.To[int64](1), BoolValue: ptr.To(false)}))
+	change(set("b", resourceapi.DeviceAttribute{BoolValue: ptr.To(true)}))
+	change(set("s", resourceapi.DeviceAttribute{StringValue: ptr.To("y")}))
+	change(set("s", resourceapi.DeviceAttribute{VersionValue: ptr.To("x")}))
+	change(set("s", resourceapi.DeviceAttribute{StringValue: ptr.To("")}))
+	change(set("v", resourceapi.DeviceAttribute{VersionValue: ptr.To("1.0.1")}))
+	change(func(a attrs) { delete(a, "v") })
+	change(func(a attrs) { a["w"] = a["v"]; delete(a, "v") })
+	change(set("x", resourceapi.DeviceAttribute{}))
+	for _, l := range []resourceapi.DeviceAttribute{
+		{IntValues: []int64{1, 3}, BoolValues: []bool{true}, StringValues: []string{"a"}, VersionValues: []string{"1.0.0"}},
+		{IntValues: []int64{1}, BoolValues: []bool{true}, StringValues: []string{"a"}, VersionValues: []string{"1.0.0"}},
+		{IntValues: []int64{1, 2}, BoolValues: []bool{}, StringValues: []string{"a"}, VersionValues: []string{"1.0.0"}},
+		{IntValues: []int64{1, 2}, BoolValues: []bool{true}, StringValues: []string{}, VersionValues: []string{"1.0.0"}},
+		{IntValues: []int64{1, 2}, BoolValues: []bool{true}, StringValues: []string{"a"}},
+		{IntValues: []int64{1, 2}, BoolValues: []bool{true}, StringValues: []string{"a"}, VersionValues: []string{}},
+		{IntValues: []int64{1, 2}, BoolValues: []bool{true}, StringValues: []string{"a"}, VersionValues: []string{"1.0.0"}}, // equal to base's
+	} {
+		change(set("l", l))
+	}
+	m := newDeviceMaps()
+	for i, a := range variants {
+		for j, b := range variants {
+			want := reflect.DeepEqual(a, b)
+			if got := equalAttributes(a, b); got != want {
+				t.Errorf("variants %d and %d: equalAttributes %t, reflect.DeepEqual %t", i, j, got, want)
+			}
+			if want && m.attrHash(a) != m.attrHash(b) {
+				t.Errorf("variants %d and %d: equal, hashed apart", i, j)
+			}
+		}
+	}
+}
