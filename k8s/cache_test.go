@@ -75,6 +75,11 @@ func TestDeviceMapsShared(t *testing.T) {
 		resourceapi.Device{Name: "d1", Capacity: capOf("5Gi"), ConsumesCounters: uses("1")},
 		resourceapi.Device{Name: "d2", Capacity: capOf("10Gi"), ConsumesCounters: uses("0")})
 	b := sliceOf("b", resourceapi.Device{Name: "d0", Capacity: capOf("5Gi"), ConsumesCounters: uses("1")})
+	// A slice's counter sets: the same counters for every GPU.
+	gpu := func(name, mem string) resourceapi.CounterSet {
+		return resourceapi.CounterSet{Name: name, Counters: map[string]resourceapi.Counter{"memory": {Value: resource.MustParse(mem)}}}
+	}
+	b.Spec.SharedCounters = []resourceapi.CounterSet{gpu("gpu-0", "40Gi"), gpu("gpu-1", "40Gi"), gpu("gpu-2", "80Gi")}
 	before := []*resourceapi.ResourceSlice{a.DeepCopy(), b.DeepCopy()}
 	m := newDeviceMaps()
 	m.share(a)
@@ -92,6 +97,10 @@ func TestDeviceMapsShared(t *testing.T) {
 	if !same(da[0].ConsumesCounters[0].Counters, da[2].ConsumesCounters[0].Counters) || !same(da[1].ConsumesCounters[0].Counters, db[0].ConsumesCounters[0].Counters) ||
 		same(da[0].ConsumesCounters[0].Counters, da[1].ConsumesCounters[0].Counters) {
 		t.Error("counter maps: equal ones not shared, or different ones shared")
+	}
+	sc := b.Spec.SharedCounters
+	if !same(sc[0].Counters, sc[1].Counters) || same(sc[0].Counters, sc[2].Counters) {
+		t.Error("counter sets' maps: equal ones not shared, or different ones shared")
 	}
 }
 
@@ -194,6 +203,11 @@ func TestDeviceAttributesShared(t *testing.T) {
 	if unsafe.StringData(da[0].Name) != unsafe.StringData(db[0].Name) ||
 		unsafe.StringData(da[0].ConsumesCounters[0].CounterSet) != unsafe.StringData(db[0].ConsumesCounters[0].CounterSet) {
 		t.Error("device or counter set names of two slices not shared")
+	}
+	// The list of what a device consumes: one for the same counter set and
+	// counters, not for another set.
+	if &da[0].ConsumesCounters[0] != &db[0].ConsumesCounters[0] || &da[0].ConsumesCounters[0] == &da[4].ConsumesCounters[0] {
+		t.Error("counter consumption lists: equal ones not shared, or different ones shared")
 	}
 }
 

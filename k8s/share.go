@@ -3,7 +3,10 @@ package k8s
 import (
 	"encoding/json"
 	"hash/maphash"
+	"reflect"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 
 	resourceapi "k8s.io/api/resource/v1"
@@ -14,9 +17,11 @@ import (
 // everything; measured on the MIG slices of 200 nodes, the devices' maps
 // were most of the cache (docs/adapter.md, Memory). Shared are:
 //
-//   - a device's capacity (every MIG device of one profile has the same)
-//     and the counters it consumes (the same for one placement on every
-//     GPU of every node);
+//   - a device's capacity (every MIG device of one profile has the same),
+//     the counters it consumes (the same for one placement on every GPU
+//     of every node, and so is the list of what it consumes), and the
+//     counters a slice's counter sets hold (the same for every GPU of a
+//     model);
 //   - a device's whole attribute map where an equal one was seen: the MIG
 //     devices of one profile on one GPU have the same attributes (their
 //     parent's UUID, not one of their own), and a driver whose devices
@@ -26,8 +31,8 @@ import (
 //   - in the attribute maps not shared whole, the names and the values the
 //     attributes point to (productName, driverVersion, profile, ...: the
 //     same on many devices);
-//   - the name of the counter set a device draws from, and the device's
-//     name (gpu-0-mig-1g5gb-0 on every node).
+//   - the names of counter sets, and device names (gpu-0-mig-1g5gb-0
+//     on every node).
 //
 // Shared values are read-only like everything in an informer's cache:
 // drasat never modifies a cached object. Every device's attributes and
@@ -45,6 +50,9 @@ type deviceMaps struct {
 	mu       sync.Mutex
 	capacity map[string]map[resourceapi.QualifiedName]resourceapi.DeviceCapacity
 	counters map[string]map[string]resourceapi.Counter
+	// consumes: a device's list of counter consumptions, by its counter
+	// sets and counter maps (consumption).
+	consumes map[string][]resourceapi.DeviceCounterConsumption
 	// attrs: attribute maps by their hash (attrHash); equal hashes are
 	// told apart by equalAttributes.
 	attrs  map[uint64][]map[resourceapi.QualifiedName]resourceapi.DeviceAttribute
@@ -68,7 +76,7 @@ const maxSharedMaps = 1 << 14
 func newDeviceMaps() *deviceMaps { return &deviceMaps{seed: maphash.MakeSeed()} }
 
 func (m *deviceMaps) size() int {
-	return len(m.capacity) + len(m.counters) + m.nAttrs + len(m.strs) + len(m.ints)
+	return len(m.capacity) + len(m.counters) + len(m.consumes) + m.nAttrs + len(m.strs) + len(m.ints)
 }
 
 // share replaces what s's devices carry with equal values already seen.
@@ -78,11 +86,19 @@ func (m *deviceMaps) share(s *resourceapi.ResourceSlice) {
 	if m.capacity == nil || m.size() > maxSharedMaps {
 		m.capacity = map[string]map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{}
 		m.counters = map[string]map[string]resourceapi.Counter{}
+		m.consumes = map[string][]resourceapi.DeviceCounterConsumption{}
 		m.attrs = map[uint64][]map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{}
 		m.nAttrs = 0
 		m.strs = map[string]*string{}
 		m.ints = map[int64]*int64{}
 		m.bools = [2]*bool{}
+	}
+	for i := range s.Spec.SharedCounters {
+		cs := &s.Spec.SharedCounters[i]
+		cs.Name = m.str(cs.Name)
+		if len(cs.Counters) > 0 {
+			cs.Counters = shared(m.counters, cs.Counters)
+		}
 	}
 	for i := range s.Spec.Devices {
 		d := &s.Spec.Devices[i]
@@ -100,7 +116,29 @@ func (m *deviceMaps) share(s *resourceapi.ResourceSlice) {
 				cs.Counters = shared(m.counters, cs.Counters)
 			}
 		}
+		if len(d.ConsumesCounters) > 0 {
+			d.ConsumesCounters = m.consumption(d.ConsumesCounters)
+		}
 	}
+}
+
+// consumption returns the list seen before with the same counter sets and
+// the same (shared) counter maps as l, or l (remembered). The maps are
+// told apart by identity: the list remembered holds them, so no map's
+// address is reused while it is remembered.
+func (m *deviceMaps) consumption(l []resourceapi.DeviceCounterConsumption) []resourceapi.DeviceCounterConsumption {
+	var b strings.Builder
+	for _, cs := range l {
+		b.WriteString(cs.CounterSet)
+		b.WriteByte(0)
+		b.WriteString(strconv.FormatUint(uint64(reflect.ValueOf(cs.Counters).Pointer()), 16))
+		b.WriteByte(0)
+	}
+	if s, ok := m.consumes[b.String()]; ok {
+		return s
+	}
+	m.consumes[b.String()] = l
+	return l
 }
 
 // shared returns the map seen before with v's contents, or v (remembered).
