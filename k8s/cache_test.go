@@ -155,6 +155,13 @@ func TestDeviceAttributesShared(t *testing.T) {
 			t.Errorf("slice %s reads differently after the transform:\n%+v\nwas\n%+v", s.Name, s.Spec.Devices, before[i].Spec.Devices)
 		}
 	}
+	// Idempotent, as client-go asks of a transform: a slice passed again
+	// keeps what it shares.
+	kept := a.Spec.Devices[1].Attributes
+	m.share(a)
+	if !reflect.DeepEqual(a, before[0]) || reflect.ValueOf(a.Spec.Devices[1].Attributes).Pointer() != reflect.ValueOf(kept).Pointer() {
+		t.Error("a slice passed twice changed")
+	}
 	if b.Spec.Devices[3].Attributes != nil || b.Spec.Devices[4].Attributes == nil {
 		t.Error("a device's nil or empty attribute map changed")
 	}
