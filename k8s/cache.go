@@ -53,15 +53,7 @@ type Cache struct {
 // NewCache creates (but does not start) the informers.
 func NewCache(client kubernetes.Interface, opts Options) *Cache {
 	c := &Cache{changed: make(chan struct{}, 1)}
-	maps := newDeviceMaps()
-	transform := func(obj any) (any, error) {
-		obj, err := stripUnread(obj)
-		if s, ok := obj.(*resourceapi.ResourceSlice); ok && err == nil {
-			maps.share(s)
-		}
-		return obj, err
-	}
-	c.factory = informers.NewSharedInformerFactoryWithOptions(client, opts.Resync, informers.WithTransform(transform))
+	c.factory = informers.NewSharedInformerFactoryWithOptions(client, opts.Resync, informers.WithTransform(sliceTransform()))
 	c.podFactory = informers.NewSharedInformerFactoryWithOptions(client, opts.Resync, informers.WithNamespace(opts.Namespace), informers.WithTransform(stripUnread))
 
 	claims := c.factory.Resource().V1().ResourceClaims()
@@ -252,6 +244,20 @@ func sortedByKey[T any](l []T, key func(T) string) []T {
 }
 
 func claimKey(c *resourceapi.ResourceClaim) string { return c.Namespace + "/" + c.Name }
+
+// sliceTransform is the transform of the cluster-wide informers:
+// stripUnread, and for ResourceSlices the sharing of what many devices
+// repeat (share.go). Each transform has its own tables.
+func sliceTransform() cache.TransformFunc {
+	maps := newDeviceMaps()
+	return func(obj any) (any, error) {
+		obj, err := stripUnread(obj)
+		if s, ok := obj.(*resourceapi.ResourceSlice); ok && err == nil {
+			maps.share(s)
+		}
+		return obj, err
+	}
+}
 
 // stripUnread drops from every cached object what drasat never reads, as
 // the kube-scheduler does with its informers' transform: managedFields, and
