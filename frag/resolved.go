@@ -29,7 +29,10 @@ type resolved struct {
 	share      float64 // the first non-zero deviceShare of its candidates: the shape's demand per device
 }
 
-// resolvedCache keeps resolved specs for one layout (w.mu guards it).
+// resolvedCache keeps the specs the last bind resolved, for its layout
+// (w.mu guards it). Only the last bind's: the controller's passes build
+// their specs anew (BindBuilt), and an entry kept past its pass would keep
+// that pass's built claims, candidate lists and all, alive.
 type resolvedCache struct {
 	layout layout
 	specs  map[*model.Claim]*resolved
@@ -38,11 +41,6 @@ type resolvedCache struct {
 // layout is the SHA-256 of what layoutOf records: a digest rather than
 // the record, which at 200,000 devices is megabytes.
 type layout [sha256.Size]byte
-
-// maxResolved bounds the specs kept for one layout: the controller's
-// passes build their specs anew (BindBuilt), so entries of passes gone
-// are dropped by starting over past it.
-const maxResolved = 1024
 
 // layoutOf records everything of p that resolving a spec reads: the
 // devices (ID, counter consumption, capacities, reach, multi-allocation)
@@ -104,8 +102,7 @@ func layoutOf(p *model.Problem) layout {
 	return l
 }
 
-// resolvedFor returns the kept resolution of bs against p's layout, or
-// nil; put keeps one.
+// resolvedFor returns the kept resolution of bs against layout l, or nil.
 func (w *Workload) resolvedFor(l layout, bs builtSpec) *resolved {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -115,13 +112,12 @@ func (w *Workload) resolvedFor(l layout, bs builtSpec) *resolved {
 	return w.resolved.specs[bs.c]
 }
 
-func (w *Workload) putResolved(l layout, bs builtSpec, r *resolved) {
+// keepResolved keeps the specs a bind resolved (and only those) for the
+// next one.
+func (w *Workload) keepResolved(l layout, specs map[*model.Claim]*resolved) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.resolved == nil || w.resolved.layout != l || len(w.resolved.specs) >= maxResolved {
-		w.resolved = &resolvedCache{layout: l, specs: map[*model.Claim]*resolved{}}
-	}
-	w.resolved.specs[bs.c] = r
+	w.resolved = &resolvedCache{layout: l, specs: specs}
 }
 
 // resolve derives r from bs's candidates on m's problem. devOf maps a

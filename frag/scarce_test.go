@@ -273,3 +273,33 @@ func TestScarcityHeldOutsideTarget(t *testing.T) {
 		t.Errorf("BindBuilt: held sets %+v, want x's GPU with 1/3 of the demand", mb.scarce)
 	}
 }
+
+// The specs a bind resolved are kept for the next bind of the same
+// devices, and only the last bind's: the controller builds its specs anew
+// every pass (BindBuilt), and an entry kept past its pass would keep that
+// pass's built claims alive (seen: gigabytes at 1,000 nodes).
+func TestResolvedKeepsOnlyTheLastBind(t *testing.T) {
+	ctx := context.Background()
+	w := scarceWorkload()
+	var first []*model.Claim
+	for pass := range 3 {
+		objs := scarceObjects()
+		objs.Claims = w.ShapeClaims()
+		q, err := model.Build(ctx, objs, model.Options{EveryMatch: IsShape})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.BindBuilt(nil, q, q.Claims)
+		if pass == 0 {
+			first = q.Claims
+		}
+		if n := len(w.resolved.specs); n != len(q.Claims) {
+			t.Fatalf("pass %d: %d specs kept, want this pass's %d", pass, n, len(q.Claims))
+		}
+	}
+	for _, c := range first {
+		if _, ok := w.resolved.specs[c]; ok {
+			t.Fatal("the first pass's specs are still kept")
+		}
+	}
+}

@@ -300,6 +300,7 @@ func (w *Workload) bind(p *model.Problem, byShape map[int]builtSpec) *Measure {
 		return d, ok
 	}
 	var lay *layout // p's, made at the first shape with a claim
+	used := map[*model.Claim]*resolved{}
 	// The measure weighs the target shapes (keep); which GPUs tasks are
 	// held to is read from every shape built (scarce.go): the tasks
 	// held to a model are rare shapes each, mostly outside FGD's top 95 %.
@@ -351,8 +352,8 @@ func (w *Workload) bind(p *model.Problem, byShape map[int]builtSpec) *Measure {
 		r := w.resolvedFor(*lay, bs)
 		if r == nil {
 			r = m.resolve(bs, devOf)
-			w.putResolved(*lay, bs, r)
 		}
+		used[bs.c] = r
 		sh.count, sh.bySet, sh.need, sh.onNode, sh.any = r.count, r.bySet, r.need, r.onNode, r.any
 		sh.sharedOK, sh.sharedNeed, sh.needVaries = r.sharedOK, r.sharedNeed, r.needVaries
 		hs[i].demand = w.counts[i] * float64(sh.count) * r.share
@@ -360,6 +361,9 @@ func (w *Workload) bind(p *model.Problem, byShape map[int]builtSpec) *Measure {
 		if kept[i] {
 			m.shapes = append(m.shapes, sh)
 		}
+	}
+	if lay != nil {
+		w.keepResolved(*lay, used)
 	}
 	if static {
 		m.scarce, m.scarceUnits = heldTo(hs)
