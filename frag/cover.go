@@ -27,7 +27,7 @@ import (
 // is whole when a single device can take all of its share (the full GPU
 // of a MIG-partitioned one); nil when no node has such GPUs.
 func (m *Measure) wholeNodeShape() *shape {
-	sh := &shape{bySet: map[int][]int{}, onNode: map[int]bool{}, whole: true}
+	sh := &shape{resolved: resolved{bySet: map[int][]int{}, onNode: map[int]bool{}}, whole: true}
 	perNode := map[int]int{}
 	for g, cs := range m.p.CounterSets {
 		if len(m.share[g]) == 0 {

@@ -17,16 +17,23 @@ import (
 // whole-cluster curve's CPU (docs/bench.md). Its maps are read-only once
 // made: the shapes of every measure bound with it share them.
 type resolved struct {
-	count      int
-	bySet      map[int][]int
+	count int // devices the shape asks for; 0: a task without devices
+	// bySet lists, per unit (counter set or shared device), the shape's
+	// candidate devices that consume from it.
+	bySet map[int][]int
+	// need is what one device of the shape takes of a shared device's
+	// capacities, as shares of their values. hosts reads sharedOK (bit i:
+	// shared unit i is a candidate) and sharedNeed (the need when it is
+	// the same on every candidate, as on GPUs of one kind) instead of the
+	// maps: they are the measure's innermost loop.
 	need       map[int][]float64
 	sharedOK   []uint64
 	sharedNeed []float64
 	needVaries bool
-	any        bool
-	onNode     map[int]bool
-	units      []int   // shapeUnits
-	share      float64 // the first non-zero deviceShare of its candidates: the shape's demand per device
+	any        bool         // some candidate exists
+	onNode     map[int]bool // nodes on which the shape has candidates
+	units      []int        // the units of bySet with candidates, sorted (scarce.go)
+	share      float64      // the first non-zero deviceShare of its candidates: the shape's demand per device
 }
 
 // resolvedCache keeps the specs the last bind resolved, for its layout
@@ -159,6 +166,6 @@ func (m *Measure) resolve(bs builtSpec, devOf func([]*model.Device, int) (int, b
 			r.share = m.deviceShare(d, r.need[d])
 		}
 	}
-	r.units = shapeUnits(&shape{bySet: r.bySet})
+	r.units = unitsOf(r.bySet)
 	return r
 }

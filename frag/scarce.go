@@ -193,10 +193,10 @@ func leastReq(a, b []nodeReq) []nodeReq {
 	return out
 }
 
-// shapeUnits is the sorted set of units shape sh has candidates on.
-func shapeUnits(sh *shape) []int {
+// unitsOf is the sorted set of units bySet has candidates on.
+func unitsOf(bySet map[int][]int) []int {
 	var us []int
-	for g, devs := range sh.bySet {
+	for g, devs := range bySet {
 		if len(devs) > 0 {
 			us = append(us, g)
 		}

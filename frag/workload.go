@@ -135,28 +135,16 @@ func (w *Workload) target() ([]int, float64) {
 
 // shape is one task shape bound to a problem's devices.
 type shape struct {
-	w     float64 // frequency, the weights sum to 1
-	count int     // devices the shape asks for; 0: a task without devices
-	// bySet lists, per unit (counter set or shared device), the shape's
-	// candidate devices that consume from it.
-	bySet map[int][]int
-	// need is what one device of the shape takes of a shared device's
-	// capacities, as shares of their values. hosts reads sharedOK (bit i:
-	// shared unit i is a candidate) and sharedNeed (the need when it is
-	// the same on every candidate, as on GPUs of one kind) instead of the
-	// maps: they are the measure's innermost loop.
-	need       map[int][]float64
-	sharedOK   []uint64
-	sharedNeed []float64
-	needVaries bool
+	w float64 // frequency, the weights sum to 1
+	// resolved: its claim spec's candidates on the problem's devices
+	// (resolved.go), shared by the shapes of one spec and kept between
+	// problems of the same devices; zero for a task without devices.
+	resolved
 	// req is what the shape's pod asks of a node, per Problem.Resources.
 	req []nodeReq
 	// podReq is what the shape's pod asks of a node by resource name,
 	// known or not to the problem (pods.go: placing pods without claims).
 	podReq map[corev1.ResourceName]int64
-	any    bool // some candidate exists
-	// nodes on which the shape has candidates.
-	onNode map[int]bool
 	// whole: the coverage-only shape of a task taking a whole node of the
 	// largest size (cover.go).
 	whole bool
@@ -310,7 +298,7 @@ func (w *Workload) bind(p *model.Problem, byShape map[int]builtSpec) *Measure {
 	}
 	hs := make([]heldShape, len(w.keys))
 	for i := range w.keys {
-		sh := &shape{w: w.counts[i] / total, bySet: map[int][]int{}, need: map[int][]float64{}, onNode: map[int]bool{}}
+		sh := &shape{w: w.counts[i] / total}
 		for r, v := range w.reqs[i] {
 			if x := model.ResourceAmount(r, v); x > 0 {
 				if sh.podReq == nil {
@@ -354,8 +342,7 @@ func (w *Workload) bind(p *model.Problem, byShape map[int]builtSpec) *Measure {
 			r = m.resolve(bs, devOf)
 		}
 		used[bs.c] = r
-		sh.count, sh.bySet, sh.need, sh.onNode, sh.any = r.count, r.bySet, r.need, r.onNode, r.any
-		sh.sharedOK, sh.sharedNeed, sh.needVaries = r.sharedOK, r.sharedNeed, r.needVaries
+		sh.resolved = *r // its maps shared, read-only
 		hs[i].demand = w.counts[i] * float64(sh.count) * r.share
 		hs[i].units, hs[i].sh = r.units, sh
 		if kept[i] {
