@@ -77,6 +77,35 @@ func scarceWorkload() *Workload {
 	return w
 }
 
+// buildScarce builds objs' problem.
+func buildScarce(t *testing.T, objs *input.Objects) *model.Problem {
+	t.Helper()
+	p, err := model.Build(context.Background(), objs, model.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// bindBuilt binds w as the controller's pass does: its shape claims built
+// with objs' claims (with every device they match when every), split off,
+// and bound with BindBuilt. It returns the measure and the shapes.
+func bindBuilt(t *testing.T, w *Workload, objs *input.Objects, every bool) (*Measure, []*model.Claim) {
+	t.Helper()
+	with := *objs
+	with.Claims = append(slices.Clip(objs.Claims), w.ShapeClaims()...)
+	opts := model.Options{}
+	if every {
+		opts.EveryMatch = IsShape
+	}
+	full, err := model.Build(context.Background(), &with, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, shapes := full.Split(func(c *model.Claim) bool { return IsShape(c.Obj) })
+	return w.BindBuilt(nil, q, shapes), shapes
+}
+
 func TestScarcityKeepsHeldGPUs(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
@@ -86,10 +115,7 @@ func TestScarcityKeepsHeldGPUs(t *testing.T) {
 		objs := scarceObjects()
 		objs.Claims = []*resourceapi.ResourceClaim{sharedClaim("p", 1000)}
 		objs.Pods = []*corev1.Pod{sharedPod("p", 1)}
-		p, err := model.Build(ctx, objs, model.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		p := buildScarce(t, objs)
 		m, err := scarceWorkload().Bind(ctx, objs, p)
 		if err != nil {
 			t.Fatal(err)
@@ -133,10 +159,7 @@ func TestScarcityPodsWithoutClaims(t *testing.T) {
 	pod := sharedPod("c", 2)
 	pod.Spec.ResourceClaims = nil
 	objs.Pods = []*corev1.Pod{pod}
-	p, err := model.Build(ctx, objs, model.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := buildScarce(t, objs)
 	m, err := scarceWorkload().Bind(ctx, objs, p)
 	if err != nil {
 		t.Fatal(err)
@@ -187,10 +210,7 @@ func TestScarcityBuiltWithBatch(t *testing.T) {
 	objs.Claims = []*resourceapi.ResourceClaim{run}
 	objs.Pods = []*corev1.Pod{runPod}
 
-	p, err := model.Build(ctx, objs, model.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := buildScarce(t, objs)
 	bound, err := scarceWorkload().Bind(ctx, objs, p)
 	if err != nil {
 		t.Fatal(err)
@@ -199,19 +219,7 @@ func TestScarcityBuiltWithBatch(t *testing.T) {
 		t.Fatalf("Bind: %d held sets, want 1 (x's GPU)", len(bound.scarce))
 	}
 	for _, every := range []bool{true, false} {
-		w := scarceWorkload()
-		with := *objs
-		with.Claims = append(slices.Clip(objs.Claims), w.ShapeClaims()...)
-		opts := model.Options{}
-		if every {
-			opts.EveryMatch = IsShape
-		}
-		full, err := model.Build(ctx, &with, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		q, shapes := full.Split(func(c *model.Claim) bool { return IsShape(c.Obj) })
-		m := w.BindBuilt(nil, q, shapes)
+		m, _ := bindBuilt(t, scarceWorkload(), objs, every)
 		want := 0
 		if every {
 			want = 1
@@ -233,10 +241,7 @@ func TestScarcityHeldOutsideTarget(t *testing.T) {
 	objs := scarceObjects()
 	objs.Claims = []*resourceapi.ResourceClaim{sharedClaim("p", 1000)}
 	objs.Pods = []*corev1.Pod{sharedPod("p", 1)}
-	p, err := model.Build(ctx, objs, model.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := buildScarce(t, objs)
 	w := scarceWorkload()
 	w.Top = 70
 	if keep, _ := w.target(); len(keep) != 2 {
@@ -253,22 +258,10 @@ func TestScarcityHeldOutsideTarget(t *testing.T) {
 		t.Errorf("Bind: held sets %+v, want x's GPU with 1/3 of the demand", m.scarce)
 	}
 	// BindBuilt: the shapes built with the batch, every device they match.
-	withShapes := *objs
-	withShapes.Claims = append(slices.Clone(objs.Claims), w.ShapeClaims()...)
-	q, err := model.Build(ctx, &withShapes, model.Options{EveryMatch: IsShape})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var shapes []*model.Claim
-	for _, c := range q.Claims {
-		if IsShape(c.Obj) {
-			shapes = append(shapes, c)
-		}
-	}
+	mb, shapes := bindBuilt(t, w, objs, true)
 	if len(shapes) != 3 {
 		t.Fatalf("%d shape claims built, want one per spec of every shape (3)", len(shapes))
 	}
-	mb := w.BindBuilt(nil, q, shapes)
 	if len(mb.scarce) != 1 || !near(mb.scarce[0].share, 1.0/3) {
 		t.Errorf("BindBuilt: held sets %+v, want x's GPU with 1/3 of the demand", mb.scarce)
 	}
@@ -279,22 +272,15 @@ func TestScarcityHeldOutsideTarget(t *testing.T) {
 // every pass (BindBuilt), and an entry kept past its pass would keep that
 // pass's built claims alive (seen: gigabytes at 1,000 nodes).
 func TestResolvedKeepsOnlyTheLastBind(t *testing.T) {
-	ctx := context.Background()
 	w := scarceWorkload()
 	var first []*model.Claim
 	for pass := range 3 {
-		objs := scarceObjects()
-		objs.Claims = w.ShapeClaims()
-		q, err := model.Build(ctx, objs, model.Options{EveryMatch: IsShape})
-		if err != nil {
-			t.Fatal(err)
-		}
-		w.BindBuilt(nil, q, q.Claims)
+		_, shapes := bindBuilt(t, w, scarceObjects(), true)
 		if pass == 0 {
-			first = q.Claims
+			first = shapes
 		}
-		if n := len(w.resolved.specs); n != len(q.Claims) {
-			t.Fatalf("pass %d: %d specs kept, want this pass's %d", pass, n, len(q.Claims))
+		if n := len(w.resolved.specs); n != len(shapes) {
+			t.Fatalf("pass %d: %d specs kept, want this pass's %d", pass, n, len(shapes))
 		}
 	}
 	for _, c := range first {
