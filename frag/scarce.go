@@ -27,8 +27,9 @@ import (
 // asks for has lost all of them so (a P100 node of 16 CPUs is full for
 // such tasks once a few CPU-only pods are on it). The costs are fixed
 // when the look-ahead starts (the cluster before the batch), so that the
-// measure stays a sum over nodes. The sets and shares come from the
-// shapes the measure weighs (the target workload), as FGD's do.
+// measure stays a sum over nodes. The sets and shares come from every
+// shape seen, not only the target workload the measure weighs: a task
+// held to a model is a rare shape, mostly outside FGD's top 95 %.
 
 // scarceSet is a set of units some shapes are held to, and the share of
 // the workload's GPU demand held to it.
