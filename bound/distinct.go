@@ -146,7 +146,7 @@ func (na *NodeAggregate) oneValueABin(con *model.Constraint) bool {
 	for _, b := range na.r.Bins {
 		var first []string
 		for _, d := range b.Devices {
-			v := con.Values[d]
+			v := con.Values.At(d)
 			if v == nil {
 				continue
 			}

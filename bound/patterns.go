@@ -90,7 +90,7 @@ func (r *Relaxation) local(k *class) bool {
 		ok := true
 		for _, cands := range k.cands {
 			for _, d := range cands {
-				for _, v := range con.Values[d] {
+				for _, v := range con.Values.At(d) {
 					if b, seen := binOfValue[v]; seen && b != r.binOf[d] {
 						ok = false
 					}

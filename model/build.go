@@ -64,7 +64,7 @@ func build(ctx context.Context, objs *input.Objects, opts Options) (p *Problem, 
 		opts.Compat = CompatKEP5963
 	}
 	b := &builder{objs: objs, p: &Problem{Options: opts, nodesByClass: &classNodes{m: map[string][]int{}}}, cel: newCELEnv(ctx, opts.CELCost),
-		deviceByID: map[input.DeviceID][]int{}, matchCache: map[string]matchResult{}, valuesCache: map[string]map[int][]string{}, setByName: map[[3]string]int{}, nodeByName: map[string]int{}}
+		deviceByID: map[input.DeviceID][]int{}, matchCache: map[string]matchResult{}, lookedUp: map[string]bool{}, setByName: map[[3]string]int{}, nodeByName: map[string]int{}}
 	b.cel.memo = opts.Memo
 	b.buildNodes()
 	nodeObjs := make([]*corev1.Node, len(b.p.Nodes))
@@ -132,15 +132,14 @@ type builder struct {
 	nodeByName map[string]int
 	classes    map[string]*resourceapi.DeviceClass
 	matchCache map[string]matchResult
-	// valuesCache shares a constraint's attribute values among claims
-	// whose constraint reads the same attribute of the same candidate
-	// lists (matchCache shares identical alternatives' lists): a
-	// matchAttribute claim of a large cluster maps tens of thousands of
-	// devices, once per claim cost 1.6 GB at 2,048 GPUs / 8,000 claims.
-	// The values are a function of the device and the attribute, and
-	// nothing writes them after the build.
-	valuesCache map[string]map[int][]string
-	attrCache   map[string][]*[]string // attribute -> per device, nil until looked up
+	// attrCache is every constraint's table of an attribute's values
+	// (AttributeValues: one per attribute, shared by all claims).
+	// lookedUp marks the constraints whose candidates' values are in the
+	// table already: the same attribute of the same candidate lists
+	// (matchCache shares identical alternatives' lists), so that claims
+	// of one spec do not walk tens of thousands of candidates each.
+	attrCache map[string]AttributeValues
+	lookedUp  map[string]bool
 	// existingCap sums the consumedCapacity of existing shares per device;
 	// altCaps are the alternatives' capacity consumptions, scaled at the end.
 	existingCap map[int]map[resourceapi.QualifiedName]resource.Quantity
@@ -155,19 +154,26 @@ type builder struct {
 // attribute is attributeValue, cached: constraints of many claims look up
 // the same attribute on the same devices.
 func (b *builder) attribute(dev *Device, name string) []string {
-	if b.attrCache == nil {
-		b.attrCache = map[string][]*[]string{}
-	}
-	vals := b.attrCache[name]
-	if vals == nil {
-		vals = make([]*[]string, len(b.p.Devices))
-		b.attrCache[name] = vals
-	}
+	vals := b.attributeTable(name)
 	if vals[dev.Index] == nil {
 		v := attributeValues(dev.ID.Driver, dev.Spec, name)
 		vals[dev.Index] = &v
 	}
 	return *vals[dev.Index]
+}
+
+// attributeTable is the problem's table of attribute name's values, one
+// entry per device, nil until looked up.
+func (b *builder) attributeTable(name string) AttributeValues {
+	if b.attrCache == nil {
+		b.attrCache = map[string]AttributeValues{}
+	}
+	vals := b.attrCache[name]
+	if vals == nil {
+		vals = make(AttributeValues, len(b.p.Devices))
+		b.attrCache[name] = vals
+	}
+	return vals
 }
 
 func (b *builder) origin(kind, ns, name string) string {
@@ -856,7 +862,7 @@ func (b *builder) buildRequests(c *Claim) error {
 		return err
 	}
 	for i, con := range spec.Constraints {
-		k := &Constraint{Requests: con.Requests, Values: map[int][]string{}}
+		k := &Constraint{Requests: con.Requests}
 		switch {
 		case con.MatchAttribute != nil:
 			k.Kind, k.Attribute = MatchAttribute, string(*con.MatchAttribute)
@@ -878,13 +884,13 @@ func (b *builder) buildRequests(c *Claim) error {
 				key += fmt.Sprintf("|%p/%d", unsafe.SliceData(alt.Candidates), len(alt.Candidates))
 			}
 		}
-		if vals, ok := b.valuesCache[key]; ok && shared {
-			k.Values = vals
+		k.Values = b.attributeTable(k.Attribute)
+		if b.lookedUp[key] && shared {
 			c.Constraints = append(c.Constraints, k)
 			continue
 		}
 		if shared {
-			b.valuesCache[key] = k.Values
+			b.lookedUp[key] = true
 		}
 		for _, req := range c.Requests {
 			for _, alt := range req.Alternatives {
@@ -895,7 +901,7 @@ func (b *builder) buildRequests(c *Claim) error {
 				for _, d := range alt.Candidates {
 					dev := b.p.Devices[d]
 					if !derived {
-						k.Values[d] = b.attribute(dev, k.Attribute)
+						b.attribute(dev, k.Attribute) // into k.Values
 						continue
 					}
 					// A derived attribute (alpha) shadows the device's
@@ -1222,12 +1228,17 @@ func (b *builder) match(class *resourceapi.DeviceClass, sels []resourceapi.Devic
 		// Capacity, as the allocator checks it for every device: a device
 		// lacking a requested capacity, or whose policy or value rules the
 		// request out, does not match (not even for All).
-		consumed, fits, err := ConsumedCapacity(alt.CapacityRequests, d.Spec.Capacity)
-		if err != nil && (alt.All || !d.InUse || alt.AdminAccess) {
-			return nil, nil, nil, fmt.Errorf("device %s: %w", d.ID, err)
-		}
-		if !fits {
-			continue
+		var consumed map[resourceapi.QualifiedName]resource.Quantity
+		if d.MultiAlloc || alt.CapacityRequests != nil || !wholeCapacityFits(d.Spec.Capacity) {
+			var fits bool
+			var capErr error
+			consumed, fits, capErr = ConsumedCapacity(alt.CapacityRequests, d.Spec.Capacity)
+			if capErr != nil && (alt.All || !d.InUse || alt.AdminAccess) {
+				return nil, nil, nil, fmt.Errorf("device %s: %w", d.ID, capErr)
+			}
+			if !fits {
+				continue
+			}
 		}
 		if alt.All {
 			// "All" needs every matching device, so one that cannot be

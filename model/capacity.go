@@ -87,6 +87,21 @@ func ConsumedCapacity(req *resourceapi.CapacityRequirements, caps map[resourceap
 	return consumed, true, nil
 }
 
+// wholeCapacityFits tells, without allocating, that a request without
+// capacity requests fits a device with capacities caps, as
+// ConsumedCapacity would find: no capacity has a requestPolicy or a
+// negative value, so each consumes its whole value, which fits. Most
+// devices are such (a MIG device's memory and multiprocessors), and a
+// build asks for each of them once per alternative.
+func wholeCapacityFits(caps map[resourceapi.QualifiedName]resourceapi.DeviceCapacity) bool {
+	for _, c := range caps {
+		if c.RequestPolicy != nil || c.Value.Sign() < 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // consumedOne: without a request, the policy's default or else the whole
 // value; with one, rounded up by validRange (to min, then to min + n·step)
 // or validValues (to the smallest valid value not below it).
@@ -227,6 +242,9 @@ func exactMilli(q resource.Quantity) (int64, bool) {
 // does drasat; Build warns about them and `drasat validate` reports them.
 // Values are printed from copies: String caches its text in the quantity.
 func CapacityPolicyErrors(d *resourceapi.Device) []string {
+	if wholeCapacityFits(d.Capacity) {
+		return nil // nothing below can fail: asked of every device each build
+	}
 	var out []string
 	multi := d.AllowMultipleAllocations != nil && *d.AllowMultipleAllocations
 	for _, name := range slices.Sorted(maps.Keys(d.Capacity)) {
@@ -394,6 +412,9 @@ func (b *builder) addExistingShare(d int, consumed map[resourceapi.QualifiedName
 // ConsumedCapacity's answer.
 func (b *builder) capacityFits(d *Device, consumed map[resourceapi.QualifiedName]resource.Quantity) bool {
 	existing := b.existingCap[d.Index]
+	if existing == nil {
+		return true // ConsumedCapacity found each amount within its value
+	}
 	for name, q := range consumed {
 		total := q.DeepCopy()
 		if e, ok := existing[name]; ok {

@@ -472,8 +472,10 @@ type Constraint struct {
 	// canonical strings, sorted (one for a scalar, several for a list-type
 	// attribute; the type is part of each string, so values of different
 	// types never meet). Nil when the device lacks the attribute or its list
-	// is empty: it cannot take part, as upstream.
-	Values map[int][]string
+	// is empty: it cannot take part, as upstream. Every candidate of the
+	// alternatives the constraint applies to is looked up; the table is
+	// shared by all constraints on the attribute in the problem.
+	Values AttributeValues
 	// AltValues replaces Values for alternatives whose request defines
 	// the attribute in derivedAttributes.
 	AltValues map[*Alternative]map[int][]string
@@ -484,7 +486,23 @@ func (c *Constraint) ValuesOf(a *Alternative, d int) []string {
 	if _, derived := a.Derived[c.Attribute]; derived {
 		return c.AltValues[a][d]
 	}
-	return c.Values[d]
+	return c.Values.At(d)
+}
+
+// AttributeValues is one attribute's value sets by device index. A value
+// set is the device's, whoever asks, so one table serves every
+// constraint on the attribute: per claim, a map of every candidate's
+// values was most of a 1,000-node problem's memory. An entry is nil until
+// looked up.
+type AttributeValues []*[]string
+
+// At is device d's value set: nil when the device lacks the attribute or
+// it was not looked up.
+func (v AttributeValues) At(d int) []string {
+	if d < len(v) && v[d] != nil {
+		return *v[d]
+	}
+	return nil
 }
 
 // Allows tells whether a device with values v may join devices already

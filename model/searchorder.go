@@ -441,9 +441,10 @@ func (g *upstreamSearch) lookUpValues(a *Alternative, d int) bool {
 		if _, derived := a.Derived[k.Attribute]; derived {
 			return false
 		}
-		if _, ok := k.Values[d]; !ok {
+		if k.Values[d] == nil {
 			dev := g.p.Devices[d]
-			k.Values[d] = attributeValues(dev.ID.Driver, dev.Spec, k.Attribute)
+			vals := attributeValues(dev.ID.Driver, dev.Spec, k.Attribute)
+			k.Values[d] = &vals
 		}
 	}
 	return true
