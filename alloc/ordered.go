@@ -70,10 +70,11 @@ func sortBySize(p *model.Problem, claims []*model.Claim, largestFirst bool) []*m
 	out := append([]*model.Claim(nil), claims...)
 	size := map[int]float64{}
 	byClass := map[string]float64{} // identical claims have the same size
+	known := leastShares{}
 	for _, c := range out {
 		v, ok := byClass[c.ClassKey()]
 		if !ok {
-			v = claimSize(p, c) + podShare(p, c)
+			v = claimSizeShared(p, c, known) + podShare(p, c)
 			byClass[c.ClassKey()] = v
 		}
 		size[c.Index] = v

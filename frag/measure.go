@@ -192,7 +192,8 @@ func (m *Measure) hosts(s *model.State, sh *shape, g int) bool {
 		return s.Fits(d, true) && m.sharedHosts(s, sh, g, d)
 	}
 	for _, d := range sh.bySet[g] {
-		if s.Fits(d, true) && sharesFit(s, d, sh.need[d]) {
+		// Without shared candidates need is empty: no lookup per device.
+		if s.Fits(d, true) && (sh.sharedOK == nil || sharesFit(s, d, sh.need[d])) {
 			return true
 		}
 	}
