@@ -112,13 +112,22 @@ func TestPassBoundedByItsTime(t *testing.T) {
 }
 
 // With the client's rate known, a batch holds at most the claims whose
-// writes fit in a third of --stuck-after, three requests each; --max-batch
-// and the learnt bounds apply below it.
+// writes fit in what the last solve left of a third of --stuck-after,
+// three requests each; --max-batch and the learnt bounds apply below it.
 func TestBatchBoundByWriteRate(t *testing.T) {
 	r := &Reconciler{Opts: Options{Timeout: 10 * time.Second, StuckAfter: 75 * time.Second, KubeAPIQPS: 50}}
 	if r.maxBatch() != 416 {
 		t.Fatalf("bound %d, want 416 (25 s at 50 requests a second, 3 a claim)", r.maxBatch())
 	}
+	r.lastSolve = 10 * time.Second
+	if r.maxBatch() != 250 {
+		t.Fatalf("bound %d after a 10 s solve, want 250 (the 15 s it leaves at 50 requests a second)", r.maxBatch())
+	}
+	r.lastSolve = 30 * time.Second
+	if r.maxBatch() != minAdaptiveBatch {
+		t.Fatalf("bound %d after a solve longer than the target, want the floor %d", r.maxBatch(), minAdaptiveBatch)
+	}
+	r.lastSolve = 0
 	r.Opts.MaxBatch = 300
 	if r.maxBatch() != 300 {
 		t.Fatalf("bound %d with --max-batch=300", r.maxBatch())

@@ -81,6 +81,12 @@ type Reconciler struct {
 	// batchLimit: the batch bound learnt from the solver's cost, timeLimit
 	// from the passes' time (batch.go).
 	batchLimit, timeLimit int
+	// leftOut: the claims the last pass left out for the batch bound
+	// (the window does not wait for more while they fill a batch).
+	leftOut int
+	// lastSolve: the last pass's solve phase (its build included), which
+	// the next batch's writes must leave room for (batch.go).
+	lastSolve time.Duration
 	// selectors keeps the CEL selectors' answers per device between
 	// passes (model.Memo): a pass evaluates them only on the
 	// devices of new or changed slices. The problem built is the same.
@@ -157,6 +163,7 @@ func (r *Reconciler) Pass(ctx context.Context) (PassResult, error) {
 	batch, leftOut := r.fair.selectBatch(pending, claimOwners(snap), r.maxBatch())
 	res.Parked = len(pending) - len(batch) - leftOut
 	res.Requeue = leftOut > 0
+	r.leftOut = leftOut
 	r.Metrics.ParkedClaims.Set(float64(res.Parked))
 	// The claims gated pods will get but do not have yet (projection.go),
 	// within what the batch bound leaves.
@@ -414,6 +421,7 @@ func (r *Reconciler) solveAndWrite(ctx context.Context, snap *Snapshot, batch, p
 	}
 	r.Metrics.Gap.Set(out.Stats.Gap())
 	r.adaptBatch(len(solve), out.Stats.Optimal, out.Stats.Gap(), elapsed)
+	r.lastSolve = elapsed
 	log.Info("batch solved", zap.Int("claims", len(solve)), zap.Int("projected", len(projected)), zap.Int("admitted", out.Stats.Admitted),
 		zap.Bool("optimal", out.Stats.Optimal), zap.Int64("bound", out.Stats.Bound), zap.Duration("took", elapsed))
 

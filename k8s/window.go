@@ -33,7 +33,11 @@ import (
 //     fits there, and a claim that needs several of them together loses;
 //     docs/adapter.md, "Departures");
 //   - never waits longer than MaxWindow after the first change, nor once
-//     MaxBatch claims are pending, nor longer than ReleaseWindow when
+//     MaxBatch claims are pending, nor when the last pass left claims
+//     out for the batch bound and those pending fill the next batch (on
+//     a large cluster a stream outruns the passes, and what arrives
+//     while the window waits would not be in the batch; held claims
+//     alone do not count), nor longer than ReleaseWindow when
 //     nothing but releases came since the window opened (pods that fit on
 //     the devices freed are waiting meanwhile; releases after it are
 //     solved for by the next pass).
@@ -44,6 +48,10 @@ import (
 type windowState struct {
 	keys    []string // demand keys of the claims and stand-ins a pass would solve (parked ones excluded)
 	unknown int      // gated pods with a claim neither created nor projectable
+	// backlog: the last pass left claims out for the batch bound, and the
+	// claims pending (stand-ins and parked ones excluded) fill the next
+	// batch.
+	backlog bool
 	fits    bool     // the pending claims clearly all fit
 	planned int      // claims the last solve's plan would write now
 	// allocated: the UIDs of the claims allocated in the snapshot; one
@@ -66,6 +74,8 @@ func (c *Controller) windowState() windowState {
 	}
 	dem := projectDemandAt(s, r.Opts.Namespace, time.Now().Add(-r.Opts.StaleAfter))
 	st.keys = demandKeys(dem, pending, dem.projected)
+	bound := r.maxBatch()
+	st.backlog = r.leftOut > 0 && bound > 0 && len(pending) >= bound
 	st.allocated = map[string]bool{}
 	for _, cl := range s.Claims {
 		if cl.Status.Allocation != nil {
@@ -208,6 +218,8 @@ func windowCloses(st windowState, open, quiet time.Duration, releasesOnly bool, 
 	case releasesOnly && open >= o.ReleaseWindow:
 		return true
 	case o.MaxBatch > 0 && len(st.keys) >= o.MaxBatch:
+		return true
+	case st.backlog:
 		return true
 	case st.planned > 0:
 		return true

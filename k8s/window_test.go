@@ -34,6 +34,7 @@ func TestWindowCloses(t *testing.T) {
 		{"fits but a pod's claim can be neither found nor projected: wait", windowState{keys: keysN(3), unknown: 1, fits: true}, s, 0, false, false},
 		{"bounded by the max window", windowState{keys: keysN(3), unknown: 1}, 8 * s, 0, false, true},
 		{"a full batch: act", windowState{keys: keysN(10)}, 0, 0, false, true},
+		{"a backlog fills the next batch, demand still arriving: act", windowState{keys: keysN(8), backlog: true}, s, 0, false, true},
 		{"the plan holds and claims it decided appeared: act", windowState{keys: keysN(3), planned: 1}, 0, 0, false, true},
 		{"releases still coming, within the release window: wait", windowState{keys: keysN(3)}, 3 * s, 0, true, false},
 		{"releases still coming, the release window over: act", windowState{keys: keysN(3)}, 4 * s, 0, true, true},
@@ -113,5 +114,29 @@ func TestWindowWithHolding(t *testing.T) {
 	o.BatchWindow = 5 * time.Second
 	if windowCloses(st, 10*time.Second, hold.DefaultMinQuiet, false, o.window()) {
 		t.Error("a BatchWindow longer than MinQuiet stays in force")
+	}
+}
+
+// A pass that leaves claims out for the batch bound leaves a backlog the
+// next window does not wait on; once the claims pending no longer fill a
+// batch, the window waits again.
+func TestWindowSeesBacklog(t *testing.T) {
+	e := newEnv(t, Options{MaxBatch: 2}, node("n1"), slice("n1", 8), class(),
+		aged("c1", 1, 0), aged("c2", 1, 1), aged("c3", 1, 2), aged("c4", 1, 3), aged("c5", 1, 4))
+	c := &Controller{Reconciler: e.r}
+	if c.windowState().backlog {
+		t.Fatal("no pass yet: no backlog")
+	}
+	if res := e.pass(t); !res.Requeue {
+		t.Fatalf("the first pass took %d of 5 claims and left none out; want 2 and a requeue", res.Solved)
+	}
+	e.waitCache(t, "two claims allocated", func(s *Snapshot) bool { return len(ours(s, "")) == 3 })
+	if !c.windowState().backlog {
+		t.Fatal("3 claims pending, the batch bound 2, claims left out: want a backlog")
+	}
+	e.pass(t)
+	e.waitCache(t, "four claims allocated", func(s *Snapshot) bool { return len(ours(s, "")) == 1 })
+	if c.windowState().backlog {
+		t.Fatal("1 claim pending, the batch bound 2: no backlog")
 	}
 }

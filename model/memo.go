@@ -218,8 +218,11 @@ func (m *Memo) end(complete bool) {
 	m.mu.Unlock()
 }
 
-// entry returns the memo's record of expr on dev, created empty if needed.
-func (m *Memo) entry(dev *resourceapi.Device, expr string) *memoEntry {
+// device returns the memo's record of dev, kept for the next build,
+// created empty if needed. A build asks once per device (celEnv keeps the
+// answer by device index): a lookup per selector and device was most of a
+// memo-warm build's matching at 1,000 nodes.
+func (m *Memo) device(dev *resourceapi.Device) *memoDevice {
 	md := m.cur[dev]
 	if md == nil {
 		if md = m.prev[dev]; md == nil {
@@ -231,13 +234,18 @@ func (m *Memo) entry(dev *resourceapi.Device, expr string) *memoEntry {
 		md.gen = m.gen
 		md.exprs = slices.DeleteFunc(md.exprs, func(e memoEntry) bool { return m.gen-e.gen >= memoKeepBuilds })
 	}
+	return md
+}
+
+// entry returns md's record of expr in build gen, created empty if needed.
+func (md *memoDevice) entry(gen uint32, expr string) *memoEntry {
 	for i := range md.exprs {
 		if e := &md.exprs[i]; e.expr == expr {
-			e.gen = m.gen
+			e.gen = gen
 			return e
 		}
 	}
-	md.exprs = append(md.exprs, memoEntry{gen: m.gen, expr: expr})
+	md.exprs = append(md.exprs, memoEntry{gen: gen, expr: expr})
 	return &md.exprs[len(md.exprs)-1]
 }
 

@@ -37,8 +37,10 @@ type celEnv struct {
 	spent, budget uint64
 	// derivedMemo caches derivedAttributes results per expression and device.
 	derivedMemo map[derivedKey]derivedResult
-	// memo carries answers between builds (Options.Memo), nil without.
-	memo *Memo
+	// memo carries answers between builds (Options.Memo), nil without;
+	// memoDevs is its record of each device, by index, once looked up.
+	memo     *Memo
+	memoDevs []*memoDevice
 }
 
 // celExpr is what celEnv remembers of one expression.
@@ -192,7 +194,15 @@ func (e *celEnv) matches(expr string, d *Device, nDevices int) (bool, error) {
 // device's CEL view and key and evaluates where the memo does not know them.
 func (e *celEnv) matchesMemo(x *celExpr, expr string, d *Device, nDevices int) (bool, error) {
 	rs := x.results
-	me := e.memo.entry(d.Spec, expr)
+	if e.memoDevs == nil {
+		e.memoDevs = make([]*memoDevice, nDevices)
+	}
+	md := e.memoDevs[d.Index]
+	if md == nil {
+		md = e.memo.device(d.Spec)
+		e.memoDevs[d.Index] = md
+	}
+	me := md.entry(e.memo.gen, expr)
 	if !me.keyed {
 		me.share = x.ok && e.device(d, nDevices).shareable
 		if me.share {

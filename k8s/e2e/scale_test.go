@@ -32,7 +32,8 @@ package e2e
 // asserted: on a shared machine times are noise.
 //
 // SCALE_FLAGS adds drasat flags (space-separated); SCALE_OUT appends the
-// run's row of the table in docs/performance.md to a file.
+// run's row of the table in docs/performance.md to a file; SCALE_LOG
+// copies the controller's log to a file (each pass's batch and time).
 
 import (
 	"context"
@@ -247,6 +248,9 @@ func TestLoadScale(t *testing.T) {
 	// The passes that did work, from the log; every pass from the metric.
 	logText, err := os.ReadFile(d.log)
 	must(t, err)
+	if f := os.Getenv("SCALE_LOG"); f != "" {
+		must(t, os.WriteFile(f, logText, 0o644))
+	}
 	var passes []time.Duration
 	for _, x := range passDone.FindAllStringSubmatch(string(logText), -1) {
 		s, err := strconv.ParseFloat(x[1], 64)
