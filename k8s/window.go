@@ -52,8 +52,8 @@ type windowState struct {
 	// claims pending (stand-ins and parked ones excluded) fill the next
 	// batch.
 	backlog bool
-	fits    bool     // the pending claims clearly all fit
-	planned int      // claims the last solve's plan would write now
+	fits    bool // the pending claims clearly all fit
+	planned int  // claims the last solve's plan would write now
 	// allocated: the UIDs of the claims allocated in the snapshot; one
 	// gone since the last look is a release.
 	allocated map[string]bool
