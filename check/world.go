@@ -3,6 +3,7 @@ package check
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -73,14 +74,27 @@ type world struct {
 	selErr     map[string]bool // anySelectorError per class and selectors
 }
 
+// celKey is what a selector's answer depends on: the expression and the
+// fields of dracel.Device it is evaluated on. The attribute and capacity
+// maps count by identity: the informer's transform makes devices with
+// equal maps share one (a MIG placement's attributes are its GPU's and
+// its profile's), so the scan of every device for selector errors (rule
+// 10) evaluates once per distinct map instead of once per device: 22 s
+// cold at 1,000 nodes and 300 claims, the first pass's re-check. Maps read
+// from files are each their own; objects are never modified in place.
 type celKey struct {
-	expr string
-	dev  *device // generations may give one device name different attributes
+	expr       string
+	driver     string
+	multi      int8 // allowMultipleAllocations: -1 unset, 0 false, 1 true
+	attrs, cap uintptr
 }
 
+// celOut is an answer; err is the evaluation's own error, which eval
+// names the device in.
 type celOut struct {
-	ok  bool
-	err error
+	ok      bool
+	err     error
+	compile bool // err is the expression's, not the device's
 }
 
 func newWorld(slices []*resourceapi.ResourceSlice, nodes []*corev1.Node) *world {
@@ -525,28 +539,41 @@ func (w *world) matchNode(sel *corev1.NodeSelector, n *corev1.Node) (bool, error
 // eval evaluates a CEL selector-style expression with the device as
 // `device`, using the scheduler's CEL package.
 func (w *world) eval(expr string, d *device) (bool, error) {
-	k := celKey{expr, d}
-	if out, ok := w.celMemo[k]; ok {
-		return out.ok, out.err
-	}
-	var out celOut
-	res := w.cel.GetOrCompile(expr)
-	if res.Error != nil {
-		out.err = fmt.Errorf("CEL expression %q: compile error: %s", expr, res.Error.Detail)
-	} else {
-		ok, _, err := res.DeviceMatches(context.Background(), dracel.Device{
-			Driver:                   d.key.Driver,
-			AllowMultipleAllocations: d.spec.AllowMultipleAllocations,
-			Attributes:               d.spec.Attributes,
-			Capacity:                 d.spec.Capacity,
-		})
-		if err != nil {
-			out.err = fmt.Errorf("CEL expression %q on device %s: runtime error: %w", expr, d.key, dracel.EnhanceRuntimeError(err))
+	k := celKey{expr: expr, driver: d.key.Driver, multi: -1,
+		attrs: reflect.ValueOf(d.spec.Attributes).Pointer(), cap: reflect.ValueOf(d.spec.Capacity).Pointer()}
+	if m := d.spec.AllowMultipleAllocations; m != nil {
+		k.multi = 0
+		if *m {
+			k.multi = 1
 		}
-		out.ok = ok && err == nil
 	}
-	w.celMemo[k] = out
-	return out.ok, out.err
+	out, known := w.celMemo[k]
+	if !known {
+		res := w.cel.GetOrCompile(expr)
+		if res.Error != nil {
+			out.err, out.compile = fmt.Errorf("compile error: %s", res.Error.Detail), true
+		} else {
+			ok, _, err := res.DeviceMatches(context.Background(), dracel.Device{
+				Driver:                   d.key.Driver,
+				AllowMultipleAllocations: d.spec.AllowMultipleAllocations,
+				Attributes:               d.spec.Attributes,
+				Capacity:                 d.spec.Capacity,
+			})
+			if err != nil {
+				out.err = fmt.Errorf("runtime error: %w", dracel.EnhanceRuntimeError(err))
+			}
+			out.ok = ok && err == nil
+		}
+		w.celMemo[k] = out
+	}
+	switch {
+	case out.err == nil:
+		return out.ok, nil
+	case out.compile:
+		return false, fmt.Errorf("CEL expression %q: %w", expr, out.err)
+	default:
+		return false, fmt.Errorf("CEL expression %q on device %s: %w", expr, d.key, out.err)
+	}
 }
 
 func ptrTrue(b *bool) bool { return b != nil && *b }
