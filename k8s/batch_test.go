@@ -117,28 +117,31 @@ func TestPassBoundedByItsTime(t *testing.T) {
 // the learnt bounds apply below it.
 func TestBatchBoundByWriteRate(t *testing.T) {
 	r := &Reconciler{Opts: Options{Timeout: 10 * time.Second, StuckAfter: 75 * time.Second, KubeAPIQPS: 50}}
-	if r.maxBatch() != 208 {
-		t.Fatalf("bound %d before any solve, want 208 (half of 25 s at 50 requests a second, 3 a claim)", r.maxBatch())
+	if r.writeBatch() != 208 {
+		t.Fatalf("bound %d before any solve, want 208 (half of 25 s at 50 requests a second, 3 a claim)", r.writeBatch())
+	}
+	if r.maxBatch() != 0 {
+		t.Fatalf("claims and stand-ins bounded to %d by the writes; want no bound (stand-ins are not written)", r.maxBatch())
 	}
 	r.lastSolve = 10 * time.Second
-	if r.maxBatch() != 250 {
-		t.Fatalf("bound %d after a 10 s solve, want 250 (the 15 s it leaves at 50 requests a second)", r.maxBatch())
+	if r.writeBatch() != 250 {
+		t.Fatalf("bound %d after a 10 s solve, want 250 (the 15 s it leaves at 50 requests a second)", r.writeBatch())
 	}
 	r.lastSolve = 30 * time.Second
-	if r.maxBatch() != minAdaptiveBatch {
-		t.Fatalf("bound %d after a solve longer than the target, want the floor %d", r.maxBatch(), minAdaptiveBatch)
+	if r.writeBatch() != minAdaptiveBatch {
+		t.Fatalf("bound %d after a solve longer than the target, want the floor %d", r.writeBatch(), minAdaptiveBatch)
 	}
 	r.lastSolve = 0
 	r.Opts.MaxBatch = 200
-	if r.maxBatch() != 200 {
-		t.Fatalf("bound %d with --max-batch=200", r.maxBatch())
+	if r.writeBatch() != 200 || r.maxBatch() != 200 {
+		t.Fatalf("bounds %d (claims) and %d (with stand-ins) with --max-batch=200", r.writeBatch(), r.maxBatch())
 	}
 	r.Opts.MaxBatch, r.Opts.KubeAPIQPS = 0, 1
-	if r.maxBatch() != minAdaptiveBatch {
-		t.Fatalf("bound %d at one request a second, want the floor %d", r.maxBatch(), minAdaptiveBatch)
+	if r.writeBatch() != minAdaptiveBatch {
+		t.Fatalf("bound %d at one request a second, want the floor %d", r.writeBatch(), minAdaptiveBatch)
 	}
 	r.Opts.KubeAPIQPS = 0
-	if r.maxBatch() != 0 {
-		t.Fatalf("bound %d with the rate unknown, want none", r.maxBatch())
+	if r.writeBatch() != 0 {
+		t.Fatalf("bound %d with the rate unknown, want none", r.writeBatch())
 	}
 }

@@ -160,7 +160,7 @@ func (r *Reconciler) Pass(ctx context.Context) (PassResult, error) {
 		r.fair = newFairness()
 	}
 	r.fair.observe(snap)
-	batch, leftOut := r.fair.selectBatch(pending, claimOwners(snap), r.maxBatch())
+	batch, leftOut := r.fair.selectBatch(pending, claimOwners(snap), r.writeBatch())
 	res.Parked = len(pending) - len(batch) - leftOut
 	res.Requeue = leftOut > 0
 	r.leftOut = leftOut

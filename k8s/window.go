@@ -74,7 +74,7 @@ func (c *Controller) windowState() windowState {
 	}
 	dem := projectDemandAt(s, r.Opts.Namespace, time.Now().Add(-r.Opts.StaleAfter))
 	st.keys = demandKeys(dem, pending, dem.projected)
-	bound := r.maxBatch()
+	bound := r.writeBatch()
 	st.backlog = r.leftOut > 0 && bound > 0 && len(pending) >= bound
 	st.allocated = map[string]bool{}
 	for _, cl := range s.Claims {
