@@ -39,9 +39,9 @@ func (r *Reconciler) writeBatch() int {
 // gate (Events go through a client of their own).
 const writeRequestsPerClaim = 3
 
-// writeLimit bounds a batch by the claims whose writes fit, at
-// the client's rate, in what the last solve left of passTarget (half of
-// it before any solve: 208 at the defaults, 12.5 s at 50 requests a
+// writeLimit bounds a batch's claims by those whose writes fit, at the
+// client's rate, in what the last solve left of passTarget (half of it
+// before any solve: 208 at the defaults, 12.5 s at 50 requests a
 // second). The first large batch is known by nothing else: at 500 nodes a
 // pass of 539 claims spent 37 s to its solve and then wrote at that rate
 // past --stuck-after; at 1,000 nodes the first pass, 300 claims, solved
