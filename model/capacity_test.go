@@ -283,3 +283,39 @@ func TestCapacityPolicyErrors(t *testing.T) {
 		t.Errorf("1G under min 2G consumes %s, want 2G", got.String())
 	}
 }
+
+// wholeCapacityFits is the build's shortcut past ConsumedCapacity for
+// requests without capacity requests: where it says so, ConsumedCapacity
+// finds the request fits without an error and CapacityPolicyErrors finds
+// nothing; where it does not, the full check runs.
+func TestWholeCapacityFitsAgrees(t *testing.T) {
+	q := resource.MustParse
+	dc := func(v string, p *resourceapi.CapacityRequestPolicy) resourceapi.DeviceCapacity {
+		return resourceapi.DeviceCapacity{Value: q(v), RequestPolicy: p}
+	}
+	badDefault := &resourceapi.CapacityRequestPolicy{Default: ptr.To(q("80Gi"))} // above the value: does not fit
+	for _, tc := range []struct {
+		name  string
+		caps  map[resourceapi.QualifiedName]resourceapi.DeviceCapacity
+		whole bool
+	}{
+		{"none", nil, true},
+		{"plain values", map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{"memory": dc("40Gi", nil), "sm": dc("98", nil)}, true},
+		{"zero", map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{"memory": dc("0", nil)}, true},
+		{"negative", map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{"memory": dc("-1", nil)}, false},
+		{"a policy", map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{"memory": dc("40Gi", badDefault), "sm": dc("98", nil)}, false},
+	} {
+		if got := wholeCapacityFits(tc.caps); got != tc.whole {
+			t.Errorf("%s: wholeCapacityFits %v, want %v", tc.name, got, tc.whole)
+			continue
+		}
+		_, fits, err := ConsumedCapacity(nil, tc.caps)
+		errs := CapacityPolicyErrors(&resourceapi.Device{Name: "d", Capacity: tc.caps})
+		if tc.whole && (!fits || err != nil || len(errs) > 0) {
+			t.Errorf("%s: the shortcut says it fits, ConsumedCapacity %v, %v, policy errors %v", tc.name, fits, err, errs)
+		}
+		if !tc.whole && fits && err == nil && len(errs) == 0 {
+			t.Errorf("%s: the full check finds nothing to check, but the shortcut declined", tc.name)
+		}
+	}
+}
