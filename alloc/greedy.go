@@ -66,6 +66,17 @@ type leastShareKey struct {
 	n     int
 }
 
+// leastShare is the least DeviceShare of a's candidates (-1: none).
+func leastShare(p *model.Problem, a *model.Alternative) float64 {
+	per := -1.0
+	for _, d := range a.Candidates {
+		if f := DeviceShare(p, a, d); per < 0 || f < per {
+			per = f
+		}
+	}
+	return per
+}
+
 // claimSizeShared is claimSize with the alternatives' least shares kept
 // in known (nil: none kept).
 func claimSizeShared(p *model.Problem, c *model.Claim, known leastShares) float64 {
@@ -75,17 +86,12 @@ func claimSizeShared(p *model.Problem, c *model.Claim, known leastShares) float6
 		for _, a := range r.Alternatives {
 			// Without capacity requests the share depends on the
 			// candidates alone (what a shared device gives is its default).
+			keep := known != nil && a.CapacityRequests == nil
 			key := leastShareKey{unsafe.SliceData(a.Candidates), len(a.Candidates)}
 			per, ok := known[key]
-			if !ok || a.CapacityRequests != nil {
-				per = -1.0
-				for _, d := range a.Candidates {
-					f := DeviceShare(p, a, d)
-					if per < 0 || f < per {
-						per = f
-					}
-				}
-				if known != nil && a.CapacityRequests == nil {
+			if !keep || !ok {
+				per = leastShare(p, a)
+				if keep {
 					known[key] = per
 				}
 			}

@@ -154,12 +154,7 @@ type builder struct {
 // attribute is attributeValue, cached: constraints of many claims look up
 // the same attribute on the same devices.
 func (b *builder) attribute(dev *Device, name string) []string {
-	vals := b.attributeTable(name)
-	if vals[dev.Index] == nil {
-		v := attributeValues(dev.ID.Driver, dev.Spec, name)
-		vals[dev.Index] = &v
-	}
-	return *vals[dev.Index]
+	return b.attributeTable(name).lookUp(dev, name)
 }
 
 // attributeTable is the problem's table of attribute name's values, one

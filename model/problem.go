@@ -505,6 +505,16 @@ func (v AttributeValues) At(d int) []string {
 	return nil
 }
 
+// lookUp is dev's value set of attribute name, looked up into v first if
+// it is not there yet.
+func (v AttributeValues) lookUp(dev *Device, name string) []string {
+	if v[dev.Index] == nil {
+		vals := attributeValues(dev.ID.Driver, dev.Spec, name)
+		v[dev.Index] = &vals
+	}
+	return *v[dev.Index]
+}
+
 // Allows tells whether a device with values v may join devices already
 // chosen under the constraint, as upstream's list-type-attribute semantics
 // have it: matchAttribute needs one value that every device has (the

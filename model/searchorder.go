@@ -441,11 +441,7 @@ func (g *upstreamSearch) lookUpValues(a *Alternative, d int) bool {
 		if _, derived := a.Derived[k.Attribute]; derived {
 			return false
 		}
-		if k.Values[d] == nil {
-			dev := g.p.Devices[d]
-			vals := attributeValues(dev.ID.Driver, dev.Spec, k.Attribute)
-			k.Values[d] = &vals
-		}
+		k.Values.lookUp(g.p.Devices[d], k.Attribute)
 	}
 	return true
 }
