@@ -85,6 +85,9 @@ type UpstreamFeatures struct {
 	// scheduler's filterTimeout does. 0 means DefaultUpstreamTimeout; a
 	// negative value means no limit.
 	Timeout time.Duration
+	// forgetFailures turns off the memo of failed nodes (failures.go), for
+	// the test that compares the answers with and without it.
+	forgetFailures bool
 	// ClaimTimeout, when positive, bounds all Allocate calls for one claim
 	// together (the scheduler filters nodes in parallel, so its wall time per
 	// pod is about one Timeout; here nodes are tried one after the other).
@@ -148,6 +151,9 @@ type UpstreamResult struct {
 	// AllocateOneCalls sums the allocator's search steps (its
 	// NumAllocateOneInvocations statistic), when the implementation reports it.
 	AllocateOneCalls int64
+	// KnownFailures counts the nodes skipped for a claim because a claim of
+	// the same spec had already failed there (failures.go).
+	KnownFailures int
 }
 
 // Admitted returns the number of pending claims allocated.
@@ -186,6 +192,7 @@ func Upstream(ctx context.Context, objs *input.Objects, feats UpstreamFeatures) 
 	pinned := objs.PinnedNodes()
 
 	pods := newUpstreamPods(objs)
+	failed := newFailures(!feats.forgetFailures)
 	state := newAllocatedState(features.ConsumableCapacity)
 	for _, c := range objs.Claims {
 		if c.Status.Allocation != nil {
@@ -218,7 +225,7 @@ func Upstream(ctx context.Context, objs *input.Objects, feats UpstreamFeatures) 
 			res.Rejected = append(res.Rejected, UpstreamRejection{Key: key, Reason: why})
 			continue
 		}
-		result, rej, err := allocateOne(ctx, res, features, state, classes, slices, celCache, claim, tryNodes, timeout, feats.ClaimTimeout)
+		result, rej, err := allocateOne(ctx, res, features, state, classes, slices, celCache, claim, tryNodes, timeout, feats.ClaimTimeout, failed)
 		if err != nil {
 			return nil, err
 		}
@@ -240,7 +247,7 @@ func Upstream(ctx context.Context, objs *input.Objects, feats UpstreamFeatures) 
 // allocateOne runs one scheduling cycle for a pod with just this claim.
 func allocateOne(ctx context.Context, res *UpstreamResult, features structured.Features, state *allocatedState,
 	classes *classLister, slices []*resourceapi.ResourceSlice, celCache *dracel.Cache,
-	claim *resourceapi.ResourceClaim, nodes []*corev1.Node, timeout, claimTimeout time.Duration,
+	claim *resourceapi.ResourceClaim, nodes []*corev1.Node, timeout, claimTimeout time.Duration, failed *failures,
 ) (*resourceapi.AllocationResult, UpstreamRejection, error) {
 	var rej UpstreamRejection
 	// PreFilter: a missing class makes the pod unschedulable before any
@@ -280,10 +287,19 @@ func allocateOne(ctx context.Context, res *UpstreamResult, features structured.F
 		claimCtx = c
 	}
 	claims := []*resourceapi.ResourceClaim{claim}
+	spec, err := failed.spec(claim)
+	if err != nil {
+		return nil, rej, err
+	}
 	var failures []string
 	for _, node := range nodes {
 		if claimCtx.Err() != nil {
 			break
+		}
+		if why, known := failed.at(spec, node.Name); known {
+			res.KnownFailures++
+			failures = append(failures, why)
+			continue
 		}
 		results, err := allocateOnNode(claimCtx, allocator, node, claims, timeout)
 		res.AllocateCalls++
@@ -291,17 +307,24 @@ func allocateOne(ctx context.Context, res *UpstreamResult, features structured.F
 		case ctx.Err() != nil:
 			return nil, rej, ctx.Err()
 		case errors.Is(err, context.DeadlineExceeded):
+			// Not a proof that the node cannot fit: not remembered.
 			res.Timeouts++
 			rej.TimedOut = true
 			failures = append(failures, fmt.Sprintf("node %s: timed out trying to allocate devices", node.Name))
 		case errors.Is(err, structured.ErrFailedAllocationOnNode):
-			failures = append(failures, fmt.Sprintf("node %s: %v", node.Name, err))
+			why := fmt.Sprintf("node %s: %v", node.Name, err)
+			failed.add(spec, node.Name, why)
+			failures = append(failures, why)
 		case err != nil:
 			// The scheduler aborts the pod's scheduling attempt.
 			rej.Reason = err.Error()
 			return nil, rej, nil
 		case len(results) == len(claims):
 			return &results[0], rej, nil
+		default:
+			why := fmt.Sprintf("node %s: %d of %d claims allocated", node.Name, len(results), len(claims))
+			failed.add(spec, node.Name, why)
+			failures = append(failures, why)
 		}
 	}
 	if claimCtx.Err() != nil && ctx.Err() == nil {

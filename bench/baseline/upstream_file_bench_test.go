@@ -59,4 +59,5 @@ func BenchmarkUpstreamFile(b *testing.B) {
 	b.ReportMetric(float64(res.Admitted()), "admitted")
 	b.ReportMetric(float64(res.AllocateCalls)/claims, "calls/claim")
 	b.ReportMetric(res.Wall.Seconds()*1e3/float64(res.AllocateCalls), "ms/call")
+	b.ReportMetric(float64(res.KnownFailures)/claims, "known-failures/claim")
 }
