@@ -145,3 +145,33 @@ func TestBatchBoundByWriteRate(t *testing.T) {
 		t.Fatalf("bound %d with the rate unknown, want none", r.writeBatch())
 	}
 }
+
+// The write bound (writeBatch) bounds a pass's claims, which it writes;
+// the stand-ins, written only once their claims exist, are bounded by
+// maxBatch alone. At a client rate that leaves the write bound at its
+// floor (64), a pass over 70 claims and 100 pods whose claims do not
+// exist yet solves 64 claims and all 100 stand-ins. With the write bound
+// on the stand-ins too, the 1,000-pod burst of the load test saw 208 of
+// its pods in its first pass and bound 472 of 602.
+func TestPassBoundsStandInsByMaxBatchOnly(t *testing.T) {
+	objs := []runtime.Object{node("n1"), slice("n1", 300), class(), template("one", 1)}
+	for i := range 70 {
+		n := fmt.Sprintf("c%02d", i)
+		objs = append(objs, claim(n, 1, nil), gatedPod("p"+n, n))
+	}
+	for i := range 100 {
+		objs = append(objs, templatePod(fmt.Sprintf("s%03d", i), "one"))
+	}
+	e := newEnv(t, Options{KubeAPIQPS: 0.5}, objs...)
+	if got := e.r.writeBatch(); got != minAdaptiveBatch {
+		t.Fatalf("write bound %d, want its floor %d", got, minAdaptiveBatch)
+	}
+	if got := e.r.maxBatch(); got != 0 {
+		t.Fatalf("batch bound %d before any pass, want none", got)
+	}
+	res := e.pass(t)
+	if res.Solved != minAdaptiveBatch || res.Projected != 100 || !res.Requeue {
+		t.Fatalf("pass %+v: want %d claims solved, 100 stand-ins, the rest requeued", res, minAdaptiveBatch)
+	}
+	e.allFeasible(t)
+}
