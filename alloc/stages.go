@@ -152,21 +152,31 @@ func bestFitTries(ctx context.Context, cs *componentState, end time.Time) outcom
 	return bestFitRounds(ctx, cs, end, -1)
 }
 
-// bestFitFirst is best-fit's first round of tries (one per worker), before
-// the aggregate dive: on the batches it already solves to the bound it
-// takes a fraction of the dive's time, and the dive is then skipped.
+// bestFitFirst is best-fit's first tries (firstBestFitTries), before the
+// aggregate dive: on the batches it already solves to the bound it takes a
+// fraction of the dive's time, and the dive is then skipped.
 func bestFitFirst(ctx context.Context, cs *componentState, end time.Time) outcome {
-	return bestFitRounds(ctx, cs, end, 1)
+	return bestFitRounds(ctx, cs, end, firstBestFitTries)
 }
 
-// bestFitRounds runs up to rounds rounds of best-fit tries (all when
-// negative), continuing after the tries an earlier stage made.
-func bestFitRounds(ctx context.Context, cs *componentState, end time.Time, rounds int) outcome {
+// firstBestFitTries is the number of tries bestFitFirst makes: the first
+// price stage, by price and by size. A number of tries, not one try per
+// worker: with one try per worker a run on more cores tried more and could
+// answer differently (TestAnswersIndependentOfWorkers).
+const firstBestFitTries = 2
+
+// bestFitRounds runs up to limit best-fit tries (all when negative),
+// continuing after the tries an earlier stage made, a round of one try per
+// worker at a time.
+func bestFitRounds(ctx context.Context, cs *componentState, end time.Time, limit int) outcome {
 	if cs.rel == nil || len(cs.prices) == 0 || !cs.short() {
 		return skipped
 	}
 	lim := cs.limits()
 	tries := min(max(2, lim.BestFitWork/len(cs.claims)), len(cs.prices)*2)
+	if limit >= 0 {
+		tries = min(tries, cs.bestFitTried+limit)
+	}
 	try := func(i int) []*Assignment {
 		price := cs.prices[i/2]
 		order := cs.bySize
@@ -176,14 +186,15 @@ func bestFitRounds(ctx context.Context, cs *componentState, end time.Time, round
 		return bestFit(ctx, cs.p, order, cs.rel, price, end, lim)
 	}
 	best, val := cs.best, cs.value
-	for ; rounds != 0 && cs.bestFitTried < tries && val < cs.bound && ctx.Err() == nil && time.Now().Before(end); rounds-- {
+	for cs.bestFitTried < tries && val < cs.bound && ctx.Err() == nil && time.Now().Before(end) {
 		i := cs.bestFitTried
-		for _, alt := range parallel(min(cs.workers, tries-i), func(k int) []*Assignment { return try(i + k) }) {
+		n := min(max(cs.workers, 1), tries-i)
+		for _, alt := range parallel(n, func(k int) []*Assignment { return try(i + k) }) {
 			if v := cs.valueOf(alt); v > val {
 				best, val = alt, v
 			}
 		}
-		cs.bestFitTried = i + cs.workers
+		cs.bestFitTried = i + n
 	}
 	return answer(best)
 }

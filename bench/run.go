@@ -109,6 +109,12 @@ type Row struct {
 	Optimal *bool    `json:"optimal,omitempty"`
 	Bound   *int64   `json:"bound,omitempty"`
 	Gap     *float64 `json:"gap,omitempty"`
+	// FirstAnswer is drasat's first complete answer (its greedy
+	// incumbent), ready FirstAnswerMs after the start: the build and the
+	// stages up to greedy (untimed: they always run), summed over
+	// components (first repeat).
+	FirstAnswer   *int64  `json:"firstAnswer,omitempty"`
+	FirstAnswerMs float64 `json:"firstAnswerMs,omitempty"`
 	// Upstream only: the allocator implementation used.
 	Implementation string `json:"implementation,omitempty"`
 	// Picture: per-GPU memory slices, for small MIG instances.
@@ -139,7 +145,10 @@ func (e *InvalidError) Unwrap() error { return e.Err }
 type outcome struct {
 	allocated []*resourceapi.ResourceClaim // the newly allocated claims
 	stats     *alloc.Stats
-	impl      string
+	// prepared is the drasat policies' time before the engine's run: the
+	// build and, for frag, binding the look-ahead's measure.
+	prepared time.Duration
+	impl     string
 	// reservation is the drasat policy's node reservation for the batch
 	// (rv given to runPolicy).
 	reservation reserve.Reservation
@@ -236,6 +245,7 @@ func runPolicy(ctx context.Context, policy string, objs *input.Objects, compat s
 		case PolicyFGD:
 			res = m.Greedy(p.Claims, frag.FGD)
 		case PolicyDrasatBinpack:
+			out.prepared = time.Since(start)
 			res, err = alloc.Run(ctx, p, alloc.Options{Timeout: alloc.TimeLeft(timeout, start), UseCBC: useCBC})
 			if err != nil {
 				return nil, err
@@ -255,6 +265,7 @@ func runPolicy(ctx context.Context, policy string, objs *input.Objects, compat s
 				m.Upgrade = life.upgrade && life.objective != alloc.Ordered
 			}
 			opts.Timeout = alloc.TimeLeft(timeout, start)
+			out.prepared = time.Since(start)
 			res, err = alloc.Run(ctx, p, opts)
 			if err != nil {
 				return nil, err
@@ -512,11 +523,27 @@ func runRow(ctx context.Context, in *Instance, w *world, pol string, cfg Config)
 	if st := first.stats; st != nil {
 		opt, bound, gap := st.Optimal, st.Bound, st.Gap()
 		row.Optimal, row.Bound, row.Gap = &opt, &bound, &gap
+		greedy := st.Greedy
+		row.FirstAnswer = &greedy
+		row.FirstAnswerMs = float64((first.prepared + firstAnswerStages(st)).Microseconds()) / 1000
 	}
 	if in.Picture {
 		row.Picture = w.pictures(in.Objs, first.allocated, in.namedFleet())
 	}
 	return row, nil
+}
+
+// firstAnswerStages is the engine's time until its greedy incumbent: the
+// stages up to greedy, which run before any timed one.
+func firstAnswerStages(st *alloc.Stats) time.Duration {
+	var d time.Duration
+	for _, s := range st.Stages {
+		d += s.Time
+		if s.Stage == "greedy" {
+			return d
+		}
+	}
+	return d
 }
 
 func median(xs []float64) float64 {

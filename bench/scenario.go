@@ -8,6 +8,7 @@ import (
 	"github.com/drasat/drasat/bench/gen"
 	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/model"
+	"github.com/drasat/drasat/tools/scalegen"
 )
 
 // Size is one instance size: nodes, GPUs per node (ignored where a
@@ -123,11 +124,15 @@ type GenerateOptions struct {
 }
 
 // Scenarios lists the batch scenarios and the replay.
-var Scenarios = []string{"mig", "tpu", "modes", "nic", "gpu-nic", "openb", "openb-wait", "inflation", "research", "research-openb"}
+var Scenarios = []string{"mig", "scale", "tpu", "modes", "nic", "gpu-nic", "openb", "openb-wait", "inflation", "research", "research-openb"}
 
 // DefaultSizes are the sizes run when none are given.
 var DefaultSizes = map[string]string{
-	"mig":   "8x8:300,8x8:500,16x8:1000",
+	"mig": "8x8:300,8x8:500,16x8:1000",
+	// scale: clusters of the largest GPU fleets, from tools/scalegen (a
+	// generator apart from bench/gen's); the sizes go to 2,000
+	// nodes, which need minutes per policy (docs/performance.md).
+	"scale": "128x8:4000,256x8:8000",
 	"tpu":   "32:20,64:40,128:80",
 	"modes": "8x4:160,16x4:320",
 	"nic":   "16:150,32:300,64:600",
@@ -188,6 +193,18 @@ func Generate(scenario string, sz Size, seed uint64, opts GenerateOptions) ([]*I
 		return []*Instance{{Scenario: scenario, Size: sz, Compat: model.CompatKEP5963, Objs: gen.MIG(cfg),
 			Unit: counterSetUnit, UnitName: "GPUs", Util: memorySlices, UtilName: "memory slices",
 			Picture: sz.Nodes*g <= 16, Fleet: fleet, Family: family}}, nil
+	case "scale":
+		if sz.GPUs == 0 {
+			sz.GPUs = 8
+		}
+		// A100-40GB nodes as the NVIDIA driver publishes them, a quarter of
+		// the GPUs already holding MIG devices (tools/scalegen).
+		objs := scalegen.Generate(scalegen.Config{Nodes: sz.Nodes, GPUs: sz.GPUs, Claims: sz.Claims, Seed: seed})
+		// As drasat allocate reads the same objects from a file, and the
+		// controller's cache holds them.
+		input.ShareDeviceMaps(objs)
+		return []*Instance{{Scenario: scenario, Size: sz, Compat: model.CompatKEP5963, Objs: objs,
+			Unit: counterSetUnit, UnitName: "GPUs", Util: memorySlices, UtilName: "memory slices"}}, nil
 	case "tpu":
 		objs, err := gen.TPU(gen.TPUConfig{Nodes: sz.Nodes, Claims: sz.Claims, Seed: seed, Fragmented: 0.15})
 		if err != nil {

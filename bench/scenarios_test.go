@@ -84,6 +84,34 @@ func TestBenchMIG(t *testing.T) {
 	}
 }
 
+// TestBenchScale: the scale scenario's instances (tools/scalegen) with
+// every policy; the upstream allocator, sped up by skipping the nodes known
+// to fail a spec, still admits what arrival-order first-fit admits, and
+// drasat's first answer comes before its final one and is no better.
+func TestBenchScale(t *testing.T) {
+	rep := runSmall(t, "scale", "4x8:120", OpenBConfig{})
+	assertDrasatBest(t, rep)
+	by := map[string]*Row{}
+	for _, r := range rep.Rows {
+		by[r.Policy] = r
+	}
+	if up, ff := by[PolicyUpstream], by[PolicyFirstFit]; up.Admitted != ff.Admitted {
+		t.Errorf("upstream admits %d, first-fit %d: same semantics expected", up.Admitted, ff.Admitted)
+	}
+	if by[PolicyFirstFit].Admitted == by[PolicyFirstFit].Claims {
+		t.Fatalf("first-fit admits every claim: the instance is not oversubscribed")
+	}
+	for _, pol := range []string{PolicyDrasat, PolicyDrasatBinpack} {
+		r := by[pol]
+		if r.FirstAnswer == nil || *r.FirstAnswer > int64(r.Admitted) || *r.FirstAnswer <= 0 {
+			t.Errorf("%s: first answer %v, final %d", pol, r.FirstAnswer, r.Admitted)
+		}
+		if r.FirstAnswerMs <= 0 || r.FirstAnswerMs > r.WallMs {
+			t.Errorf("%s: first answer at %.1f ms, the run took %.1f ms", pol, r.FirstAnswerMs, r.WallMs)
+		}
+	}
+}
+
 func TestBenchTPU(t *testing.T) {
 	assertDrasatBest(t, runSmall(t, "tpu", "16:12", OpenBConfig{}))
 }

@@ -10,7 +10,7 @@ import (
 // WriteTable prints one line per instance and policy.
 func WriteTable(w io.Writer, rep *Report) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "INSTANCE\tPOLICY\tADMITTED\t%\tDEVICES\tUSED\tFREE\tUTIL\tTIME\tHEAP MiB\tOPTIMAL/GAP\t")
+	fmt.Fprintln(tw, "INSTANCE\tPOLICY\tADMITTED\t%\tDEVICES\tUSED\tFREE\tUTIL\tTIME\tFIRST ANSWER\tHEAP MiB\tOPTIMAL/GAP\t")
 	last := ""
 	for _, r := range rep.Rows {
 		inst := r.Instance
@@ -29,9 +29,13 @@ func WriteTable(w io.Writer, rep *Report) error {
 		if r.Replay != nil && r.Replay.Windows > 0 && isDrasat(r.Policy) {
 			opt += fmt.Sprintf(" %d/%d windows optimal", r.Replay.OptimalWindows, r.Replay.Windows)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%.1f\t%d\t%d %s\t%d\t%.1f%% %s\t%s\t%.1f\t%s\t\n",
+		first := "" // the baselines' one answer is their TIME
+		if r.FirstAnswer != nil {
+			first = fmt.Sprintf("%d at %s", *r.FirstAnswer, fmtMs(r.FirstAnswerMs))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%.1f\t%d\t%d %s\t%d\t%.1f%% %s\t%s\t%s\t%.1f\t%s\t\n",
 			inst, r.Policy, r.Admitted, r.Claims, r.AdmittedPct, r.Devices, r.UnitsUsed, r.UnitName, r.UnitsFree,
-			100*r.Util, r.UtilName, fmtMs(r.WallMs), r.PeakHeapMiB, opt)
+			100*r.Util, r.UtilName, fmtMs(r.WallMs), first, r.PeakHeapMiB, opt)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -151,3 +151,15 @@ func (in *interner) counters(m map[string]resourceapi.Counter) map[string]resour
 	}
 	return shared(in.ctrs, in.buf, m)
 }
+
+// ShareDeviceMaps gives objs' slices the sharing Load gives slices read
+// from files: equal attribute, capacity and counter maps become one map.
+// For objects made in memory (generators), so that they cost what the same
+// objects read from a file cost; the model's memo of selector answers is
+// kept by map. objs' maps must not be written afterwards.
+func ShareDeviceMaps(objs *Objects) {
+	in := newInterner()
+	for _, s := range objs.Slices {
+		in.slice(s)
+	}
+}

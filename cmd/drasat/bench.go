@@ -26,7 +26,10 @@ func benchCommand() *cli.Command {
 		Name:  "bench",
 		Usage: "compare drasat with the kube-scheduler's allocator and first-fit baselines on generated clusters and the Alibaba trace",
 		Description: `Scenarios: mig (MIG partitions of A100s, H100s or both, as the NVIDIA DRA
-driver publishes them, --mig-gpu), tpu (multi-host TPU slices), modes (GPUs with
+driver publishes them, --mig-gpu), scale (the largest GPU fleets: A100 nodes from
+tools/scalegen, a generator apart from mig's, a quarter of the GPUs already holding
+MIG devices; 128 to 2,000 nodes, minutes per policy at the largest), tpu (multi-host
+TPU slices), modes (GPUs with
 mutually exclusive modes, under --compat kep5963 and wildcard), nic (NICs shared by
 bandwidth: consumable capacity), gpu-nic (8 GPUs and 4 NICs per node on 4 PCIe
 roots; claims for GPUs each with a NIC share on its root),
@@ -49,7 +52,7 @@ an invalid one fails the run.`,
 		ArgsUsage: " ",
 		Flags: []cli.Flag{
 			&cli.StringSliceFlag{Name: "scenario", Aliases: []string{"s"}, Value: cli.NewStringSlice("mig"), Usage: "scenarios to run: " + strings.Join(bench.Scenarios, ", ")},
-			&cli.StringSliceFlag{Name: "size", Usage: "sizes, as SCENARIO=SIZE[,SIZE] or SIZE[,SIZE] for all given scenarios (defaults: mig " + bench.DefaultSizes["mig"] + "; tpu " + bench.DefaultSizes["tpu"] + "; modes " + bench.DefaultSizes["modes"] + "; nic " + bench.DefaultSizes["nic"] + "; gpu-nic " + bench.DefaultSizes["gpu-nic"] + "; openb " + bench.DefaultSizes["openb"] + ")"},
+			&cli.StringSliceFlag{Name: "size", Usage: "sizes, as SCENARIO=SIZE[,SIZE] or SIZE[,SIZE] for all given scenarios (defaults: mig " + bench.DefaultSizes["mig"] + "; scale " + bench.DefaultSizes["scale"] + "; tpu " + bench.DefaultSizes["tpu"] + "; modes " + bench.DefaultSizes["modes"] + "; nic " + bench.DefaultSizes["nic"] + "; gpu-nic " + bench.DefaultSizes["gpu-nic"] + "; openb " + bench.DefaultSizes["openb"] + ")"},
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "generator seed; the same seed gives the same instances and results"},
 			&cli.IntFlag{Name: "repeat", Value: 1, Usage: "runs per policy; the median wall time is reported"},
 			&cli.BoolFlag{Name: "cbc", Usage: "let the aggregate stage solve per-node GPU patterns with CBC (the coinor-cbc executable on PATH); off: pure Go"},
