@@ -143,6 +143,20 @@ type Stats struct {
 	Stages []StageTime
 }
 
+// UntilGreedy is the time until the greedy incumbent, the run's first
+// complete answer: the stages up to greedy, which run before any timed
+// one, summed over components.
+func (s Stats) UntilGreedy() time.Duration {
+	var d time.Duration
+	for _, st := range s.Stages {
+		d += st.Time
+		if st.Stage == "greedy" {
+			break
+		}
+	}
+	return d
+}
+
 // Gap is (bound - objective) / bound.
 func (s Stats) Gap() float64 {
 	if s.Bound == 0 {

@@ -149,14 +149,14 @@ func relaxation(ctx context.Context, cs *componentState, _ time.Time) outcome {
 // per worker, and the first try (in try order) with the most weight wins,
 // so the answer does not depend on the number of cores.
 func bestFitTries(ctx context.Context, cs *componentState, end time.Time) outcome {
-	return bestFitRounds(ctx, cs, end, -1)
+	return bestFitUpTo(ctx, cs, end, -1)
 }
 
 // bestFitFirst is best-fit's first tries (firstBestFitTries), before the
 // aggregate dive: on the batches it already solves to the bound it takes a
 // fraction of the dive's time, and the dive is then skipped.
 func bestFitFirst(ctx context.Context, cs *componentState, end time.Time) outcome {
-	return bestFitRounds(ctx, cs, end, firstBestFitTries)
+	return bestFitUpTo(ctx, cs, end, firstBestFitTries)
 }
 
 // firstBestFitTries is the number of tries bestFitFirst makes: the first
@@ -165,10 +165,10 @@ func bestFitFirst(ctx context.Context, cs *componentState, end time.Time) outcom
 // answer differently (TestAnswersIndependentOfWorkers).
 const firstBestFitTries = 2
 
-// bestFitRounds runs up to limit best-fit tries (all when negative),
-// continuing after the tries an earlier stage made, a round of one try per
-// worker at a time.
-func bestFitRounds(ctx context.Context, cs *componentState, end time.Time, limit int) outcome {
+// bestFitUpTo runs up to limit more best-fit tries (all when negative),
+// continuing after the tries an earlier stage made, one try per worker
+// side by side.
+func bestFitUpTo(ctx context.Context, cs *componentState, end time.Time, limit int) outcome {
 	if cs.rel == nil || len(cs.prices) == 0 || !cs.short() {
 		return skipped
 	}

@@ -70,3 +70,15 @@ func describe(res *Result) []string {
 	}
 	return out
 }
+
+// UntilGreedy sums the stages up to and including greedy, and none after.
+func TestUntilGreedy(t *testing.T) {
+	st := Stats{Stages: []StageTime{
+		{Stage: "alone-bound", Time: time.Millisecond},
+		{Stage: "greedy", Time: 10 * time.Millisecond},
+		{Stage: "relaxation", Time: time.Second},
+	}}
+	if got := st.UntilGreedy(); got != 11*time.Millisecond {
+		t.Fatalf("UntilGreedy %v, want 11ms", got)
+	}
+}

@@ -145,8 +145,8 @@ func (e *InvalidError) Unwrap() error { return e.Err }
 type outcome struct {
 	allocated []*resourceapi.ResourceClaim // the newly allocated claims
 	stats     *alloc.Stats
-	// prepared is the drasat policies' time before the engine's run: the
-	// build and, for frag, binding the look-ahead's measure.
+	// prepared is the time before the policy's own work: the build and,
+	// for best-fit, fgd and drasat, binding the look-ahead's measure.
 	prepared time.Duration
 	impl     string
 	// reservation is the drasat policy's node reservation for the batch
@@ -234,6 +234,7 @@ func runPolicy(ctx context.Context, policy string, objs *input.Objects, compat s
 				return nil, err
 			}
 		}
+		out.prepared = time.Since(start)
 		var res *alloc.Result
 		switch policy {
 		case PolicyFirstFit:
@@ -245,7 +246,6 @@ func runPolicy(ctx context.Context, policy string, objs *input.Objects, compat s
 		case PolicyFGD:
 			res = m.Greedy(p.Claims, frag.FGD)
 		case PolicyDrasatBinpack:
-			out.prepared = time.Since(start)
 			res, err = alloc.Run(ctx, p, alloc.Options{Timeout: alloc.TimeLeft(timeout, start), UseCBC: useCBC})
 			if err != nil {
 				return nil, err
@@ -265,7 +265,6 @@ func runPolicy(ctx context.Context, policy string, objs *input.Objects, compat s
 				m.Upgrade = life.upgrade && life.objective != alloc.Ordered
 			}
 			opts.Timeout = alloc.TimeLeft(timeout, start)
-			out.prepared = time.Since(start)
 			res, err = alloc.Run(ctx, p, opts)
 			if err != nil {
 				return nil, err
@@ -525,25 +524,12 @@ func runRow(ctx context.Context, in *Instance, w *world, pol string, cfg Config)
 		row.Optimal, row.Bound, row.Gap = &opt, &bound, &gap
 		greedy := st.Greedy
 		row.FirstAnswer = &greedy
-		row.FirstAnswerMs = float64((first.prepared + firstAnswerStages(st)).Microseconds()) / 1000
+		row.FirstAnswerMs = float64((first.prepared + st.UntilGreedy()).Microseconds()) / 1000
 	}
 	if in.Picture {
 		row.Picture = w.pictures(in.Objs, first.allocated, in.namedFleet())
 	}
 	return row, nil
-}
-
-// firstAnswerStages is the engine's time until its greedy incumbent: the
-// stages up to greedy, which run before any timed one.
-func firstAnswerStages(st *alloc.Stats) time.Duration {
-	var d time.Duration
-	for _, s := range st.Stages {
-		d += s.Time
-		if s.Stage == "greedy" {
-			return d
-		}
-	}
-	return d
 }
 
 func median(xs []float64) float64 {

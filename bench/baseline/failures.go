@@ -24,45 +24,28 @@ import (
 // at 128 nodes × 8 GPUs the simulation did not finish in 25 minutes
 // (docs/performance.md, "The upstream allocator at scale").
 type failures struct {
-	on   bool
-	keys map[string]int // spec JSON → index into why
-	why  []map[string]string
+	off    bool                         // the test's comparison without the memo
+	bySpec map[string]map[string]string // spec JSON → node → why
 }
 
 func newFailures(on bool) *failures {
-	return &failures{on: on, keys: map[string]int{}}
+	return &failures{off: !on, bySpec: map[string]map[string]string{}}
 }
 
-// spec returns the key of c's spec.
-func (f *failures) spec(c *resourceapi.ResourceClaim) (int, error) {
-	if !f.on {
-		return -1, nil
+// forSpec returns the nodes known to fail c's spec, with why; nil when the
+// memo is off. The caller adds the nodes that fail.
+func (f *failures) forSpec(c *resourceapi.ResourceClaim) (map[string]string, error) {
+	if f.off {
+		return nil, nil
 	}
 	b, err := json.Marshal(c.Spec)
 	if err != nil {
-		return 0, fmt.Errorf("claim %s/%s: spec: %w", c.Namespace, c.Name, err)
+		return nil, fmt.Errorf("claim %s/%s: spec: %w", c.Namespace, c.Name, err)
 	}
-	k, ok := f.keys[string(b)]
+	nodes, ok := f.bySpec[string(b)]
 	if !ok {
-		k = len(f.why)
-		f.keys[string(b)] = k
-		f.why = append(f.why, map[string]string{})
+		nodes = map[string]string{}
+		f.bySpec[string(b)] = nodes
 	}
-	return k, nil
-}
-
-// at tells whether spec is known to fail on node, and why.
-func (f *failures) at(spec int, node string) (string, bool) {
-	if spec < 0 {
-		return "", false
-	}
-	why, ok := f.why[spec][node]
-	return why, ok
-}
-
-func (f *failures) add(spec int, node, why string) {
-	if spec < 0 {
-		return
-	}
-	f.why[spec][node] = why
+	return nodes, nil
 }

@@ -287,16 +287,24 @@ func allocateOne(ctx context.Context, res *UpstreamResult, features structured.F
 		claimCtx = c
 	}
 	claims := []*resourceapi.ResourceClaim{claim}
-	spec, err := failed.spec(claim)
+	known, err := failed.forSpec(claim)
 	if err != nil {
 		return nil, rej, err
 	}
 	var failures []string
+	// fails records that node cannot take the claim (in the memo too,
+	// when it is on).
+	fails := func(node, why string) {
+		if known != nil {
+			known[node] = why
+		}
+		failures = append(failures, why)
+	}
 	for _, node := range nodes {
 		if claimCtx.Err() != nil {
 			break
 		}
-		if why, known := failed.at(spec, node.Name); known {
+		if why, ok := known[node.Name]; ok {
 			res.KnownFailures++
 			failures = append(failures, why)
 			continue
@@ -312,9 +320,7 @@ func allocateOne(ctx context.Context, res *UpstreamResult, features structured.F
 			rej.TimedOut = true
 			failures = append(failures, fmt.Sprintf("node %s: timed out trying to allocate devices", node.Name))
 		case errors.Is(err, structured.ErrFailedAllocationOnNode):
-			why := fmt.Sprintf("node %s: %v", node.Name, err)
-			failed.add(spec, node.Name, why)
-			failures = append(failures, why)
+			fails(node.Name, fmt.Sprintf("node %s: %v", node.Name, err))
 		case err != nil:
 			// The scheduler aborts the pod's scheduling attempt.
 			rej.Reason = err.Error()
@@ -322,9 +328,7 @@ func allocateOne(ctx context.Context, res *UpstreamResult, features structured.F
 		case len(results) == len(claims):
 			return &results[0], rej, nil
 		default:
-			why := fmt.Sprintf("node %s: %d of %d claims allocated", node.Name, len(results), len(claims))
-			failed.add(spec, node.Name, why)
-			failures = append(failures, why)
+			fails(node.Name, fmt.Sprintf("node %s: %d of %d claims allocated", node.Name, len(results), len(claims)))
 		}
 	}
 	if claimCtx.Err() != nil && ctx.Err() == nil {
