@@ -36,8 +36,8 @@ type Limits struct {
 	LNSQuick, LNSStepTime            time.Duration
 
 	// LowerMin and LowerMax clamp the time of the lower objective levels
-	// (firstAvailable preference, packing): as long as the pipeline ran
-	// before them, within 100 ms and 2 s.
+	// (firstAvailable preference, packing): three times as long as the
+	// pipeline ran before them, within 100 ms and 2 s.
 	LowerMin, LowerMax time.Duration
 
 	// DiveLPRows is the largest per-node aggregated model (rows of its LP)

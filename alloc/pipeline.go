@@ -343,8 +343,9 @@ const (
 	lnsShare
 	// quickShare: the plan's share for best-fit's first round.
 	quickShare
-	// lowerShare: as long as the pipeline has run so far, clamped to the
-	// plan's lowerMin and lowerMax (the lower objective levels).
+	// lowerShare: three times as long as the pipeline has run so far,
+	// clamped to the plan's lowerMin and lowerMax (the lower objective
+	// levels).
 	lowerShare
 )
 
@@ -359,7 +360,9 @@ type budgetPlan struct {
 	// lns: the neighbourhood search's share; half when the whole SAT
 	// model comes next, all when it does not.
 	lns float64
-	// lowerMin and lowerMax clamp the lower levels (see budget.lower).
+	// lowerScale times the pipeline's time so far, clamped by lowerMin
+	// and lowerMax, is the lower levels' time (see lowerShare).
+	lowerScale         float64
 	lowerMin, lowerMax time.Duration
 	// dive: the aggregate dive's share of the time left (the pattern
 	// enumeration, the LP, the dive and the realisation); best-fit and
@@ -399,14 +402,17 @@ type budgetPlan struct {
 // newPlan computes the budget plan of a component up front, with the
 // run's limits. The lower objective levels (firstAvailable preference
 // and packing) refine an answer that is already optimal in what counts.
-// Once the admitted weight is settled they get as long as settling it
-// took, at least Limits.LowerMin and at most Limits.LowerMax: proving a
-// packing optimal can take SAT far longer than finding it, and a batch
-// should not wait for that.
+// Once the admitted weight is settled they get three times as long as
+// settling it took, at least Limits.LowerMin and at most Limits.LowerMax:
+// proving a packing optimal can take SAT far longer than finding it, and a
+// batch should not wait for that. The time scales with what came before,
+// so that a machine slowed down as a whole (load, the race detector) still
+// finishes the lower levels of a batch a quiet one finishes: a level cut by
+// its deadline makes the answer depend on timing.
 func newPlan(useSAT bool, lim Limits) budgetPlan {
 	pl := budgetPlan{
 		descent: 1.0 / 3, repackDescent: 1.0 / 4, lns: 1,
-		lowerMin: lim.LowerMin, lowerMax: lim.LowerMax, hint: lim.LowerMin,
+		lowerScale: 3, lowerMin: lim.LowerMin, lowerMax: lim.LowerMax, hint: lim.LowerMin,
 		dive: 3.0 / 4, quick: 1.0 / 8, orderedCall: 2,
 		aggregate: 2.0 / 3, aggregateMin: 500 * time.Millisecond, aggregateSolver: 4.0 / 5, groupAll: 1.0 / 2,
 		rootBound: 1.0 / 2,
@@ -438,7 +444,7 @@ func (b budget) end(cs *componentState) (time.Time, bool) {
 	case quickShare:
 		return cs.until(cs.plan.quick), true
 	case lowerShare:
-		d := min(max(now.Sub(cs.started), cs.plan.lowerMin), cs.plan.lowerMax)
+		d := min(max(time.Duration(cs.plan.lowerScale*float64(now.Sub(cs.started))), cs.plan.lowerMin), cs.plan.lowerMax)
 		return minTime(now.Add(d), cs.deadline), true
 	}
 	return cs.deadline, true

@@ -310,3 +310,28 @@ func TestStagesAreLogged(t *testing.T) {
 		}
 	}
 }
+
+// The lower levels' deadline scales with the time the pipeline took, so
+// that a uniformly slower machine still finishes what a quiet one does,
+// within LowerMin and LowerMax and never past the component's deadline.
+func TestLowerLevelsTimeScalesWithPipeline(t *testing.T) {
+	plan := newPlan(true, DefaultLimits)
+	for _, c := range []struct {
+		ran, left, want time.Duration
+	}{
+		{ran: 10 * time.Millisecond, left: time.Minute, want: DefaultLimits.LowerMin},
+		{ran: 200 * time.Millisecond, left: time.Minute, want: 600 * time.Millisecond},
+		{ran: 5 * time.Second, left: time.Minute, want: DefaultLimits.LowerMax},
+		{ran: 200 * time.Millisecond, left: 300 * time.Millisecond, want: 300 * time.Millisecond},
+	} {
+		now := time.Now()
+		cs := &componentState{started: now.Add(-c.ran), deadline: now.Add(c.left), plan: plan}
+		end, ok := lowerShare.end(cs)
+		if !ok {
+			t.Fatalf("ran %v: no time for the lower levels", c.ran)
+		}
+		if got := end.Sub(now); got < c.want || got > c.want+50*time.Millisecond {
+			t.Errorf("ran %v, %v left: lower levels get %v, want %v", c.ran, c.left, got, c.want)
+		}
+	}
+}
