@@ -289,7 +289,7 @@ func (s *fpSim) runDrasat(ctx context.Context, arrivals []*fpTask, window int, t
 				case sc > best:
 					best, bn, cnt = sc, n, 1
 				case sc == best && cpuFGD:
-					if s.nodes[n].name < s.nodes[bn].name {
+					if s.tie[n] < s.tie[bn] {
 						bn = n
 					}
 				case sc == best:

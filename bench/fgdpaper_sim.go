@@ -67,8 +67,11 @@ type fpSim struct {
 	capMilli  int64
 	usedMilli int64
 	typical   []fpTypical
-	placed    []fpPlacement
-	gpuBuf    []int64
+	// tie ranks the nodes for equal scores, lowest first: by name unless
+	// the arrival stream says otherwise (fpArrivalsSimulator).
+	tie    []int
+	placed []fpPlacement
+	gpuBuf []int64
 	// freshWindows: runDrasat makes every window's objects and model
 	// anew, without keeping them (the reference the kept ones are tested
 	// against).
@@ -97,6 +100,15 @@ func isFPPolicy(p string) bool {
 func newFPSim(nodes []fpNode, l *fpList, policy string, seed uint64) *fpSim {
 	s := &fpSim{nodes: nodes, list: l, policy: policy, st: make([]fpNodeState, len(nodes)),
 		rng: rand.New(rand.NewPCG(seed, 0x6667642d74696573^uint64(len(policy))<<32^uint64(policy[0])))}
+	byName := make([]int, len(nodes))
+	for i := range byName {
+		byName[i] = i
+	}
+	sort.Slice(byName, func(i, j int) bool { return nodes[byName[i]].name < nodes[byName[j]].name })
+	s.tie = make([]int, len(nodes))
+	for rank, n := range byName {
+		s.tie[n] = rank
+	}
 	for i, n := range nodes {
 		st := &s.st[i]
 		st.cpuLeft, st.memLeft, st.ver = n.cpu, n.mem, 1
@@ -158,8 +170,11 @@ func fpTargetWorkload(l *fpList, pct float64) []fpTypical {
 		cum += counts[i]
 		out = append(out, fpTypical{cpu: sh.cpu, milli: sh.milli, num: sh.num, specs: sh.specs, freq: counts[i]})
 	}
+	// The simulator's arithmetic, to the last bit: each count is first a
+	// share of all tasks, then divided by the kept shapes' share. Scores
+	// are integers cut from floats, so a rounding apart flips ties.
 	for i := range out {
-		out[i].freq /= cum
+		out[i].freq = out[i].freq / total / (cum / total)
 	}
 	return out
 }
@@ -288,7 +303,7 @@ func (s *fpSim) decide(t *fpTask) (int, []int) {
 					bn = n
 				}
 			}
-		case sc > best || sc == best && s.nodes[n].name < s.nodes[bn].name:
+		case sc > best || sc == best && s.tie[n] < s.tie[bn]:
 			best, bn, bg = sc, n, g
 		}
 	}
@@ -452,14 +467,39 @@ func (s *fpSim) packingScore(n int, t *fpTask) int64 {
 // use: all of it when m fits nowhere on the node (too few GPUs with
 // enough left, too little CPU, another GPU model, or a CPU-only shape),
 // else what is left on the GPUs with less left than m asks of one.
+//
+// The sum is taken as the simulator takes it: per kind of fragment (lack
+// of both, of GPU, of CPU, CPU-only shapes that fit or not, no access), in
+// the shapes' order, then over the kinds. A placement that changes
+// nothing must score exactly 50 (sigmoid(0)); summed in another order the
+// difference of two equal fragmentations can come out a rounding below
+// zero, score 49, and break the ties the other way.
 func (s *fpSim) nodeFrag(n int, cpuLeft int64, left []int64) float64 {
+	const (
+		lackBoth = iota
+		lackGPU
+		satisfied // not fragment
+		lackCPU
+		cpuOnlyFits
+		cpuOnlyLacks
+		noAccess
+		kinds
+	)
+	var by [kinds]float64
 	model := s.nodes[n].model
 	total := float64(totalLeft(left))
-	f := 0.0
 	for i := range s.typical {
 		p := &s.typical[i]
-		if p.milli == 0 || !fpAccepts(p.specs, model) {
-			f += p.freq * total
+		cpuFits := cpuLeft >= p.cpu
+		switch {
+		case p.milli == 0 && cpuFits:
+			by[cpuOnlyFits] += p.freq * total
+			continue
+		case p.milli == 0:
+			by[cpuOnlyLacks] += p.freq * total
+			continue
+		case !fpAccepts(p.specs, model):
+			by[noAccess] += p.freq * total
 			continue
 		}
 		k := 0
@@ -471,10 +511,22 @@ func (s *fpSim) nodeFrag(n int, cpuLeft int64, left []int64) float64 {
 				small += v
 			}
 		}
-		if k >= p.num && cpuLeft >= p.cpu {
-			f += p.freq * float64(small)
-		} else {
-			f += p.freq * total
+		switch {
+		case k >= p.num && cpuFits:
+			by[lackGPU] += p.freq * float64(small)
+			by[satisfied] += p.freq * (total - float64(small))
+		case k >= p.num:
+			by[lackCPU] += p.freq * total
+		case cpuFits:
+			by[lackGPU] += p.freq * total
+		default:
+			by[lackBoth] += p.freq * total
+		}
+	}
+	f := 0.0
+	for k, v := range by {
+		if k != satisfied {
+			f += v
 		}
 	}
 	return f

@@ -79,6 +79,7 @@ an invalid one fails the run.`,
 			&cli.IntFlag{Name: "seeds", Value: 10, Usage: "fgd-paper: seeds per policy and list (--seed, --seed+1, ...); the table gives median and min–max"},
 			&cli.StringSliceFlag{Name: "fgd-list", Usage: "fgd-paper: pod lists to run, by name (default for openb_pod_list_default.csv; default: every list in the trace folder)"},
 			&cli.IntFlag{Name: "fgd-nodes", Usage: "fgd-paper: sample this many of the trace's nodes with --seed (0: all 1,213); the arrivals scale with their GPUs"},
+			&cli.StringFlag{Name: "fgd-arrivals", Value: bench.FPArrivalsSimulator, Usage: "fgd-paper: the random stream that orders and draws the tasks: simulator (the paper's simulator's own, so that a seed's arrivals are the paper's for that seed) or pcg (drasat's earlier stream)"},
 			&cli.IntFlag{Name: "fgd-window", Value: bench.DefaultFPDrasatWindow, Usage: "fgd-paper: the drasat policy decides this many GPU arrivals together (within --timeout)"},
 			&cli.StringFlag{Name: "fgd-drasat-cpu", Value: "scheduler", Usage: "fgd-paper: who places CPU-only tasks in the drasat policy: scheduler (the kube-scheduler's default scores, as in a cluster), most-allocated (the kube-scheduler with the profile in deploy/scheduler), drasat (drasat itself, as the controller with --place-pods-without-claims) or fgd (FGD's score, an ablation)"},
 			&cli.BoolFlag{Name: "fgd-drasat-no-scarcity", Usage: "fgd-paper: the drasat policy's look-ahead weighs FGD's measure alone, without the cost of taking GPUs that tasks held to their model will want (an ablation)"},
@@ -160,6 +161,7 @@ func runFGDPaper(ctx context.Context, c *cli.Context) error {
 	if _, err := timeoutFlag(c); err != nil {
 		return err
 	}
+	cfg.Arrivals = c.String("fgd-arrivals")
 	cfg.DrasatCPU = c.String("fgd-drasat-cpu")
 	cfg.DrasatGPUShapes = c.Bool("fgd-drasat-gpu-shapes")
 	cfg.DrasatNoScarcity = c.Bool("fgd-drasat-no-scarcity")
