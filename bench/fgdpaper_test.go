@@ -501,6 +501,9 @@ func TestFPTurnedAway(t *testing.T) {
 // tuned down. drasat's own stream (pcg) gives other arrivals: the check
 // fails with it.
 func TestFPArrivalsAreThePapers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("whole-cluster curves; the full run checks them")
+	}
 	dir := fpTestData(t)
 	levels := []int{1, 10, 25, 50, 75, 90}
 	for _, c := range []struct {
@@ -543,6 +546,9 @@ func TestFPArrivalsAreThePapers(t *testing.T) {
 // to its two decimals. Random draws its scores in parallel in the
 // simulator, so no stream can repeat it number by number; it is left out.
 func TestFPBaselinesReproduceThePaperSeedBySeed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("whole-cluster curves; the full run checks them")
+	}
 	dir := fpTestData(t)
 	type key struct {
 		list string
