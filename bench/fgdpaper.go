@@ -85,8 +85,9 @@ type FGDPaperConfig struct {
 // the random numbers. FPArrivalsSimulator draws them as the paper's
 // simulator does (Go's math/rand seeded with the seed, one draw spent
 // before the shuffle, tasks appended while one GPU's share of the next
-// still fits), so that seed 42 arrives in the order the paper's seed 42
-// did and a curve can be compared with the published one seed by seed.
+// still fits, then its random node order for ties), so that seed 42
+// arrives in the order the paper's seed 42 did, ties fall the same way,
+// and a curve can be compared with the published one seed by seed.
 // FPArrivalsPCG is drasat's own stream (math/rand/v2 PCG), the one the
 // tables of earlier releases were measured with.
 const (
@@ -340,7 +341,7 @@ const fpSimulatorStartDraws = 10
 // simulator sorts the nodes by name and prefixes the i-th with the i-th
 // number of a random permutation ("0882-openb-node-0071"), so the lowest
 // name its scheduler prefers among equal scores is the lowest prefix.
-// tie[n] is node n's prefix.
+// The second result, tie[n], is node n's prefix.
 func fpArrivalsSimulator(l *fpList, nodes []fpNode, capMilli int64, ratio float64, seed uint64) ([]*fpTask, []int) {
 	byName := make([]*fpTask, len(l.tasks))
 	for i := range l.tasks {
@@ -373,19 +374,26 @@ func fpArrivalsSimulator(l *fpList, nodes []fpNode, capMilli int64, ratio float6
 			out = append(out, t)
 		}
 	}
-	byNodeName := make([]int, len(nodes))
-	for i := range byNodeName {
-		byNodeName[i] = i
-	}
-	sort.Slice(byNodeName, func(i, j int) bool { return nodes[byNodeName[i]].name < nodes[byNodeName[j]].name })
+	return out, fpSimulatorNodeOrder(rng, nodes)
+}
+
+// fpSimulatorNodeOrder is the simulator's tie order of the nodes, drawn
+// after the tuning: the draws its scheduler's start spends, then the
+// permutation whose i-th number prefixes the i-th node by name.
+func fpSimulatorNodeOrder(rng *randv1.Rand, nodes []fpNode) []int {
 	for range fpSimulatorStartDraws {
 		rng.Int63()
 	}
+	byName := make([]int, len(nodes))
+	for i := range byName {
+		byName[i] = i
+	}
+	sort.Slice(byName, func(i, j int) bool { return nodes[byName[i]].name < nodes[byName[j]].name })
 	tie := make([]int, len(nodes))
 	for i, prefix := range rng.Perm(len(nodes)) {
-		tie[byNodeName[i]] = prefix
+		tie[byName[i]] = prefix
 	}
-	return out, tie
+	return tie
 }
 
 // fpArrivals is drasat's own arrival sequence for one seed: the list

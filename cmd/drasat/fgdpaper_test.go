@@ -38,6 +38,7 @@ func TestBenchFGDPaper(t *testing.T) {
 		{"--fgd-drasat-cpu", "spread"},
 		{"-p", "first-fit-decreasing"},
 		{"--fgd-list", "nosuchlist"},
+		{"--fgd-arrivals", "mt19937"},
 	} {
 		args := append([]string{"-s", "fgd-paper", "--fgd-nodes", "10", "--seeds", "1", "--no-progress"}, bad...)
 		out, err := runBenchCmd(t, args...)
