@@ -319,9 +319,9 @@ func fpArrivalsBy(stream string, l *fpList, nodes []fpNode, capMilli int64, rati
 
 // fpSimulatorStartDraws is how many numbers of the generator the paper's
 // simulator spends between tuning the workload and numbering the nodes:
-// its scheduler starts in between, and the start draws from the same
-// global generator (the client informers' jittered waits). Measured, not
-// read: with 10 the prefixes agree with the simulator's own log for every
+// its scheduler starts in between, and something in the start draws from
+// the same global generator (its informers' jittered waits, as far as we
+// can tell). Measured, not read: with 10 the prefixes agree with the simulator's own log for every
 // node it names (default list, seed 42, 485 nodes), and the five
 // deterministic baselines then give the paper's published results on all
 // its lists and seeds (docs/bench.md); with 9 or 11 they do not.
