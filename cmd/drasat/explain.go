@@ -181,7 +181,7 @@ func runExplain(c *cli.Context) error {
 					continue
 				}
 				opts.Prefer = map[int]int{pk.Req: 0}
-				x, err := explain.Explain(ctx, free, target, others, opts)
+				x, err := explainInTime(ctx, free, target, others, opts, whyNot(target, pk.Req, 0))
 				if err != nil {
 					return err
 				}
@@ -190,7 +190,7 @@ func runExplain(c *cli.Context) error {
 			out = append(out, ce)
 			continue
 		}
-		x, err := explain.Explain(ctx, free, target, others, opts)
+		x, err := explainInTime(ctx, free, target, others, opts, "why is it not allocated?")
 		if err != nil {
 			return err
 		}
@@ -215,6 +215,26 @@ func runExplain(c *cli.Context) error {
 }
 
 // whyNot is the question Explain asks for a preferred alternative.
+// explainInTime is explain.Explain within the command's budget. The
+// explanations stop a little before the command's deadline, but one step
+// that cannot stop midway (encoding a claim, on a loaded machine) can run
+// past it: the claim is then answered as cut short, as the solver's
+// budget running out is, instead of the command failing and writing
+// nothing. An interrupt (Ctrl-C) still fails the command.
+func explainInTime(ctx context.Context, p *model.Problem, target *model.Claim, others []explain.Allocation, opts explain.Options, question string) (*explain.Explanation, error) {
+	if ctx.Err() == nil {
+		x, err := explain.Explain(ctx, p, target, others, opts)
+		if err == nil || !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return x, err
+		}
+	}
+	if errors.Is(ctx.Err(), context.Canceled) {
+		return nil, ctxError(ctx, "explaining")
+	}
+	return &explain.Explanation{Claim: target.Key, Question: question, Reasons: []explain.Reason{{
+		Kind: explain.KindUnknown, Message: "the time budget ran out before the claim was explained (raise --timeout)"}}}, nil
+}
+
 func whyNot(c *model.Claim, req, alt int) string {
 	return "why can it not use " + c.Requests[req].Alternatives[alt].Name + "?"
 }

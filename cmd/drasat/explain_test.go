@@ -14,7 +14,9 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/drasat/drasat/explain"
+	"github.com/drasat/drasat/input"
 	"github.com/drasat/drasat/k8s"
+	"github.com/drasat/drasat/model"
 )
 
 func TestValidateExamplesClean(t *testing.T) {
@@ -164,5 +166,34 @@ func TestExplainShareOfTheBudget(t *testing.T) {
 		if ce.Status == "unallocated" && len(ce.Explanations) != 1 {
 			t.Errorf("%s: %d explanations, want 1", ce.Claim, len(ce.Explanations))
 		}
+	}
+}
+
+// A claim the command's deadline has passed for is answered as cut short
+// (one explanation, reason unknown), not with an error that would leave
+// the whole output unwritten; an interrupt still fails the command.
+func TestExplainPastTheDeadline(t *testing.T) {
+	objs, _, err := input.Load([]string{filepath.Join(examplesDir, "mig-a100")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	free, err := model.Build(context.Background(), withoutAllocations(objs), model.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := free.Claims[0]
+	past, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel()
+	x, err := explainInTime(past, free, target, nil, explain.Options{Deadline: time.Now()}, "why is it not allocated?")
+	if err != nil {
+		t.Fatalf("past the deadline: %v", err)
+	}
+	if x.Claim != target.Key || len(x.Reasons) != 1 || x.Reasons[0].Kind != explain.KindUnknown {
+		t.Errorf("past the deadline: %+v", x)
+	}
+	stopped, stop := context.WithCancel(context.Background())
+	stop()
+	if _, err := explainInTime(stopped, free, target, nil, explain.Options{Deadline: time.Now().Add(time.Second)}, "why is it not allocated?"); err == nil {
+		t.Error("interrupted: no error")
 	}
 }
