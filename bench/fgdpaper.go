@@ -343,19 +343,12 @@ const fpSimulatorStartDraws = 10
 // name its scheduler prefers among equal scores is the lowest prefix.
 // The second result, tie[n], is node n's prefix.
 func fpArrivalsSimulator(l *fpList, nodes []fpNode, capMilli int64, ratio float64, seed uint64) ([]*fpTask, []int) {
-	byName := make([]*fpTask, len(l.tasks))
-	for i := range l.tasks {
-		byName[i] = &l.tasks[i]
-	}
-	sort.Slice(byName, func(i, j int) bool { return byName[i].name < byName[j].name })
+	byName := fpTasksByName(l)
 	rng := randv1.New(randv1.NewSource(int64(seed)))
 	rng.Int()
 	out := append([]*fpTask(nil), byName...)
 	rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
-	var demand int64
-	for _, t := range out {
-		demand += t.totalMilli()
-	}
+	demand := fpDemand(out)
 	target := ratio * float64(capMilli)
 	switch {
 	case float64(demand) > target:
@@ -384,16 +377,42 @@ func fpSimulatorNodeOrder(rng *randv1.Rand, nodes []fpNode) []int {
 	for range fpSimulatorStartDraws {
 		rng.Int63()
 	}
-	byName := make([]int, len(nodes))
-	for i := range byName {
-		byName[i] = i
-	}
-	sort.Slice(byName, func(i, j int) bool { return nodes[byName[i]].name < nodes[byName[j]].name })
+	byName := fpNodesByName(nodes)
 	tie := make([]int, len(nodes))
 	for i, prefix := range rng.Perm(len(nodes)) {
 		tie[byName[i]] = prefix
 	}
 	return tie
+}
+
+// fpTasksByName is the list's tasks sorted by name, the order both
+// streams shuffle and draw from.
+func fpTasksByName(l *fpList) []*fpTask {
+	byName := make([]*fpTask, len(l.tasks))
+	for i := range l.tasks {
+		byName[i] = &l.tasks[i]
+	}
+	sort.Slice(byName, func(i, j int) bool { return byName[i].name < byName[j].name })
+	return byName
+}
+
+// fpDemand is the tasks' GPU demand in milli.
+func fpDemand(tasks []*fpTask) int64 {
+	var d int64
+	for _, t := range tasks {
+		d += t.totalMilli()
+	}
+	return d
+}
+
+// fpNodesByName is the nodes' indexes sorted by name.
+func fpNodesByName(nodes []fpNode) []int {
+	byName := make([]int, len(nodes))
+	for i := range byName {
+		byName[i] = i
+	}
+	sort.Slice(byName, func(i, j int) bool { return nodes[byName[i]].name < nodes[byName[j]].name })
+	return byName
 }
 
 // fpArrivals is drasat's own arrival sequence for one seed: the list
@@ -402,18 +421,11 @@ func fpSimulatorNodeOrder(rng *randv1.Rand, nodes []fpNode) []int {
 // ratio × the cluster's GPUs. Every policy of a seed sees the same
 // sequence.
 func fpArrivals(l *fpList, capMilli int64, ratio float64, seed uint64) []*fpTask {
-	byName := make([]*fpTask, len(l.tasks))
-	for i := range l.tasks {
-		byName[i] = &l.tasks[i]
-	}
-	sort.Slice(byName, func(i, j int) bool { return byName[i].name < byName[j].name })
+	byName := fpTasksByName(l)
 	rng := rand.New(rand.NewPCG(seed, 0x6667642d6f726472))
 	out := append([]*fpTask(nil), byName...)
 	rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
-	var demand int64
-	for _, t := range out {
-		demand += t.totalMilli()
-	}
+	demand := fpDemand(out)
 	target := ratio * float64(capMilli)
 	if float64(demand) > target {
 		// More demand than the target: tasks are dropped at random until

@@ -211,7 +211,7 @@ func (e *explainer) explain(ctx context.Context, target *model.Claim, opts Optio
 	if opts.Deadline.IsZero() {
 		opts.Deadline = time.Now().Add(10 * time.Second)
 	}
-	x := &Explanation{Claim: target.Key, Question: "why is it not allocated?", Minimal: true}
+	x := &Explanation{Claim: target.Key, Question: QuestionNotAllocated, Minimal: true}
 	if len(opts.Prefer) > 0 {
 		var names []string
 		for ri, ai := range opts.Prefer {
@@ -244,6 +244,10 @@ func (e *explainer) explain(ctx context.Context, target *model.Claim, opts Optio
 	}
 	return x, nil
 }
+
+// QuestionNotAllocated is the question an explanation of an unallocated
+// claim answers.
+const QuestionNotAllocated = "why is it not allocated?"
 
 // ReasonBudget bounds the solver time spent explaining one claim in
 // Reasons.

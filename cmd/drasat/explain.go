@@ -190,7 +190,7 @@ func runExplain(c *cli.Context) error {
 			out = append(out, ce)
 			continue
 		}
-		x, err := explainInTime(ctx, free, target, others, opts, "why is it not allocated?")
+		x, err := explainInTime(ctx, free, target, others, opts, explain.QuestionNotAllocated)
 		if err != nil {
 			return err
 		}

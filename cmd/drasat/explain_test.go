@@ -184,7 +184,7 @@ func TestExplainPastTheDeadline(t *testing.T) {
 	target := free.Claims[0]
 	past, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
 	defer cancel()
-	x, err := explainInTime(past, free, target, nil, explain.Options{Deadline: time.Now()}, "why is it not allocated?")
+	x, err := explainInTime(past, free, target, nil, explain.Options{Deadline: time.Now()}, explain.QuestionNotAllocated)
 	if err != nil {
 		t.Fatalf("past the deadline: %v", err)
 	}
@@ -193,7 +193,7 @@ func TestExplainPastTheDeadline(t *testing.T) {
 	}
 	stopped, stop := context.WithCancel(context.Background())
 	stop()
-	if _, err := explainInTime(stopped, free, target, nil, explain.Options{Deadline: time.Now().Add(time.Second)}, "why is it not allocated?"); err == nil {
+	if _, err := explainInTime(stopped, free, target, nil, explain.Options{Deadline: time.Now().Add(time.Second)}, explain.QuestionNotAllocated); err == nil {
 		t.Error("interrupted: no error")
 	}
 }
