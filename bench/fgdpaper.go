@@ -60,7 +60,8 @@ type FGDPaperConfig struct {
 	Window  int
 	Timeout time.Duration
 	// DrasatCPU: who places the CPU-only tasks in the drasat policy, one
-	// of FPCPUPlacers ("": FPCPUScheduler, the kube-scheduler's default).
+	// of FPCPUPlacers ("": FPCPUDrasat, as the controller does with its
+	// default --place-pods-without-claims).
 	DrasatCPU string
 	// DrasatGPUShapes: the drasat policy's look-ahead learns task shapes
 	// by their claims alone, without the pods' CPU (a parameter the
@@ -617,12 +618,9 @@ func RunFGDPaper(ctx context.Context, cfg FGDPaperConfig) (*FPReport, error) {
 					cfg.Progress(done, total, fmt.Sprintf("%s %s seed %d", name, pol, seed))
 				}
 				start := time.Now()
-				sim := newFPSim(nodes, l, pol, seed)
+				arr, tie := fpArrivalsBy(cfg.Arrivals, l, nodes, fpCapMilli(nodes), ratio, seed)
+				sim := newFPSim(nodes, l, pol, seed, tie)
 				sim.noScarcity = cfg.DrasatNoScarcity
-				arr, tie := fpArrivalsBy(cfg.Arrivals, l, nodes, sim.capMilli, ratio, seed)
-				if tie != nil {
-					sim.tie = tie
-				}
 				var c *fpCurve
 				if pol == FPDrasat || pol == FPDrasatBinpack {
 					timeout := cfg.Timeout

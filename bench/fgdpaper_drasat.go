@@ -121,12 +121,15 @@ func fpWorkloadClaim(t *fpTask) *resourceapi.ResourceClaim {
 // runDrasat runs the arrivals with drasat deciding the GPU tasks.
 // gpuShapes: the look-ahead's shapes without the pods' CPU; binpack:
 // drasat-binpack, no look-ahead.
-// cpu says who places the CPU-only tasks (FPCPUScheduler, FPCPUMostAllocated,
-// FPCPUFGD; "" is FPCPUScheduler); FGD's score is an ablation: drasat's
+// cpu says who places the CPU-only tasks (FPCPUPlacers; "" is FPCPUDrasat,
+// the controller's default); FGD's score is an ablation: drasat's
 // GPU decisions on a cluster whose scheduler placed the rest as FGD would.
 // step, when set, is told the arrived share after each window (the
 // progress bar: a drasat curve on the whole cluster takes minutes).
 func (s *fpSim) runDrasat(ctx context.Context, arrivals []*fpTask, window int, timeout time.Duration, cpu string, gpuShapes, binpack bool, step func(note string)) (*fpCurve, error) {
+	if cpu == "" {
+		cpu = FPCPUDrasat
+	}
 	cpuFGD := cpu == FPCPUFGD
 	if window <= 0 {
 		window = DefaultFPDrasatWindow

@@ -40,7 +40,7 @@ func TestFPDrasatKeptWindowsMatchFresh(t *testing.T) {
 	}{{false, DefaultFPDrasatWindow, FPCPUMostAllocated}, {false, 1, FPCPUScheduler}, {true, DefaultFPDrasatWindow, FPCPUScheduler}, {false, DefaultFPDrasatWindow, FPCPUDrasat}} {
 		t.Run(fmt.Sprintf("binpack=%v/window=%d/cpu=%s", c.binpack, c.window, c.cpu), func(t *testing.T) {
 			run := func(fresh bool) (*fpSim, *fpCurve) {
-				s := newFPSim(pick, l, FPDrasat, 5)
+				s := newFPSim(pick, l, FPDrasat, 5, nil)
 				s.freshWindows = fresh
 				arr := fpArrivals(l, s.capMilli, FGDPaperRatio, 5)
 				curve, err := s.runDrasat(context.Background(), arr, c.window, time.Minute, c.cpu, false, c.binpack, nil)

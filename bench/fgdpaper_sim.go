@@ -97,12 +97,16 @@ func isFPPolicy(p string) bool {
 	return false
 }
 
-func newFPSim(nodes []fpNode, l *fpList, policy string, seed uint64) *fpSim {
+// newFPSim starts a curve on the empty cluster. tie ranks the nodes for
+// ties (the arrival stream's node order); nil ranks them by name.
+func newFPSim(nodes []fpNode, l *fpList, policy string, seed uint64, tie []int) *fpSim {
 	s := &fpSim{nodes: nodes, list: l, policy: policy, st: make([]fpNodeState, len(nodes)),
-		rng: rand.New(rand.NewPCG(seed, 0x6667642d74696573^uint64(len(policy))<<32^uint64(policy[0])))}
-	s.tie = make([]int, len(nodes))
-	for rank, n := range fpNodesByName(nodes) {
-		s.tie[n] = rank
+		rng: rand.New(rand.NewPCG(seed, 0x6667642d74696573^uint64(len(policy))<<32^uint64(policy[0]))), tie: tie}
+	if s.tie == nil {
+		s.tie = make([]int, len(nodes))
+		for rank, n := range fpNodesByName(nodes) {
+			s.tie[n] = rank
+		}
 	}
 	for i, n := range nodes {
 		st := &s.st[i]
@@ -111,15 +115,25 @@ func newFPSim(nodes []fpNode, l *fpList, policy string, seed uint64) *fpSim {
 		for g := range st.gpuLeft {
 			st.gpuLeft[g] = 1000
 		}
-		s.capMilli += int64(n.gpus) * 1000
 		if policy == FPFGD || policy == FPDrasat || policy == FPDrasatBinpack {
 			st.cache = make([]fpCached, len(l.shapes))
 		}
 	}
+	s.capMilli = fpCapMilli(nodes)
 	if policy == FPFGD || policy == FPDrasat || policy == FPDrasatBinpack {
 		s.typical = fpTargetWorkload(l, fpTargetPct)
 	}
 	return s
+}
+
+// fpCapMilli is the cluster's GPU capacity in milli-GPUs, what the
+// arrivals are measured against.
+func fpCapMilli(nodes []fpNode) int64 {
+	var c int64
+	for _, n := range nodes {
+		c += int64(n.gpus) * 1000
+	}
+	return c
 }
 
 // fpTargetWorkload is FGD's target workload: the list's task shapes (CPU

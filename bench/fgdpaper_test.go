@@ -52,7 +52,7 @@ func fpTiny(policy string) (*fpSim, *fpTask) {
 	}
 	l.shapes = append([]fpTask(nil), l.tasks...)
 	nodes := []fpNode{{name: "a", model: "T4", cpu: 32000, mem: 65536, gpus: 2}, {name: "b", model: "G2", cpu: 96000, mem: 65536, gpus: 8}}
-	s := newFPSim(nodes, l, policy, 1)
+	s := newFPSim(nodes, l, policy, 1, nil)
 	s.apply(0, &fpTask{cpu: 0, num: 1, milli: 500}, []int{1})
 	return s, &l.tasks[0]
 }
@@ -149,13 +149,13 @@ func TestFPFitsAndTies(t *testing.T) {
 	nodes := []fpNode{{name: "n2", model: "T4", cpu: 8000, mem: 8192, gpus: 1}, {name: "n1", model: "T4", cpu: 8000, mem: 8192, gpus: 1}}
 	l := &fpList{tasks: []fpTask{{name: "x", cpu: 1000, mem: 10, num: 1, milli: 1000}}}
 	l.shapes = l.tasks
-	tie := newFPSim(nodes, l, FPBestFit, 1)
+	tie := newFPSim(nodes, l, FPBestFit, 1, nil)
 	if n, _ := tie.decide(&l.tasks[0]); nodes[n].name != "n1" {
 		t.Errorf("tie went to %s, want n1 (lowest name)", nodes[n].name)
 	}
 	seen := map[int]bool{}
 	for seed := uint64(0); seed < 20; seed++ {
-		n, _ := newFPSim(nodes, l, FPRandom, seed).decide(&l.tasks[0])
+		n, _ := newFPSim(nodes, l, FPRandom, seed, nil).decide(&l.tasks[0])
 		seen[n] = true
 	}
 	if len(seen) != 2 {
@@ -284,7 +284,7 @@ func TestFPEquivalentToDRA(t *testing.T) {
 	}
 	checks, agree := 0, 0
 	for pi, pol := range append(slices.Clone(FGDPaperPolicies), FPFirstFit, FPUpstream) {
-		s := newFPSim(pick, l, pol, 7)
+		s := newFPSim(pick, l, pol, 7, nil)
 		arr := fpArrivals(l, s.capMilli, FGDPaperRatio, 7)
 		s.run(arr)
 		if err := check.CheckAll(fpObjects(s, len(s.placed), false), check.Options{}); err != nil {
@@ -292,7 +292,7 @@ func TestFPEquivalentToDRA(t *testing.T) {
 		}
 		// Replay and ask the engine at a few GPU arrivals (another set per
 		// policy, some early and some when the cluster is full).
-		replay := newFPSim(pick, l, pol, 7)
+		replay := newFPSim(pick, l, pol, 7, nil)
 		for i, pl := range s.placed {
 			if pl.task.num > 0 && (i+pi)%4 == 0 && checks < 300 {
 				for n := range pick {
@@ -379,7 +379,7 @@ func TestFPDrasatRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := newFPSim(nodes[:12], l, FPDrasat, 4)
+	s := newFPSim(nodes[:12], l, FPDrasat, 4, nil)
 	arr := fpArrivals(l, s.capMilli, FGDPaperRatio, 4)
 	steps := 0
 	c, err := s.runDrasat(context.Background(), arr, 7, 10*time.Second, FPCPUScheduler, false, false, func(string) { steps++ })
