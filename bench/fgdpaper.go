@@ -12,6 +12,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -39,7 +41,7 @@ type FGDPaperConfig struct {
 	// for openb_pod_list_default.csv); none: every list in Dir.
 	Dir   string
 	Lists []string
-	// Policies to run (FGDPaperPolicies when empty).
+	// Policies to run (FGDPaperDefaultPolicies when empty).
 	Policies []string
 	// Seeds: seeds Seed, Seed+1, ... Seed+Seeds-1.
 	Seed  uint64
@@ -63,6 +65,9 @@ type FGDPaperConfig struct {
 	// of FPCPUPlacers ("": FPCPUDrasat, as the controller does with its
 	// default --place-pods-without-claims).
 	DrasatCPU string
+	// Workers: curves of one policy and list run on this many goroutines
+	// at once (1 when 0); the report does not depend on it.
+	Workers int
 	// DrasatGPUShapes: the drasat policy's look-ahead learns task shapes
 	// by their claims alone, without the pods' CPU (a parameter the
 	// cross-validation in docs/bench.md chooses).
@@ -119,6 +124,13 @@ const (
 
 // FGDPaperPolicies lists the fgd-paper policies in the paper's order.
 var FGDPaperPolicies = []string{FPRandom, FPDotProd, FPClustering, FPPacking, FPBestFit, FPFGD}
+
+// FGDPaperDefaultPolicies are what the scenario runs unless told: the
+// paper's baselines, DRA's own allocators and drasat's two policies, so
+// that the table answers whether the controller's default (FPDrasat)
+// beats each of them. The drasat curves take minutes each on the whole
+// cluster, the others seconds.
+var FGDPaperDefaultPolicies = append(slices.Clone(FGDPaperPolicies), FPFirstFit, FPUpstream, FPDrasatBinpack, FPDrasat)
 
 // The baselines of a cluster without drasat or FGD, beside the paper's
 // (run with -p): what DRA does out of the box.
@@ -574,7 +586,7 @@ func RunFGDPaper(ctx context.Context, cfg FGDPaperConfig) (*FPReport, error) {
 	}
 	policies := cfg.Policies
 	if len(policies) == 0 {
-		policies = FGDPaperPolicies
+		policies = FGDPaperDefaultPolicies
 	}
 	if cfg.Arrivals != "" && !slices.Contains(FPArrivalStreams, cfg.Arrivals) {
 		return nil, fmt.Errorf("fgd-paper: arrivals %q: want one of %s", cfg.Arrivals, strings.Join(FPArrivalStreams, ", "))
@@ -600,60 +612,51 @@ func RunFGDPaper(ctx context.Context, cfg FGDPaperConfig) (*FPReport, error) {
 	for s := 0; s < seeds; s++ {
 		rep.Seeds = append(rep.Seeds, cfg.Seed+uint64(s))
 	}
-	total, done := len(lists)*len(policies)*seeds, 0
-	for _, name := range lists {
-		l, err := loadFPList(dir, name)
-		if err != nil {
+	workers := cfg.Workers
+	if workers <= 0 {
+		workers = 1
+	}
+	total := len(lists) * len(policies) * seeds
+	prog := &fpProgress{report: cfg.Progress, total: total}
+	// Every curve (list, policy, seed) is independent of the others: its
+	// own arrivals, state and DRA objects; the lists and nodes are only
+	// read. So they run on the workers and are gathered in order: the
+	// report is the same for any Workers.
+	loaded := make([]*fpList, len(lists))
+	for i, name := range lists {
+		if loaded[i], err = loadFPList(dir, name); err != nil {
 			return nil, err
 		}
-		for _, pol := range policies {
+	}
+	perList := len(policies) * len(rep.Seeds)
+	runs := make([]fpRun, len(lists)*perList)
+	if err := fpEachCurve(ctx, len(runs), workers, func(k int) error {
+		l, pol, si := loaded[k/perList], policies[k%perList/len(rep.Seeds)], k%len(rep.Seeds)
+		r, err := runFPCurve(ctx, cfg, prog, nodes, l, pol, rep.Seeds[si], ratio, si == 0 && cfg.Verify)
+		runs[k] = r
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	for li, name := range lists {
+		for pi, pol := range policies {
 			res := &FPResult{List: name, Policy: pol, Seeds: rep.Seeds}
+			first := li*perList + pi*len(rep.Seeds)
+			runs := runs[first : first+len(rep.Seeds)]
 			var curves []*fpCurve
 			var wall time.Duration
-			for si, seed := range rep.Seeds {
-				if err := ctx.Err(); err != nil {
-					return nil, err
-				}
-				if cfg.Progress != nil {
-					cfg.Progress(done, total, fmt.Sprintf("%s %s seed %d", name, pol, seed))
-				}
-				start := time.Now()
-				arr, tie := fpArrivalsBy(cfg.Arrivals, l, nodes, fpCapMilli(nodes), ratio, seed)
-				sim := newFPSim(nodes, l, pol, seed, tie)
-				sim.noScarcity = cfg.DrasatNoScarcity
-				var c *fpCurve
-				if pol == FPDrasat || pol == FPDrasatBinpack {
-					timeout := cfg.Timeout
-					if timeout <= 0 {
-						timeout = 10 * time.Second
-					}
-					var step func(string)
-					if cfg.Progress != nil {
-						label := fmt.Sprintf("%s %s seed %d", name, pol, seed)
-						step = func(note string) { cfg.Progress(done, total, label+": "+note) }
-					}
-					if c, err = sim.runDrasat(ctx, arr, cfg.Window, timeout, cfg.DrasatCPU, cfg.DrasatGPUShapes, pol == FPDrasatBinpack, step); err != nil {
-						return nil, fmt.Errorf("fgd-paper: drasat on %s, seed %d: %w", name, seed, err)
-					}
-				} else {
-					c = sim.run(arr)
-				}
-				wall += time.Since(start)
-				if si == 0 && cfg.Verify {
-					if err := sim.verify(ctx); err != nil {
-						return nil, fmt.Errorf("fgd-paper: %s on %s, seed %d: %w", pol, name, seed, err)
-					}
-					res.Verified = true
-				}
+			for _, r := range runs {
+				c := r.curve
+				wall += r.wall
+				res.Verified = res.Verified || r.verified
 				curves = append(curves, c)
 				if cfg.TurnedAway {
-					res.TurnedAway = append(res.TurnedAway, sim.turnedAway(seed, c)...)
+					res.TurnedAway = append(res.TurnedAway, r.turnedAway...)
 				}
 				res.Arrivals += len(c.arrived)
 				res.Placed += c.placed
 				res.Failed += c.failed
 				res.FailedGPU += c.failedGPU
-				done++
 			}
 			res.WallS = wall.Seconds() / float64(len(curves))
 			for pct := 0; pct <= int(math.Round(100*ratio)); pct++ {
@@ -674,11 +677,127 @@ func RunFGDPaper(ctx context.Context, cfg FGDPaperConfig) (*FPReport, error) {
 			rep.Results = append(rep.Results, res)
 		}
 	}
-	if cfg.Progress != nil {
-		cfg.Progress(total, total, "done")
-	}
+	prog.finish()
 	rep.MaxRSSMiB = maxRSSMiB()
 	return rep, nil
+}
+
+// fpRun is one seed's curve of one policy on one list.
+type fpRun struct {
+	curve      *fpCurve
+	wall       time.Duration
+	verified   bool
+	turnedAway []FPTurnedAway
+}
+
+// runFPCurve runs one policy's curve for one seed; verify checks its
+// final state with the independent checker.
+func runFPCurve(ctx context.Context, cfg FGDPaperConfig, prog *fpProgress, nodes []fpNode, l *fpList, pol string, seed uint64, ratio float64, verify bool) (fpRun, error) {
+	label := fmt.Sprintf("%s %s seed %d", l.name, pol, seed)
+	prog.step(label)
+	start := time.Now()
+	arr, tie := fpArrivalsBy(cfg.Arrivals, l, nodes, fpCapMilli(nodes), ratio, seed)
+	sim := newFPSim(nodes, l, pol, seed, tie)
+	sim.noScarcity = cfg.DrasatNoScarcity
+	var c *fpCurve
+	if pol == FPDrasat || pol == FPDrasatBinpack {
+		timeout := cfg.Timeout
+		if timeout <= 0 {
+			timeout = 10 * time.Second
+		}
+		var step func(string)
+		if cfg.Progress != nil {
+			step = func(note string) { prog.step(label + ": " + note) }
+		}
+		var err error
+		if c, err = sim.runDrasat(ctx, arr, cfg.Window, timeout, cfg.DrasatCPU, cfg.DrasatGPUShapes, pol == FPDrasatBinpack, step); err != nil {
+			return fpRun{}, fmt.Errorf("fgd-paper: drasat on %s, seed %d: %w", l.name, seed, err)
+		}
+	} else {
+		c = sim.run(arr)
+	}
+	r := fpRun{curve: c, wall: time.Since(start)}
+	if verify {
+		if err := sim.verify(ctx); err != nil {
+			return fpRun{}, fmt.Errorf("fgd-paper: %s on %s, seed %d: %w", pol, l.name, seed, err)
+		}
+		r.verified = true
+	}
+	if cfg.TurnedAway {
+		r.turnedAway = sim.turnedAway(seed, c)
+	}
+	prog.curveDone()
+	return r, nil
+}
+
+// fpEachCurve calls run(0..n-1) on up to workers goroutines; the first
+// error (in order) wins, and no run starts after the context ends or a
+// run failed.
+func fpEachCurve(ctx context.Context, n, workers int, run func(si int) error) error {
+	errs := make([]error, n)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	var failed atomic.Bool
+	for w := 0; w < min(workers, n); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range next {
+				if err := ctx.Err(); err != nil {
+					errs[k] = err
+				} else {
+					errs[k] = run(k)
+				}
+				if errs[k] != nil {
+					failed.Store(true)
+				}
+			}
+		}()
+	}
+	for k := 0; k < n && !failed.Load(); k++ {
+		next <- k
+	}
+	close(next)
+	wg.Wait()
+	return firstError(errs)
+}
+
+func firstError(errs []error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fpProgress reports the curves done to Progress, from any worker.
+type fpProgress struct {
+	mu     sync.Mutex
+	report func(done, total int, label string)
+	total  int
+	done   int
+}
+
+func (p *fpProgress) step(label string) {
+	if p.report == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.report(p.done, p.total, label)
+}
+
+func (p *fpProgress) curveDone() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.done++
+}
+
+func (p *fpProgress) finish() {
+	if p.report != nil {
+		p.report(p.total, p.total, "done")
+	}
 }
 
 func slicesMin(vs []float64) float64 {

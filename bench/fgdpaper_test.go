@@ -587,3 +587,37 @@ func TestFPBaselinesReproduceThePaperSeedBySeed(t *testing.T) {
 		}
 	}
 }
+
+// The curves run on workers and are gathered in order: one worker and
+// three give the same report (curves, per-seed values, counts, turned-away
+// tasks), whatever finishes first. Two lists, a drasat policy and
+// baselines, three seeds: more curves than workers.
+func TestFPWorkersSameReport(t *testing.T) {
+	dir := fpTestData(t)
+	run := func(workers int) *FPReport {
+		rep, err := RunFGDPaper(context.Background(), FGDPaperConfig{Dir: dir, Lists: []string{"gpuspec10", "multigpu20"}, Nodes: 12,
+			Policies: []string{FPFGD, FPDrasatBinpack, FPDrasat, FPFirstFit}, Seed: 2, Seeds: 3, TurnedAway: true, Workers: workers})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rep.Results {
+			r.WallS = 0
+		}
+		rep.MaxRSSMiB = 0
+		return rep
+	}
+	one, three := run(1), run(3)
+	if len(one.Results) != 8 || len(three.Results) != 8 {
+		t.Fatalf("%d and %d results, want 8", len(one.Results), len(three.Results))
+	}
+	// %+v, not DeepEqual: a seed that never reaches a level is NaN there.
+	for i := range one.Results {
+		if a, b := fmt.Sprintf("%+v", *one.Results[i]), fmt.Sprintf("%+v", *three.Results[i]); a != b {
+			t.Errorf("%s %s: one worker\n%s\nthree\n%s", one.Results[i].List, one.Results[i].Policy, a, b)
+		}
+	}
+	one.Results, three.Results = nil, nil
+	if !reflect.DeepEqual(one, three) {
+		t.Errorf("report headers differ: %+v, %+v", one, three)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -39,8 +40,9 @@ tasks wait and are retried), inflation (the FGD paper's protocol: tasks drawn
 from the pod list arrive without departures until they request the cluster's
 GPUs), fgd-paper (the FGD paper's experiment on the trace's own 1,213 nodes with CPU,
 memory and shared GPUs, every pod list of the trace folder, --seeds runs, the paper's
-policies random, dotprod, gpu-clustering, gpu-packing, bestfit and fgd, and first-fit,
-upstream, drasat and drasat-binpack when asked for with -p; docs/bench.md),
+policies random, dotprod, gpu-clustering, gpu-packing, bestfit and fgd, first-fit,
+upstream, drasat-binpack and drasat unless -p says otherwise, --fgd-workers curves at
+once; docs/bench.md),
 research and research-openb (the modes workload and the trace under
 every partitioning model: groups, wildcard, compatibleOnlyWith, the KEP-4815
 draft, static modes; docs/research.md). Sizes are NODESxGPUS:CLAIMS (mig,
@@ -85,6 +87,7 @@ an invalid one fails the run.`,
 			&cli.BoolFlag{Name: "fgd-drasat-no-scarcity", Usage: "fgd-paper: the drasat policy's look-ahead weighs FGD's measure alone, without the cost of taking GPUs that tasks held to their model will want (an ablation)"},
 			&cli.BoolFlag{Name: "fgd-drasat-gpu-shapes", Usage: "fgd-paper: the drasat policy's look-ahead learns task shapes by their claims alone, without the pods' CPU"},
 			&cli.StringFlag{Name: "fgd-turned-away", Usage: "fgd-paper: write the tasks each policy turned away (list, policy, seed, arrival, task, arrived share, what it asked for) to this file, tab-separated", TakesFile: true},
+			&cli.IntFlag{Name: "fgd-workers", Value: runtime.NumCPU(), DefaultText: "the CPUs", Usage: "fgd-paper: curves run at once (each a list, policy and seed); the table does not depend on it"},
 			&cli.BoolFlag{Name: "fgd-verify", Usage: "fgd-paper: check the final state of each policy's first seed with the independent checker (about 30 s per list and policy)"},
 			&cli.BoolFlag{Name: "no-progress", Usage: "no progress bar"},
 			&cli.StringFlag{Name: "cpuprofile", Usage: "fgd-paper: write a CPU profile of the run to this file, for go tool pprof"},
@@ -160,6 +163,9 @@ func runFGDPaper(ctx context.Context, c *cli.Context) error {
 		Seeds: c.Int("seeds"), Verify: c.Bool("fgd-verify"), Nodes: c.Int("fgd-nodes"), Window: c.Int("fgd-window"), Timeout: c.Duration("timeout")}
 	if _, err := timeoutFlag(c); err != nil {
 		return err
+	}
+	if cfg.Workers = c.Int("fgd-workers"); cfg.Workers < 1 {
+		return fmt.Errorf("--fgd-workers %d: want at least 1", cfg.Workers)
 	}
 	cfg.Arrivals = c.String("fgd-arrivals")
 	cfg.DrasatCPU = c.String("fgd-drasat-cpu")
