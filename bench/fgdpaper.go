@@ -560,9 +560,14 @@ type FPReport struct {
 	Results     []*FPResult
 	Machine     Machine
 	MaxRSSMiB   float64
+	// Interrupted: the run ended early (its context); Results holds the
+	// lists and policies whose every seed finished.
+	Interrupted bool `json:"interrupted,omitempty"`
 }
 
-// RunFGDPaper runs every policy on every list for every seed.
+// RunFGDPaper runs every policy on every list for every seed. When ctx
+// ends first, it returns the report of what finished (Interrupted) with
+// the error: a run of hours stopped keeps its finished curves.
 func RunFGDPaper(ctx context.Context, cfg FGDPaperConfig) (*FPReport, error) {
 	dir, err := OpenBDir(cfg.Dir)
 	if err != nil {
@@ -630,19 +635,24 @@ func RunFGDPaper(ctx context.Context, cfg FGDPaperConfig) (*FPReport, error) {
 	}
 	perList := len(policies) * len(rep.Seeds)
 	runs := make([]fpRun, len(lists)*perList)
-	if err := fpEachCurve(ctx, len(runs), workers, func(k int) error {
+	runErr := fpEachCurve(ctx, len(runs), workers, func(k int) error {
 		l, pol, si := loaded[k/perList], policies[k%perList/len(rep.Seeds)], k%len(rep.Seeds)
 		r, err := runFPCurve(ctx, cfg, prog, nodes, l, pol, rep.Seeds[si], ratio, si == 0 && cfg.Verify)
 		runs[k] = r
 		return err
-	}); err != nil {
-		return nil, err
+	})
+	if runErr != nil && ctx.Err() == nil {
+		return nil, runErr
 	}
 	for li, name := range lists {
 		for pi, pol := range policies {
 			res := &FPResult{List: name, Policy: pol, Seeds: rep.Seeds}
 			first := li*perList + pi*len(rep.Seeds)
 			runs := runs[first : first+len(rep.Seeds)]
+			if slices.ContainsFunc(runs, func(r fpRun) bool { return r.curve == nil }) {
+				rep.Interrupted = true // a seed did not finish: no result
+				continue
+			}
 			var curves []*fpCurve
 			var wall time.Duration
 			for _, r := range runs {
@@ -677,8 +687,14 @@ func RunFGDPaper(ctx context.Context, cfg FGDPaperConfig) (*FPReport, error) {
 			rep.Results = append(rep.Results, res)
 		}
 	}
-	prog.finish()
 	rep.MaxRSSMiB = maxRSSMiB()
+	if runErr != nil {
+		// Interrupted: the results whose every seed finished, and why not
+		// the rest.
+		rep.Interrupted = true
+		return rep, runErr
+	}
+	prog.finish()
 	return rep, nil
 }
 

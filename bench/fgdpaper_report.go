@@ -61,6 +61,9 @@ func WriteFPTable(w io.Writer, rep *FPReport) error {
 	fmt.Fprintf(w, "fgd-paper: %d nodes, %d GPUs; tasks arrive until %.0f %% of the GPUs are requested; %d seed(s) %d..%d\n",
 		rep.Nodes, rep.GPUs, 100*rep.Ratio, len(rep.Seeds), rep.Seeds[0], rep.Seeds[len(rep.Seeds)-1])
 	fmt.Fprintf(w, "unallocated GPUs, %% of the cluster's: median [min–max] over the seeds, at each arrived workload (%% of the cluster's GPUs)\n")
+	if rep.Interrupted {
+		fmt.Fprintf(w, "INTERRUPTED: only the lists and policies whose every seed finished\n")
+	}
 	var list string
 	var tw *tabwriter.Writer
 	flush := func() {

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -619,5 +620,32 @@ func TestFPWorkersSameReport(t *testing.T) {
 	one.Results, three.Results = nil, nil
 	if !reflect.DeepEqual(one, three) {
 		t.Errorf("report headers differ: %+v, %+v", one, three)
+	}
+}
+
+// A run stopped midway returns what finished: the lists and policies
+// whose every seed ran, marked interrupted, with the context's error;
+// the table says so.
+func TestFPInterruptedKeepsFinished(t *testing.T) {
+	dir := fpTestData(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	const seeds = 2
+	rep, err := RunFGDPaper(ctx, FGDPaperConfig{Dir: dir, Lists: []string{"default"}, Nodes: 20,
+		Policies: []string{FPFGD, FPBestFit, FPFirstFit}, Seed: 1, Seeds: seeds, Workers: 1,
+		Progress: func(done, total int, label string) {
+			if done >= seeds { // fgd's seeds are done: stop in bestfit's
+				cancel()
+			}
+		}})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("error %v, want the context's", err)
+	}
+	if rep == nil || !rep.Interrupted || len(rep.Results) != 1 || rep.Results[0].Policy != FPFGD || len(rep.Results[0].PerSeed) != seeds {
+		t.Fatalf("report %+v, want fgd's result alone, interrupted", rep)
+	}
+	var tab strings.Builder
+	if err := WriteFPTable(&tab, rep); err != nil || !strings.Contains(tab.String(), "INTERRUPTED") {
+		t.Errorf("table (%v):\n%s", err, tab.String())
 	}
 }

@@ -156,7 +156,7 @@ const fpGCPercent = 400
 
 // runFGDPaper runs the fgd-paper scenario, which runs alone: its own
 // policies, seeds and lists.
-func runFGDPaper(ctx context.Context, c *cli.Context) error {
+func runFGDPaper(ctx context.Context, c *cli.Context) (err error) {
 	if len(c.StringSlice("scenario")) != 1 {
 		return fmt.Errorf("--scenario fgd-paper runs alone (its policies and table are its own)")
 	}
@@ -198,14 +198,19 @@ func runFGDPaper(ctx context.Context, c *cli.Context) error {
 		return err
 	}
 	defer stopCPU()
-	var rep *bench.FPReport
-	err = interruptible(ctx, "bench", func() error {
-		var err error
-		rep, err = bench.RunFGDPaper(ctx, cfg)
-		return err
-	})
-	if err != nil {
-		return err
+	// Not interruptible(): the run stops within a window when ctx ends and
+	// returns what finished, which is written before the command fails.
+	rep, runErr := bench.RunFGDPaper(ctx, cfg)
+	if runErr != nil && (rep == nil || ctx.Err() == nil) {
+		return runErr
+	}
+	if runErr != nil {
+		fmt.Fprintf(os.Stderr, "bench: interrupted; written: the results (list and policy) whose every seed finished: %d\n", len(rep.Results))
+		defer func() {
+			if err == nil {
+				err = ctxError(ctx, "bench")
+			}
+		}()
 	}
 	if err := bench.WriteFPTable(os.Stdout, rep); err != nil {
 		return err
