@@ -65,8 +65,8 @@ type FGDPaperConfig struct {
 	// of FPCPUPlacers ("": FPCPUDrasat, as the controller does with its
 	// default --place-pods-without-claims).
 	DrasatCPU string
-	// Workers: curves of one policy and list run on this many goroutines
-	// at once (1 when 0); the report does not depend on it.
+	// Workers: this many curves (each a list, policy and seed) run at
+	// once (1 when 0); the report does not depend on it.
 	Workers int
 	// DrasatGPUShapes: the drasat policy's look-ahead learns task shapes
 	// by their claims alone, without the pods' CPU (a parameter the
@@ -749,7 +749,7 @@ func runFPCurve(ctx context.Context, cfg FGDPaperConfig, prog *fpProgress, nodes
 // fpEachCurve calls run(0..n-1) on up to workers goroutines; the first
 // error (in order) wins, and no run starts after the context ends or a
 // run failed.
-func fpEachCurve(ctx context.Context, n, workers int, run func(si int) error) error {
+func fpEachCurve(ctx context.Context, n, workers int, run func(k int) error) error {
 	errs := make([]error, n)
 	next := make(chan int)
 	var wg sync.WaitGroup
