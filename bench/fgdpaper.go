@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	randv1 "math/rand"
@@ -511,7 +512,12 @@ type FPResult struct {
 	// FGDPaperLevels of it.
 	Curve []FPPoint `json:"curve"`
 	// PerSeed is the unallocated share at 100 % for each seed.
-	PerSeed []float64 `json:"perSeedAt100"`
+	PerSeed []FPValue `json:"perSeedAt100"`
+	// PerSeedAtLevels is the unallocated share at each of FGDPaperLevels
+	// (outer) for each seed (inner; NaN where a seed never reached the
+	// level): the seeds share their arrivals across policies, so two
+	// policies compare seed by seed.
+	PerSeedAtLevels [][]FPValue `json:"perSeedAtLevels"`
 	// Arrivals, Placed and Failed (turned away; FailedGPU of them GPU
 	// tasks) are summed over the seeds.
 	Arrivals, Placed, Failed, FailedGPU int
@@ -522,6 +528,31 @@ type FPResult struct {
 	// TurnedAway lists the tasks turned away, seed by seed in arrival
 	// order (only with FGDPaperConfig.TurnedAway).
 	TurnedAway []FPTurnedAway `json:"turnedAway,omitempty"`
+}
+
+// FPValue is an unallocated share, in %; NaN where a seed's arrivals
+// never reached the level (on a few nodes one task can be several % of
+// the GPUs), which JSON has no number for: it is null there.
+type FPValue float64
+
+// MarshalJSON writes NaN as null.
+func (v FPValue) MarshalJSON() ([]byte, error) {
+	if math.IsNaN(float64(v)) {
+		return []byte("null"), nil
+	}
+	return json.Marshal(float64(v))
+}
+
+// UnmarshalJSON reads null as NaN.
+func (v *FPValue) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*v = FPValue(math.NaN())
+		return nil
+	}
+	var f float64
+	err := json.Unmarshal(b, &f)
+	*v = FPValue(f)
+	return err
 }
 
 // FPTurnedAway is one task a policy turned away.
@@ -682,7 +713,14 @@ func RunFGDPaper(ctx context.Context, cfg FGDPaperConfig) (*FPReport, error) {
 				res.Curve = append(res.Curve, FPPoint{Arrived: pct, Median: median(vs), Min: slicesMin(vs), Max: slicesMax(vs)})
 			}
 			for _, c := range curves {
-				res.PerSeed = append(res.PerSeed, c.unallocatedAt(100))
+				res.PerSeed = append(res.PerSeed, FPValue(c.unallocatedAt(100)))
+			}
+			for _, lv := range FGDPaperLevels {
+				var at []FPValue
+				for _, c := range curves {
+					at = append(at, FPValue(c.unallocatedAt(lv)))
+				}
+				res.PerSeedAtLevels = append(res.PerSeedAtLevels, at)
 			}
 			rep.Results = append(rep.Results, res)
 		}

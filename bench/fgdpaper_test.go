@@ -1,7 +1,9 @@
 package bench
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -647,5 +649,79 @@ func TestFPInterruptedKeepsFinished(t *testing.T) {
 	var tab strings.Builder
 	if err := WriteFPTable(&tab, rep); err != nil || !strings.Contains(tab.String(), "INTERRUPTED") {
 		t.Errorf("table (%v):\n%s", err, tab.String())
+	}
+}
+
+// On a few nodes one task can be several % of the GPUs, so a seed's
+// arrivals can jump over a level: its value there is NaN, which the JSON
+// report writes as null and reads back as NaN.
+func TestFPJSONSkippedLevel(t *testing.T) {
+	dir := fpTestData(t)
+	rep, err := RunFGDPaper(context.Background(), FGDPaperConfig{Dir: dir, Lists: []string{"multigpu20"}, Nodes: 12,
+		Policies: []string{FPFGD}, Seed: 2, Seeds: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nan := 0
+	for _, at := range rep.Results[0].PerSeedAtLevels {
+		for _, v := range at {
+			if math.IsNaN(float64(v)) {
+				nan++
+			}
+		}
+	}
+	if nan == 0 {
+		t.Fatal("no seed skips a level here: the test needs an instance where one does")
+	}
+	var buf bytes.Buffer
+	if err := WriteFPJSON(&buf, rep); err != nil {
+		t.Fatal(err)
+	}
+	var back FPReport
+	if err := json.Unmarshal(buf.Bytes(), &back); err != nil {
+		t.Fatal(err)
+	}
+	if a, b := fmt.Sprint(rep.Results[0].PerSeedAtLevels), fmt.Sprint(back.Results[0].PerSeedAtLevels); a != b {
+		t.Errorf("read back %s, wrote %s", b, a)
+	}
+}
+
+// The versus lines compare drasat with each other policy seed by seed:
+// two seeds, drasat below fgd on one and level on the other at 100 %,
+// above on one at 80 %; the medians' difference beside the counts.
+func TestFPVersusSeedBySeed(t *testing.T) {
+	result := func(policy string, at80, at100 [2]float64) *FPResult {
+		r := &FPResult{List: "l", Policy: policy}
+		for _, lv := range FGDPaperLevels {
+			vs := [2]float64{5, 5}
+			switch lv {
+			case 80:
+				vs = at80
+			case 100:
+				vs = at100
+			}
+			r.Curve = append(r.Curve, FPPoint{Arrived: lv, Median: (vs[0] + vs[1]) / 2})
+			r.PerSeedAtLevels = append(r.PerSeedAtLevels, []FPValue{FPValue(vs[0]), FPValue(vs[1])})
+		}
+		return r
+	}
+	var out strings.Builder
+	writeFPVersus(&out, []*FPResult{
+		result(FPFGD, [2]float64{20, 20}, [2]float64{6, 4}),
+		result(FPDrasat, [2]float64{21, 20}, [2]float64{4, 4}),
+	})
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[1], "fgd") {
+		t.Fatalf("want a header and a line for fgd:\n%s", out.String())
+	}
+	cells := strings.Fields(lines[1])
+	// fgd, then (difference, counts) per level: 80 %, 90 %, 100 %, ...
+	if want := []string{"+0.50", "(0/1/1)", "+0.00", "(0/2/0)", "-1.00", "(1/1/0)"}; !slices.Equal(cells[1:7], want) {
+		t.Errorf("fgd's line %q, want it to start %v", lines[1], want)
+	}
+	out.Reset()
+	writeFPVersus(&out, []*FPResult{result(FPFGD, [2]float64{20, 20}, [2]float64{6, 4})})
+	if out.Len() != 0 {
+		t.Errorf("no drasat, yet:\n%s", out.String())
 	}
 }
