@@ -151,8 +151,13 @@ func runBench(c *cli.Context) error {
 	return nil
 }
 
-// fpGCPercent is the fgd-paper run's GOGC unless the environment sets it.
-const fpGCPercent = 400
+// fpGCPercent is the fgd-paper run's GOGC and fpMemPerCurve its soft
+// memory limit per curve running (--fgd-workers), unless the environment
+// sets GOGC or GOMEMLIMIT.
+const (
+	fpGCPercent   = 400
+	fpMemPerCurve = 1536 << 20
+)
 
 // runFGDPaper runs the fgd-paper scenario, which runs alone: its own
 // policies, seeds and lists.
@@ -187,11 +192,16 @@ func runFGDPaper(ctx context.Context, c *cli.Context) (err error) {
 	}
 	// A drasat curve builds each window's problem anew and drops it: at
 	// the default GOGC the collector took a fifth of its CPU. Four times
-	// the live heap (about 1 GB a curve on the whole cluster) cuts the
-	// curve's CPU by about a fifth, the same curve; GOGC set by the user
-	// wins.
+	// the live heap cuts the curve's CPU by about a fifth, the same curve,
+	// but a curve whose live heap is large (gpuspec10's drasat curve) then
+	// held 4 GB: a soft limit per curve running keeps it near
+	// fpMemPerCurve, collecting more often only there. GOGC and
+	// GOMEMLIMIT set by the user win.
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(fpGCPercent)
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(int64(cfg.Workers) * fpMemPerCurve)
 	}
 	stopCPU, _, err := startProfiles(c.String("cpuprofile"), "")
 	if err != nil {
