@@ -197,11 +197,13 @@ func runFGDPaper(ctx context.Context, c *cli.Context) (err error) {
 	// held 4 GB: a soft limit per curve running keeps it near
 	// fpMemPerCurve, collecting more often only there. GOGC and
 	// GOMEMLIMIT set by the user win.
+	// Both are the process's: set back when the run ends (the command's
+	// tests run in one process).
 	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(fpGCPercent)
+		defer debug.SetGCPercent(debug.SetGCPercent(fpGCPercent))
 	}
 	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(int64(cfg.Workers) * fpMemPerCurve)
+		defer debug.SetMemoryLimit(debug.SetMemoryLimit(int64(cfg.Workers) * fpMemPerCurve))
 	}
 	stopCPU, _, err := startProfiles(c.String("cpuprofile"), "")
 	if err != nil {
@@ -215,6 +217,9 @@ func runFGDPaper(ctx context.Context, c *cli.Context) (err error) {
 		return runErr
 	}
 	if runErr != nil {
+		if cfg.Progress != nil {
+			fmt.Fprintln(os.Stderr) // below the progress bar
+		}
 		fmt.Fprintf(os.Stderr, "bench: interrupted; written: the results (list and policy) whose every seed finished: %d\n", len(rep.Results))
 		defer func() {
 			if err == nil {

@@ -2,8 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -17,9 +19,14 @@ func TestBenchFGDPaper(t *testing.T) {
 		t.Skipf("trace not available: %v", err)
 	}
 	js := filepath.Join(t.TempDir(), "fgd.json")
+	gogc, memLimit := debug.SetGCPercent(100), debug.SetMemoryLimit(math.MaxInt64)
 	out, err := runBenchCmd(t, "-s", "fgd-paper", "--fgd-list", "multigpu20", "--fgd-nodes", "40", "--seeds", "2", "-p", "fgd", "-p", "random", "--no-progress", "--json", js)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The run's GOGC and memory limit are the process's: set back after.
+	if g, m := debug.SetGCPercent(gogc), debug.SetMemoryLimit(memLimit); (os.Getenv("GOGC") == "" && g != 100) || (os.Getenv("GOMEMLIMIT") == "" && m != math.MaxInt64) {
+		t.Errorf("after the run GOGC %d and memory limit %d, want them set back", g, m)
 	}
 	if !strings.Contains(out, "list multigpu20") || !strings.Contains(out, "fgd ") || !strings.Contains(out, "random ") {
 		t.Errorf("table:\n%s", out)
