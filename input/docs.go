@@ -18,6 +18,11 @@ type docSplitter struct {
 	r    *bufio.Reader
 	done bool
 	err  error // a bad marker line, reported with the document it starts
+	// hint is the capacity a document starts with: a little more than
+	// the last one's length. Streams repeat their kinds, so most
+	// documents are read without growing (growing by doubling allocated
+	// four times the file).
+	hint int
 }
 
 func newDocSplitter(r io.Reader) *docSplitter {
@@ -31,7 +36,8 @@ func (s *docSplitter) next() ([]byte, error) {
 	if s.err != nil {
 		return nil, s.err
 	}
-	var doc []byte
+	doc := make([]byte, 0, s.hint)
+	defer func() { s.hint = min(len(doc)+len(doc)/8+512, MaxDocBytes) }()
 	for !s.done {
 		start := len(doc)
 		for {

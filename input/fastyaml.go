@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"slices"
+	"sync"
 
 	yamlv2 "go.yaml.in/yaml/v2"
 )
@@ -80,6 +81,16 @@ func (p *fastParser) noteMeta(key []byte, js []byte) {
 	}
 }
 
+// lineBuf keeps a parser's line index between documents: it is as long
+// as the document has lines (32 bytes a line, more than the JSON), and
+// a fresh one per document was a third of the fast path's allocation.
+type lineBuf struct {
+	lines []fastLine
+	gap   []bool
+}
+
+var lineBufs = sync.Pool{New: func() any { return new(lineBuf) }}
+
 // fastYAMLToJSON returns the JSON of a YAML document, or ok == false when
 // the document is not one the fast path reads (see above).
 func fastYAMLToJSON(doc []byte, cache scalarCache) (js []byte, ok bool) {
@@ -97,8 +108,15 @@ func fastYAMLToJSONMeta(doc []byte, cache scalarCache) (js []byte, meta *typeMet
 		}
 	}
 	n := bytes.Count(doc, []byte{'\n'}) + 1
-	p := &fastParser{cache: cache, out: make([]byte, 0, len(doc)/2), lines: make([]fastLine, 0, n), gap: make([]bool, 0, n)}
+	lb := lineBufs.Get().(*lineBuf)
+	defer lineBufs.Put(lb)
+	p := &fastParser{cache: cache, lines: slices.Grow(lb.lines[:0], n), gap: slices.Grow(lb.gap[:0], n)}
+	defer func() {
+		clear(p.lines) // no hold on the document once it is read
+		lb.lines, lb.gap = p.lines[:0], p.gap[:0]
+	}()
 	gap := false
+	textBytes := 0 // the lines' bytes without indentation: what the JSON spells, give or take its quotes
 	for len(doc) > 0 {
 		line := doc
 		if k := bytes.IndexByte(doc, '\n'); k >= 0 {
@@ -121,7 +139,11 @@ func fastYAMLToJSONMeta(doc []byte, cache scalarCache) (js []byte, meta *typeMet
 		p.lines = append(p.lines, fastLine{ind, text})
 		p.gap = append(p.gap, gap)
 		gap = false
+		textBytes += len(text)
 	}
+	// Room for the JSON at once: each line's text, then quotes, a comma
+	// and a brace or bracket. Growing it by doubling allocated twice over.
+	p.out = make([]byte, 0, textBytes+6*len(p.lines)+2)
 	if len(p.lines) == 0 || p.lines[0].indent != 0 {
 		return nil, nil, false
 	}

@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // interner lets the devices read from files share identical attribute,
@@ -22,6 +23,24 @@ type interner struct {
 	ctrs  map[string]map[string]resourceapi.Counter
 	buf   []byte
 	names []string
+	// qkeys remembers QuantityKey by the quantity's value: the key spells
+	// a big decimal, and a thousand nodes repeat a few quantities a
+	// million times. Equal Quantity values have equal keys, so the memo
+	// cannot change a key; it stops growing at maxQuantityKeys.
+	qkeys map[resource.Quantity]string
+}
+
+const maxQuantityKeys = 1 << 14
+
+func (in *interner) quantityKey(q resource.Quantity) string {
+	if k, ok := in.qkeys[q]; ok {
+		return k
+	}
+	k := QuantityKey(q)
+	if len(in.qkeys) < maxQuantityKeys {
+		in.qkeys[q] = k
+	}
+	return k
 }
 
 func newInterner() *interner {
@@ -29,6 +48,7 @@ func newInterner() *interner {
 		attrs: map[string]map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{},
 		caps:  map[string]map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{},
 		ctrs:  map[string]map[string]resourceapi.Counter{},
+		qkeys: map[resource.Quantity]string{},
 	}
 }
 
@@ -133,7 +153,7 @@ func (in *interner) capacity(m map[resourceapi.QualifiedName]resourceapi.DeviceC
 			return m
 		}
 		in.field(k)
-		in.field(QuantityKey(c.Value))
+		in.field(in.quantityKey(c.Value))
 	}
 	return shared(in.caps, in.buf, m)
 }
@@ -147,7 +167,7 @@ func (in *interner) counters(m map[string]resourceapi.Counter) map[string]resour
 	for _, k := range in.names {
 		c := m[k]
 		in.field(k)
-		in.field(QuantityKey(c.Value))
+		in.field(in.quantityKey(c.Value))
 	}
 	return shared(in.ctrs, in.buf, m)
 }

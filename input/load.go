@@ -157,14 +157,14 @@ func (l *Loader) loadStream(name string, r io.Reader) error {
 				first = false
 			}
 			ahead = append(ahead, dec.submit(raw, err))
-			aheadBytes += len(raw)
+			aheadBytes += cap(raw) // what the document holds, with its spare capacity
 		}
 		if len(ahead) == 0 {
 			return nil
 		}
 		d := ahead[0]
 		ahead = ahead[1:]
-		aheadBytes -= len(d.raw)
+		aheadBytes -= cap(d.raw)
 		<-d.done
 		if d.readErr != nil {
 			var be budgetError
