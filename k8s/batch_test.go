@@ -1,10 +1,12 @@
 package k8s
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -172,6 +174,64 @@ func TestPassBoundsStandInsByMaxBatchOnly(t *testing.T) {
 	res := e.pass(t)
 	if res.Solved != minAdaptiveBatch || res.Projected != 100 || !res.Requeue {
 		t.Fatalf("pass %+v: want %d claims solved, 100 stand-ins, the rest requeued", res, minAdaptiveBatch)
+	}
+	e.allFeasible(t)
+}
+
+// A pass stops writing at its target (a third of --stuck-after) once the
+// write bound's floor is written, and only between pods: the rest stays
+// pending for the next pass, which writes it. Here the target (1 ms) is
+// past before the first write and the write bound does not bind (a fast
+// client), so the first pass writes 22 pods of three claims (66: the
+// floor, 64, rounded up to a whole pod) and defers the other 12 pods.
+func TestPassStopsWritingAtItsTarget(t *testing.T) {
+	objs := []runtime.Object{node("n1"), slice("n1", 102), class()}
+	for i := range 34 {
+		var names []string
+		for j := range 3 {
+			n := fmt.Sprintf("c%02d-%d", i, j)
+			objs = append(objs, claim(n, 1, nil))
+			names = append(names, n)
+		}
+		objs = append(objs, gatedPod(fmt.Sprintf("p%02d", i), names...))
+	}
+	e := newEnv(t, Options{StuckAfter: 3 * time.Millisecond, KubeAPIQPS: 1e6}, objs...)
+	res := e.pass(t)
+	if res.Solved != 102 || res.Allocated != 66 || res.Deferred != 36 || res.Ungated != 22 || !res.Requeue {
+		t.Fatalf("first pass %+v, want 102 solved, 66 written (22 pods), 36 deferred, requeued", res)
+	}
+	e.waitCache(t, "66 allocations", func(s *Snapshot) bool {
+		n := 0
+		for _, c := range s.Claims {
+			if c.Status.Allocation != nil {
+				n++
+			}
+		}
+		return n == 66
+	})
+	for pass := 2; pass < 10; pass++ {
+		res = e.pass(t)
+		e.waitCache(t, "the pass's writes", func(s *Snapshot) bool {
+			n := 0
+			for _, c := range s.Claims {
+				if c.Status.Allocation != nil {
+					n++
+				}
+			}
+			return n >= 66
+		})
+		if !res.Requeue {
+			break
+		}
+	}
+	pods, err := e.client.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		if hasGate(&p) {
+			t.Errorf("pod %s still gated after the passes that followed", p.Name)
+		}
 	}
 	e.allFeasible(t)
 }

@@ -153,7 +153,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		backoff = 0
 		if res.Solved > 0 || res.Ungated > 0 {
 			log.Info("pass done", zap.Int("pending", res.Pending), zap.Int("solved", res.Solved), zap.Int("allocated", res.Allocated),
-				zap.Int("unallocated", res.Unallocated), zap.Int("ungated", res.Ungated), zap.Int("withdrawn", res.Withdrawn), zap.Bool("requeue", res.Requeue), zap.Duration("took", took))
+				zap.Int("unallocated", res.Unallocated), zap.Int("ungated", res.Ungated), zap.Int("withdrawn", res.Withdrawn), zap.Int("deferred", res.Deferred), zap.Bool("requeue", res.Requeue), zap.Duration("took", took))
 		}
 		if res.Requeue {
 			r.Cache.Trigger()

@@ -87,6 +87,9 @@ type Reconciler struct {
 	// lastSolve: the last pass's solve phase (its build included), which
 	// the next batch's writes must leave room for (batch.go).
 	lastSolve time.Duration
+	// passDeadline: past it the running pass starts no more writes
+	// (writer.go; zero: none). Its start plus passTarget.
+	passDeadline time.Time
 	// selectors keeps the CEL selectors' answers per device between
 	// passes (model.Memo): a pass evaluates them only on the
 	// devices of new or changed slices. The problem built is the same.
@@ -126,6 +129,7 @@ type PassResult struct {
 	Projected   int  // stand-ins solved for claims gated pods do not have yet
 	Planned     int  // claims written from the last solve's plan, without a solve
 	Held        int  // claims and stand-ins held back for forecast demand (Options.Hold)
+	Deferred    int  // allocations approved but left to the next pass: the pass reached its target (writer.go)
 	toWrite     int  // allocations the pass meant to write
 	// Requeue asks for another pass soon: claims beyond MaxBatch, or claims
 	// whose write hit a conflict or whose re-check failed.
@@ -139,6 +143,10 @@ func (r *Reconciler) Pass(ctx context.Context) (PassResult, error) {
 		return res, nil
 	}
 	passStart := time.Now()
+	r.passDeadline = time.Time{}
+	if t := r.passTarget(); t > 0 {
+		r.passDeadline = passStart.Add(t)
+	}
 	if r.reported == nil {
 		r.reported = map[string]string{}
 	}

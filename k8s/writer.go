@@ -195,10 +195,22 @@ func (r *Reconciler) writeAll(ctx context.Context, snap *Snapshot, todo []*resou
 			}
 		}()
 	}
-	for _, c := range order {
+	for i, c := range order {
 		if ctx.Err() != nil {
 			// Shutting down: unwritten claims stay pending, which is safe.
 			res.Requeue = true
+			break
+		}
+		if r.pastDeadline(i, order, pw) {
+			// The pass has reached its target: the rest of the batch
+			// stays pending and the next pass solves it again, with what
+			// arrived meanwhile. The batch bounds size a pass from the
+			// last one; this holds it when this one runs longer (a slower
+			// solve, the first pass's cold caches).
+			res.Deferred = len(order) - i
+			res.Requeue = true
+			log.Info("pass target reached; the rest of the batch is left to the next pass",
+				zap.Int("written", i), zap.Int("deferred", res.Deferred), zap.Duration("target", r.passTarget()))
 			break
 		}
 		mu.Lock()
@@ -214,6 +226,19 @@ func (r *Reconciler) writeAll(ctx context.Context, snap *Snapshot, todo []*resou
 	close(readyPods)
 	<-ungaterDone
 	return firstErr
+}
+
+// pastDeadline tells whether the pass stops writing before order[i]: it
+// is past its deadline, at least minAdaptiveBatch claims are written (the
+// write bound's floor: a pass always makes that much progress, however
+// long its solve took) and order[i] starts another pod's claims (a pod's
+// claims are written together or not at all).
+func (r *Reconciler) pastDeadline(i int, order []*resourceapi.ResourceClaim, pw *podWaiter) bool {
+	if r.passDeadline.IsZero() || i < minAdaptiveBatch || time.Now().Before(r.passDeadline) {
+		return false
+	}
+	rank := pw.rank(order[i])
+	return rank != pw.rank(order[i-1]) || rank == len(pw.pods)
 }
 
 // readyPod is a gated pod whose claims (names) this pass has all written.
