@@ -3,6 +3,7 @@ package k8s
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"testing"
 	"time"
 
@@ -180,57 +181,60 @@ func TestPassBoundsStandInsByMaxBatchOnly(t *testing.T) {
 
 // A pass stops writing at its target (a third of --stuck-after) once the
 // write bound's floor is written, and only between pods: the rest stays
-// pending for the next pass, which writes it. Here the target (1 ms) is
-// past before the first write and the write bound does not bind (a fast
-// client), so the first pass writes 22 pods of three claims (66: the
-// floor, 64, rounded up to a whole pod) and defers the other 12 pods.
+// pending for the next pass, which takes it first. Here the target (1 ms)
+// is past before the first write and the write bound does not bind (a
+// fast client), so the first pass writes 22 pods of three claims (66:
+// the floor, 64, rounded up to a whole pod) and defers the other 12 pods.
+// Then 22 more pods arrive, and the next pass, bounded to 64 claims by
+// the first one's time, takes the 12 deferred pods before them.
 func TestPassStopsWritingAtItsTarget(t *testing.T) {
-	objs := []runtime.Object{node("n1"), slice("n1", 102), class()}
-	for i := range 34 {
-		var names []string
-		for j := range 3 {
-			n := fmt.Sprintf("c%02d-%d", i, j)
-			objs = append(objs, claim(n, 1, nil))
-			names = append(names, n)
-		}
-		objs = append(objs, gatedPod(fmt.Sprintf("p%02d", i), names...))
-	}
-	e := newEnv(t, Options{StuckAfter: 3 * time.Millisecond, KubeAPIQPS: 1e6}, objs...)
-	res := e.pass(t)
-	if res.Solved != 102 || res.Allocated != 66 || res.Deferred != 36 || res.Ungated != 22 || !res.Requeue {
-		t.Fatalf("first pass %+v, want 102 solved, 66 written (22 pods), 36 deferred, requeued", res)
-	}
-	e.waitCache(t, "66 allocations", func(s *Snapshot) bool {
-		n := 0
-		for _, c := range s.Claims {
-			if c.Status.Allocation != nil {
-				n++
+	pods := func(from, to int) []runtime.Object {
+		var objs []runtime.Object
+		for i := from; i < to; i++ {
+			var names []string
+			for j := range 3 {
+				n := fmt.Sprintf("c%02d-%d", i, j)
+				objs = append(objs, claim(n, 1, nil))
+				names = append(names, n)
 			}
+			objs = append(objs, gatedPod(fmt.Sprintf("p%02d", i), names...))
 		}
-		return n == 66
-	})
-	for pass := 2; pass < 10; pass++ {
-		res = e.pass(t)
-		e.waitCache(t, "the pass's writes", func(s *Snapshot) bool {
+		return objs
+	}
+	objs := append([]runtime.Object{node("n1"), slice("n1", 200), class()}, pods(0, 34)...)
+	e := newEnv(t, Options{StuckAfter: 3 * time.Millisecond, KubeAPIQPS: 1e6}, objs...)
+	allocated := func(want int) func(*Snapshot) bool {
+		return func(s *Snapshot) bool {
 			n := 0
 			for _, c := range s.Claims {
 				if c.Status.Allocation != nil {
 					n++
 				}
 			}
-			return n >= 66
-		})
-		if !res.Requeue {
-			break
+			return n == want
 		}
 	}
-	pods, err := e.client.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{})
+	res := e.pass(t)
+	if res.Solved != 102 || res.Allocated != 66 || res.Deferred != 36 || res.Ungated != 22 || !res.Requeue {
+		t.Fatalf("first pass %+v, want 102 solved, 66 written (22 pods), 36 deferred, requeued", res)
+	}
+	e.waitCache(t, "66 allocations", allocated(66))
+	for _, o := range pods(34, 56) {
+		e.create(t, o)
+	}
+	e.waitCache(t, "the new claims", func(s *Snapshot) bool { return len(s.Claims) == 168 })
+	res = e.pass(t)
+	if res.Allocated < 36 {
+		t.Fatalf("second pass %+v, want the 36 deferred claims written first", res)
+	}
+	e.waitCache(t, "the second pass's writes", allocated(66+res.Allocated))
+	list, err := e.client.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range pods.Items {
-		if hasGate(&p) {
-			t.Errorf("pod %s still gated after the passes that followed", p.Name)
+	for _, p := range list.Items {
+		if n, _ := strconv.Atoi(p.Name[1:]); n < 34 && hasGate(&p) {
+			t.Errorf("pod %s, deferred by the first pass, still gated after the second", p.Name)
 		}
 	}
 	e.allFeasible(t)

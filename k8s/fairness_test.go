@@ -55,6 +55,8 @@ func (e *env) create(t *testing.T, objs ...runtime.Object) {
 			_, err = e.client.CoreV1().Nodes().Create(ctx, o, metav1.CreateOptions{})
 		case *resourceapi.ResourceSlice:
 			_, err = e.client.ResourceV1().ResourceSlices().Create(ctx, o, metav1.CreateOptions{})
+		case *corev1.Pod:
+			_, err = e.client.CoreV1().Pods(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
 		default:
 			t.Fatalf("create %T: not supported", o)
 		}

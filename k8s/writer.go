@@ -209,6 +209,9 @@ func (r *Reconciler) writeAll(ctx context.Context, snap *Snapshot, todo []*resou
 			// solve, the first pass's cold caches).
 			res.Deferred = len(order) - i
 			res.Requeue = true
+			if r.fair != nil {
+				r.fair.deferred(order[i:])
+			}
 			log.Info("pass target reached; the rest of the batch is left to the next pass",
 				zap.Int("written", i), zap.Int("deferred", res.Deferred), zap.Duration("target", r.passTarget()))
 			break
