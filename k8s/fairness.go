@@ -26,8 +26,9 @@ import (
 //     (the inventory fingerprint), or an allocation that existed when it
 //     failed is released or changed (the release epoch). A claim's spec is
 //     immutable, so a changed claim is a new UID, which is never parked.
-//   - Batches are taken fairly: claims never tried first (oldest first),
-//     then the least recently tried. So a new claim is tried in the next
+//   - Batches are taken fairly: claims a pass deferred at its target
+//     first (deferred), then claims never tried (oldest first), then the
+//     least recently tried. So a new claim is tried in the next
 //     pass unless more than MaxBatch new claims arrived at once, and every
 //     claim within a bounded number of passes.
 type fairness struct {
@@ -225,9 +226,6 @@ func claimOwners(s *Snapshot) map[string]string {
 	return out
 }
 
-// solved records that a batch was solved and which of its claims were
-// unplaceable even alone. It returns, for each claim tried for the first
-// time, how many passes after the one that first saw it pending.
 // deferred puts claims a pass solved but did not write (it reached its
 // target, writer.go) first in line for the next pass: they are not
 // decided, and behind the claims of a stream they would wait for the
@@ -243,6 +241,9 @@ func (f *fairness) deferred(cs []*resourceapi.ResourceClaim) {
 // and before -1, never tried.
 const deferredRank = -2
 
+// solved records that a batch was solved and which of its claims were
+// unplaceable even alone. It returns, for each claim tried for the first
+// time, how many passes after the one that first saw it pending.
 func (f *fairness) solved(batch []*resourceapi.ResourceClaim, unplaceable []*resourceapi.ResourceClaim) (waits []int) {
 	f.pass++
 	for _, c := range batch {
