@@ -239,3 +239,25 @@ func TestPassStopsWritingAtItsTarget(t *testing.T) {
 	}
 	e.allFeasible(t)
 }
+
+// reconcile --once has no next pass: its one pass writes everything it
+// solved, past the target too.
+func TestOnePassWritesPastItsTarget(t *testing.T) {
+	objs := []runtime.Object{node("n1"), slice("n1", 102), class()}
+	for i := range 34 {
+		names := []string{fmt.Sprintf("c%02d-0", i), fmt.Sprintf("c%02d-1", i), fmt.Sprintf("c%02d-2", i)}
+		for _, n := range names {
+			objs = append(objs, claim(n, 1, nil))
+		}
+		objs = append(objs, gatedPod(fmt.Sprintf("p%02d", i), names...))
+	}
+	e := newEnv(t, Options{StuckAfter: 3 * time.Millisecond, KubeAPIQPS: 1e6}, objs...)
+	res, err := (&Controller{Reconciler: e.r}).Once(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Allocated != 102 || res.Deferred != 0 {
+		t.Fatalf("reconcile --once %+v, want all 102 written, none deferred", res)
+	}
+	e.allFeasible(t)
+}

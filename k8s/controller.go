@@ -91,8 +91,10 @@ func (c *Controller) Stop() {
 	c.Reconciler.Cache.Shutdown()
 }
 
-// Once runs a single pass (drasat reconcile --once).
+// Once runs a single pass (drasat reconcile --once). It writes every
+// allocation it solves, however long that takes.
 func (c *Controller) Once(ctx context.Context) (PassResult, error) {
+	c.Reconciler.oneShot = true
 	return c.Reconciler.Pass(ctx)
 }
 

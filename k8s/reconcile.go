@@ -90,6 +90,9 @@ type Reconciler struct {
 	// passDeadline: past it the running pass starts no more writes
 	// (writer.go; zero: none). Its start plus passTarget.
 	passDeadline time.Time
+	// oneShot: the reconciler runs one pass (reconcile --once), which
+	// writes everything it solved: there is no next pass to defer to.
+	oneShot bool
 	// selectors keeps the CEL selectors' answers per device between
 	// passes (model.Memo): a pass evaluates them only on the
 	// devices of new or changed slices. The problem built is the same.
@@ -144,7 +147,7 @@ func (r *Reconciler) Pass(ctx context.Context) (PassResult, error) {
 	}
 	passStart := time.Now()
 	r.passDeadline = time.Time{}
-	if t := r.passTarget(); t > 0 {
+	if t := r.passTarget(); t > 0 && !r.oneShot {
 		r.passDeadline = passStart.Add(t)
 	}
 	if r.reported == nil {
