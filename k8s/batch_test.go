@@ -218,6 +218,9 @@ func TestPassStopsWritingAtItsTarget(t *testing.T) {
 	if res.Solved != 102 || res.Allocated != 66 || res.Deferred != 36 || res.Ungated != 22 || !res.Requeue {
 		t.Fatalf("first pass %+v, want 102 solved, 66 written (22 pods), 36 deferred, requeued", res)
 	}
+	if got := counterValue(t, e.r.Metrics.DeferredClaims); got != 36 {
+		t.Errorf("drasat_deferred_claims_total %v, want 36", got)
+	}
 	e.waitCache(t, "66 allocations", allocated(66))
 	for _, o := range pods(34, 56) {
 		e.create(t, o)

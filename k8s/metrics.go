@@ -22,6 +22,7 @@ type Metrics struct {
 	ClaimsAllocated   prometheus.Counter
 	ClaimsFailed      prometheus.Counter
 	WriteConflicts    prometheus.Counter
+	DeferredClaims    prometheus.Counter
 	CheckRejections   prometheus.Counter
 	GatesRemoved      prometheus.Counter
 	Passes            prometheus.Counter
@@ -46,6 +47,7 @@ func NewMetrics() *Metrics {
 	m := &Metrics{Registry: r}
 	m.ClaimsAllocated = prometheus.NewCounter(prometheus.CounterOpts{Name: "drasat_claims_allocated_total", Help: "Claims whose allocation drasat wrote."})
 	m.ClaimsFailed = prometheus.NewCounter(prometheus.CounterOpts{Name: "drasat_claims_unallocatable_total", Help: "Claims found unallocatable in a solve (counted once per new reason)."})
+	m.DeferredClaims = prometheus.NewCounter(prometheus.CounterOpts{Name: "drasat_deferred_claims_total", Help: "Claims a pass solved but left to the next pass, which takes them first: the pass reached its target (a third of --stuck-after)."})
 	m.WriteConflicts = prometheus.NewCounter(prometheus.CounterOpts{Name: "drasat_write_conflicts_total", Help: "Writes refused because the object changed since it was read; the claims are re-solved."})
 	m.CheckRejections = prometheus.NewCounter(prometheus.CounterOpts{Name: "drasat_check_rejections_total", Help: "Allocations not written (or withdrawn before ungating) because the re-check against the latest cache failed."})
 	m.GatesRemoved = prometheus.NewCounter(prometheus.CounterOpts{Name: "drasat_gates_removed_total", Help: "Pods whose drasat.dev/allocate scheduling gate drasat removed."})
@@ -59,7 +61,7 @@ func NewMetrics() *Metrics {
 	m.UnallocatedClaims = prometheus.NewGauge(prometheus.GaugeOpts{Name: "drasat_unallocatable_claims", Help: "Claims left unallocated by the last pass."})
 	m.Leader = prometheus.NewGauge(prometheus.GaugeOpts{Name: "drasat_leader", Help: "1 while this replica holds the leader lease."})
 	m.Skipped = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "drasat_skipped_objects_total", Help: "Objects left out of a pass because they are broken or their write was refused (kind: ResourceSlice, ResourceClaim, Pod); each also gets a Warning Event."}, []string{"kind"})
-	for _, c := range []prometheus.Collector{m.Skipped, m.ClaimsAllocated, m.ClaimsFailed, m.WriteConflicts, m.CheckRejections, m.GatesRemoved,
+	for _, c := range []prometheus.Collector{m.Skipped, m.ClaimsAllocated, m.ClaimsFailed, m.WriteConflicts, m.DeferredClaims, m.CheckRejections, m.GatesRemoved,
 		m.Passes, m.PassErrors, m.BatchSize, m.SolveSeconds, m.Optimal, m.Gap, m.PendingClaims, m.UnallocatedClaims, m.Leader,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)

@@ -209,6 +209,7 @@ func (r *Reconciler) writeAll(ctx context.Context, snap *Snapshot, todo []*resou
 			// solve, the first pass's cold caches).
 			res.Deferred = len(order) - i
 			res.Requeue = true
+			r.Metrics.DeferredClaims.Add(float64(res.Deferred))
 			if r.fair != nil {
 				r.fair.deferred(order[i:])
 			}
