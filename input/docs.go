@@ -36,6 +36,9 @@ func (s *docSplitter) next() ([]byte, error) {
 	if s.err != nil {
 		return nil, s.err
 	}
+	if s.done {
+		return nil, io.EOF
+	}
 	doc := make([]byte, 0, s.hint)
 	defer func() { s.hint = min(len(doc)+len(doc)/8+512, MaxDocBytes) }()
 	for !s.done {

@@ -109,11 +109,11 @@ func fastYAMLToJSONMeta(doc []byte, cache scalarCache) (js []byte, meta *typeMet
 	}
 	n := bytes.Count(doc, []byte{'\n'}) + 1
 	lb := lineBufs.Get().(*lineBuf)
-	defer lineBufs.Put(lb)
 	p := &fastParser{cache: cache, lines: slices.Grow(lb.lines[:0], n), gap: slices.Grow(lb.gap[:0], n)}
 	defer func() {
 		clear(p.lines) // no hold on the document once it is read
 		lb.lines, lb.gap = p.lines[:0], p.gap[:0]
+		lineBufs.Put(lb)
 	}()
 	gap := false
 	textBytes := 0 // the lines' bytes without indentation: what the JSON spells, give or take its quotes

@@ -264,3 +264,17 @@ func TestOnePassWritesPastItsTarget(t *testing.T) {
 	}
 	e.allFeasible(t)
 }
+
+// Claims no gated pod waits for (standalone claims) are split anywhere
+// past the floor: the first pass writes 64 of 100 and defers 36.
+func TestPassStopsWritingStandaloneClaims(t *testing.T) {
+	objs := []runtime.Object{node("n1"), slice("n1", 100), class()}
+	for i := range 100 {
+		objs = append(objs, aged(fmt.Sprintf("c%03d", i), 1, i))
+	}
+	e := newEnv(t, Options{StuckAfter: 3 * time.Millisecond, KubeAPIQPS: 1e6}, objs...)
+	if res := e.pass(t); res.Allocated != minAdaptiveBatch || res.Deferred != 100-minAdaptiveBatch || !res.Requeue {
+		t.Fatalf("first pass %+v, want %d written, %d deferred, requeued", res, minAdaptiveBatch, 100-minAdaptiveBatch)
+	}
+	e.allFeasible(t)
+}

@@ -214,7 +214,7 @@ func (r *Reconciler) writeAll(ctx context.Context, snap *Snapshot, todo []*resou
 				r.fair.deferred(order[i:])
 			}
 			log.Info("pass target reached; the rest of the batch is left to the next pass",
-				zap.Int("written", i), zap.Int("deferred", res.Deferred), zap.Duration("target", r.passTarget()))
+				zap.Int("started", i), zap.Int("deferred", res.Deferred), zap.Duration("target", r.passTarget()))
 			break
 		}
 		mu.Lock()

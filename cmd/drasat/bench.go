@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
-	"runtime/debug"
 	"slices"
 	"sort"
 	"strings"
@@ -199,12 +198,8 @@ func runFGDPaper(ctx context.Context, c *cli.Context) (err error) {
 	// GOMEMLIMIT set by the user win.
 	// Both are the process's: set back when the run ends (the command's
 	// tests run in one process).
-	if os.Getenv("GOGC") == "" {
-		defer debug.SetGCPercent(debug.SetGCPercent(fpGCPercent))
-	}
-	if os.Getenv("GOMEMLIMIT") == "" {
-		defer debug.SetMemoryLimit(debug.SetMemoryLimit(int64(cfg.Workers) * fpMemPerCurve))
-	}
+	defer gcPercentUnlessSet(fpGCPercent)()
+	defer memoryLimitUnlessSet(int64(cfg.Workers) * fpMemPerCurve)()
 	stopCPU, _, err := startProfiles(c.String("cpuprofile"), "")
 	if err != nil {
 		return err

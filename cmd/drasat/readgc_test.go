@@ -3,16 +3,17 @@ package main
 import (
 	"os"
 	"runtime/debug"
+	"runtime/metrics"
 	"testing"
 	"time"
 )
 
-// gcPercent reads GOGC without changing it (SetGCPercent is the only
-// reader the runtime offers).
+// gcPercent reads GOGC without changing it, so that it cannot race
+// with the command setting it.
 func gcPercent() int {
-	p := debug.SetGCPercent(100)
-	debug.SetGCPercent(p)
-	return p
+	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	metrics.Read(s)
+	return int(s[0].Value.Uint64())
 }
 
 // Files are read at readGCPercent, and the process's GOGC is set back
