@@ -1,6 +1,7 @@
 package frag
 
 import (
+	"slices"
 	"sort"
 	"strings"
 
@@ -71,6 +72,19 @@ type Measure struct {
 	// max-claims objective: under ordered, which claims are admitted is
 	// fixed by arrival order.
 	Upgrade bool
+	// memo: outcomes per node fingerprint (memo.go); nil when empty.
+	memo *outcomes
+	// noMemo: compute afresh (placeUncached).
+	noMemo bool
+	// units, layouts, layoutOf, keyBuf: remembered GPU rows (memo.go).
+	units   map[string]unitRow
+	nextRow int64
+	// viewFrags: F_n by the rows of the node's GPUs and the shapes its
+	// resources run (memo.go).
+	viewFrags map[string]float64
+	layouts   map[string]int
+	layoutOf  []int
+	keyBuf    []byte
 }
 
 func newMeasure(p *model.Problem) *Measure {
@@ -251,6 +265,7 @@ type nodeView struct {
 	sets  []int
 	free  []float64
 	hosts [][]bool    // per set position, per shape
+	rows  []int64     // per set position, its remembered row (memo.go), or 0
 	index map[int]int // unit -> position, for views of many units
 	// runs: per shape, whether the node has the node resources it asks for.
 	runs []bool
@@ -262,6 +277,7 @@ type nodeView struct {
 func (m *Measure) view(s *model.State, n int) *nodeView {
 	v := &nodeView{node: n, sets: m.nodeSets[n]}
 	v.free = make([]float64, len(v.sets))
+	v.rows = make([]int64, len(v.sets))
 	v.hosts = make([][]bool, len(v.sets))
 	v.runs = make([]bool, len(m.shapes))
 	m.nodeResources(s, v)
@@ -307,6 +323,34 @@ func (v *nodeView) pos(g int) int {
 
 func (m *Measure) refresh(s *model.State, v *nodeView, i int) {
 	g := v.sets[i]
+	if g >= m.nSets || m.noMemo || s.P != m.p {
+		m.refreshFresh(s, v, i)
+		return
+	}
+	key, ok := m.unitKey(s, g, m.keyBuf[:0])
+	m.keyBuf = key
+	if !ok {
+		m.refreshFresh(s, v, i)
+		return
+	}
+	if r, ok := m.units[string(key)]; ok {
+		v.free[i] = r.free
+		copy(v.hosts[i], r.hosts)
+		v.rows[i] = r.id
+		return
+	}
+	m.refreshFresh(s, v, i)
+	if len(m.units) >= maxUnitRows {
+		clear(m.units)
+	}
+	m.nextRow++
+	m.units[string(key)] = unitRow{m.nextRow, v.free[i], slices.Clone(v.hosts[i])}
+	v.rows[i] = m.nextRow
+}
+
+func (m *Measure) refreshFresh(s *model.State, v *nodeView, i int) {
+	g := v.sets[i]
+	v.rows[i] = 0
 	v.free[i] = m.free(s, g)
 	if g >= m.nSets {
 		// A shared GPU: whether it takes a new share at all is the same
@@ -326,6 +370,26 @@ func (m *Measure) refresh(s *model.State, v *nodeView, i int) {
 
 // frag is F_n of the view's node (with Scarcity, plus its priced use).
 func (m *Measure) frag(v *nodeView) float64 {
+	if m.price != nil || m.noMemo {
+		return m.fragFresh(v)
+	}
+	key, ok := m.viewKey(v, m.keyBuf[:0])
+	m.keyBuf = key
+	if !ok {
+		return m.fragFresh(v)
+	}
+	if f, ok := m.viewFrags[string(key)]; ok {
+		return f
+	}
+	f := m.fragFresh(v)
+	if len(m.viewFrags) >= maxUnitRows {
+		clear(m.viewFrags)
+	}
+	m.viewFrags[string(key)] = f
+	return f
+}
+
+func (m *Measure) fragFresh(v *nodeView) float64 {
 	total := 0.0
 	for _, f := range v.free {
 		total += f
@@ -357,11 +421,9 @@ func (m *Measure) frag(v *nodeView) float64 {
 // GPU capacity (the unallocated share summed over GPUs).
 func (m *Measure) Frag(s *model.State) (frag, free float64) {
 	for _, n := range m.nodeOrder() {
-		v := m.view(s, n)
-		frag += m.frag(v)
-		for _, f := range v.free {
-			free += f
-		}
+		f, g := m.viewFrag(s, n)
+		frag += f
+		free += g
 	}
 	return frag, free
 }

@@ -55,54 +55,39 @@ func (m *Measure) placeWhere(s *model.State, c *model.Claim, rule Rule, allowed 
 	if c.FixedNode >= 0 {
 		nodes = []int{c.FixedNode}
 	}
+	class := m.placeClass(s, c)
 	var best []alloc.Pick
 	bestNode := 0
 	bestScore := [2]float64{math.Inf(1), math.Inf(1)}
 	for _, n := range nodes {
-		if !allowed(n) || !s.PodAllows(c, n) || !anyFits(s, c, n) {
-			continue // cheap tests before the node's fragmentation is computed
-		}
-		var before float64
-		var v *nodeView
-		if rule == FGD {
-			v = m.view(s, m.viewNode(n))
-			before = m.frag(v)
-		}
-		s.PlacePod(c, n) // its pods' requests count in the measure
-		if v != nil {
-			m.nodeResources(s, v) // the pod's requests changed them, not the GPUs
-		}
-		picks, ok := m.placeOn(s, c, n, rule, v)
-		if !ok {
-			s.UnplacePod(c, n)
+		if !allowed(n) || !s.PodAllows(c, n) {
 			continue
 		}
-		var sc [2]float64
-		switch rule {
-		case FGD:
-			if v.node == n && !m.crossUnit(picks) {
-				sc[0] = m.frag(v) - before // placeOn kept its view current
-			} else {
-				sc[0] = m.nodeFragAt(s, n) - before
-			}
-		case BestFit:
-			seen := map[int]bool{}
-			for _, pk := range picks {
-				for _, u := range m.devUnits[pk.Dev] {
-					if !seen[u] {
-						seen[u] = true
-						sc[0] += m.free(s, u)
-					}
+		var (
+			picks []alloc.Pick
+			sc    [2]float64
+			ok    bool
+		)
+		if class < 0 || n < 0 {
+			picks, sc, ok = m.tryOn(s, c, n, rule)
+		} else {
+			o := m.outcomes()
+			key := placeKey{class, int32(n), rule}
+			fp := s.NodeFingerprint(n)
+			e, known := o.places[key]
+			if !known || e.fp != fp {
+				e = placeOutcome{fp: fp}
+				e.picks, e.score, e.ok = m.tryOn(s, c, n, rule)
+				if len(o.places) >= maxOutcomes {
+					clear(o.places)
 				}
+				o.places[key] = e
 			}
-			for _, g := range m.nodeSets[n] {
-				sc[1] += m.free(s, g)
-			}
+			picks, sc, ok = e.picks, e.score, e.ok
 		}
-		for i := len(picks) - 1; i >= 0; i-- {
-			alloc.ReleasePick(s, c, picks[i])
+		if !ok {
+			continue
 		}
-		s.UnplacePod(c, n)
 		if sc[0] < bestScore[0]-1e-9 || (math.Abs(sc[0]-bestScore[0]) <= 1e-9 && sc[1] < bestScore[1]-1e-9) {
 			best, bestNode, bestScore = picks, n, sc
 		}
@@ -110,11 +95,77 @@ func (m *Measure) placeWhere(s *model.State, c *model.Claim, rule Rule, allowed 
 	if best == nil {
 		return nil, false
 	}
-	for _, pk := range best {
+	for i, pk := range best {
+		if !alloc.FitsPick(s, c, pk) {
+			// A remembered placement that does not fit: two contents
+			// shared a fingerprint. Start over without the outcomes.
+			for j := i - 1; j >= 0; j-- {
+				alloc.ReleasePick(s, c, best[j])
+			}
+			m.forget()
+			return m.placeUncached(s, c, rule, allowed)
+		}
 		alloc.TakePick(s, c, pk)
 	}
 	s.PlacePod(c, bestNode) // its pods' requests count on the node
-	return &alloc.Assignment{Claim: c, Node: bestNode, Picks: best}, true
+	return &alloc.Assignment{Claim: c, Node: bestNode, Picks: slices.Clone(best)}, true
+}
+
+// placeUncached is placeWhere without remembered outcomes.
+func (m *Measure) placeUncached(s *model.State, c *model.Claim, rule Rule, allowed func(n int) bool) (*alloc.Assignment, bool) {
+	m.noMemo = true
+	defer func() { m.noMemo = false }()
+	return m.placeWhere(s, c, rule, allowed)
+}
+
+// tryOn places c on node n by rule and takes it back out: its devices
+// and its score (lower is better), or false when it does not fit there.
+func (m *Measure) tryOn(s *model.State, c *model.Claim, n int, rule Rule) ([]alloc.Pick, [2]float64, bool) {
+	var sc [2]float64
+	if !anyFits(s, c, n) {
+		return nil, sc, false // cheap tests before the node's fragmentation is computed
+	}
+	var before float64
+	var v *nodeView
+	if rule == FGD {
+		v = m.view(s, m.viewNode(n))
+		before = m.frag(v)
+	}
+	s.PlacePod(c, n) // its pods' requests count in the measure
+	if v != nil {
+		m.nodeResources(s, v) // the pod's requests changed them, not the GPUs
+	}
+	picks, ok := m.placeOn(s, c, n, rule, v)
+	if !ok {
+		s.UnplacePod(c, n)
+		return nil, sc, false
+	}
+	switch rule {
+	case FGD:
+		if v.node == n && !m.crossUnit(picks) {
+			sc[0] = m.frag(v) - before // placeOn kept its view current
+		} else {
+			sc[0] = m.nodeFragAt(s, n) - before
+		}
+	case BestFit:
+		seen := map[int]bool{}
+		for _, pk := range picks {
+			for _, u := range m.devUnits[pk.Dev] {
+				if !seen[u] {
+					seen[u] = true
+					sc[0] += m.free(s, u)
+				}
+			}
+		}
+		for _, g := range m.nodeSets[n] {
+			sc[1] += m.free(s, g)
+		}
+	}
+	for i := len(picks) - 1; i >= 0; i-- {
+		alloc.ReleasePick(s, c, picks[i])
+	}
+	s.UnplacePod(c, n)
+	return picks, sc, true
 }
 
 // anyFits tells whether every request of c has some candidate on node n
@@ -126,7 +177,8 @@ func anyFits(s *model.State, c *model.Claim, n int) bool {
 }
 
 func (m *Measure) nodeFragAt(s *model.State, n int) float64 {
-	return m.frag(m.view(s, m.viewNode(n)))
+	f, _ := m.viewFrag(s, m.viewNode(n))
+	return f
 }
 
 // placeOn chooses the claim's devices on node n greedily; on success they

@@ -50,7 +50,7 @@ func PlacePods(objs *input.Objects, p *model.Problem, m *Measure, pods []*corev1
 	s := model.NewState(p)
 	if !m.NoScarcity {
 		m.setPrices(s)
-		defer func() { m.price = nil }()
+		defer m.clearPrices()
 	}
 	placing := map[*corev1.Pod]bool{}
 	for _, pod := range pods {

@@ -37,13 +37,13 @@ func (m *Measure) Refine(ctx context.Context, p *model.Problem, res *alloc.Resul
 	if p != m.p || len(m.shapes) == 0 || len(res.Assignments) == 0 {
 		return res
 	}
-	if most := time.Now().Add(alloc.MaxLookahead); deadline.IsZero() || most.Before(deadline) {
+	if most := time.Now().Add(maxRefine); deadline.IsZero() || most.Before(deadline) {
 		deadline = most
 	}
 	b := budget{ctx, deadline}
 	if !m.NoScarcity {
 		m.setPrices(model.NewState(p))
-		defer func() { m.price = nil }()
+		defer m.clearPrices()
 	}
 	for _, a := range res.Assignments {
 		for _, pk := range a.Picks {
@@ -176,6 +176,9 @@ func (m *Measure) localSearch(p *model.Problem, s1 *model.State, cur []*alloc.As
 	}
 	return best, bestScore
 }
+
+// maxRefine is alloc.MaxLookahead; tests that compare whole searches lift it.
+var maxRefine = alloc.MaxLookahead
 
 // budget is when Refine's searches stop: the context ended or the
 // deadline passed.

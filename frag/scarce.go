@@ -100,7 +100,7 @@ func heldTo(shapes []heldShape) ([]scarceSet, []int) {
 // setPrices fixes each unit's cost per share taken in state s (nil when no
 // set has a price).
 func (m *Measure) setPrices(s *model.State) {
-	m.price = nil
+	m.clearPrices()
 	if len(m.scarce) == 0 {
 		return
 	}
@@ -128,6 +128,12 @@ func (m *Measure) setPrices(s *model.State) {
 	}
 }
 
+// clearPrices drops the prices, and the outcomes computed with them.
+func (m *Measure) clearPrices() {
+	m.price = nil
+	m.forget()
+}
+
 // scarceCost is the priced share gone on the view's node: taken by
 // devices, or all of it when the node has too little CPU or memory left
 // for any task held to its GPUs.
@@ -151,6 +157,7 @@ func (m *Measure) scarceCost(v *nodeView) float64 {
 // every such task asks for it).
 func (m *Measure) heldRequests(held []heldShape) {
 	m.heldReq, m.heldPodReq = map[int][]nodeReq{}, map[int]map[corev1.ResourceName]int64{}
+	m.forget()
 	seen := map[int]bool{}
 	for _, h := range held {
 		if len(h.units) == 0 || len(h.units) >= len(m.scarceUnits) || h.demand <= 0 {

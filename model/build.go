@@ -63,7 +63,7 @@ func build(ctx context.Context, objs *input.Objects, opts Options) (p *Problem, 
 	if opts.Compat == "" {
 		opts.Compat = CompatKEP5963
 	}
-	b := &builder{objs: objs, p: &Problem{Options: opts, nodesByClass: &classNodes{m: map[string][]int{}}}, cel: newCELEnv(ctx, opts.CELCost),
+	b := &builder{objs: objs, p: &Problem{Options: opts, nodesByClass: &classNodes{m: map[string][]int{}}, locality: &locality{}}, cel: newCELEnv(ctx, opts.CELCost),
 		deviceByID: map[input.DeviceID][]int{}, matchCache: map[string]matchResult{}, lookedUp: map[string]bool{}, setByName: map[[3]string]int{}, nodeByName: map[string]int{}}
 	b.cel.memo = opts.Memo
 	b.buildNodes()

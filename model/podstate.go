@@ -44,6 +44,7 @@ func (s *State) PlacePod(c *Claim, n int) {
 	if ps.placed[g] == 0 {
 		ps.node[g] = n
 		ps.load.Take(g, n)
+		s.notePod(g, n, 1)
 	}
 	ps.placed[g]++
 }
@@ -61,6 +62,7 @@ func (s *State) UnplacePod(c *Claim, n int) {
 	ps.placed[g]--
 	if ps.placed[g] == 0 {
 		ps.load.Release(g, ps.node[g])
+		s.notePod(g, ps.node[g], minusOne)
 		delete(ps.node, g)
 	}
 }

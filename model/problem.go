@@ -21,6 +21,9 @@ type Problem struct {
 	// (set by Build; a copy of the Problem shares it, as it shares the
 	// devices the nodes come from).
 	nodesByClass *classNodes
+	// locality is which node each device's takes change (fingerprint.go),
+	// computed once and shared by the copies, like nodesByClass.
+	locality *locality
 
 	// searchLate marks devices of pools with binding conditions, which the
 	// allocator's search tries last (for PlaceLast).

@@ -28,12 +28,17 @@ type State struct {
 	oneClaim bool
 	// pods: the pod groups placed so far (podstate.go); nil until used.
 	pods *podState
+	// sums: per node, then one for the rest, NodeFingerprint's sums
+	// (fingerprint.go); change: per device, the node its takes change.
+	sums   []uint64
+	change []int32
 }
 
 // NewState is the state before any pending claim is placed.
 func NewState(p *Problem) *State {
 	s := &State{P: p, used: make([]bool, len(p.Devices)), free: make([][]int64, len(p.CounterSets)), groups: make([][][]string, len(p.CounterSets)),
-		shares: make([]int32, len(p.Devices)), capa: make([][]int64, len(p.Devices)), capShare: make([][]float64, len(p.Devices))}
+		shares: make([]int32, len(p.Devices)), capa: make([][]int64, len(p.Devices)), capShare: make([][]float64, len(p.Devices)),
+		sums: make([]uint64, len(p.Nodes)+1), change: p.changeNodes()}
 	for i, d := range p.Devices {
 		s.used[i] = d.InUse
 		for _, c := range d.Capacity {
@@ -214,6 +219,7 @@ func (s *State) Take(d int, exclusive bool) { s.TakeFor(d, nil, exclusive) }
 func (s *State) TakeFor(d int, a *Alternative, exclusive bool) {
 	dev := s.P.Devices[d]
 	charge := s.charges(d)
+	s.noteTake(d, a, exclusive, 1)
 	if dev.MultiAlloc {
 		for j, x := range a.CapacityAmounts(d) {
 			s.capa[d][j] -= x
@@ -242,6 +248,7 @@ func (s *State) Release(d int, exclusive bool) { s.ReleaseFor(d, nil, exclusive)
 // ReleaseFor undoes the most recent TakeFor(d, a, exclusive).
 func (s *State) ReleaseFor(d int, a *Alternative, exclusive bool) {
 	dev := s.P.Devices[d]
+	s.noteTake(d, a, exclusive, minusOne)
 	if dev.MultiAlloc {
 		for j, x := range a.CapacityAmounts(d) {
 			s.capa[d][j] += x

@@ -1,0 +1,252 @@
+package frag
+
+import (
+	"encoding/binary"
+
+	"github.com/drasat/drasat/alloc"
+	"github.com/drasat/drasat/model"
+)
+
+// outcomes remembers what the measure worked out per node, by the node's
+// fingerprint (model.State.NodeFingerprint): each node's fragmentation,
+// and the best placement on it of each class of claims. The look-ahead
+// tries every node for every claim of a batch, several times over; on a
+// large cluster almost every node is as it was the last time, and trying
+// a claim on it again (its view, every candidate device against every
+// shape) was most of a controller pass at 1,000 nodes. With it, a pass
+// recomputes only the nodes that changed, so its cost follows the claims
+// it moves, not the size of the cluster. Answers are the ones a fresh
+// computation gives (the same content gives the same answer); a remembered
+// placement is still checked to fit before it is taken.
+//
+// The outcomes depend on the prices (scarce.go): they are dropped whenever
+// those are set or cleared.
+type outcomes struct {
+	frags   map[int]fragOutcome
+	places  map[placeKey]placeOutcome
+	classes map[string]int32
+	classOf map[*model.Claim]int32
+}
+
+type fragOutcome struct {
+	fp         uint64
+	frag, free float64
+}
+
+type placeKey struct {
+	class, node int32
+	rule        Rule
+}
+
+type placeOutcome struct {
+	fp    uint64
+	ok    bool
+	score [2]float64
+	picks []alloc.Pick
+}
+
+// maxOutcomes bounds the remembered placements (class × node); past it
+// they start over.
+const maxOutcomes = 1 << 17
+
+// forget drops every outcome (the prices changed).
+func (m *Measure) forget() { m.memo = nil }
+
+func (m *Measure) outcomes() *outcomes {
+	if m.memo == nil {
+		m.memo = &outcomes{frags: map[int]fragOutcome{}, places: map[placeKey]placeOutcome{},
+			classes: map[string]int32{}, classOf: map[*model.Claim]int32{}}
+	}
+	return m.memo
+}
+
+// placeClass is c's class for remembered placements, or -1 when c's
+// placements are not remembered: a claim of a pod with other claims (where
+// it goes depends on where they went), or a state of another problem.
+func (m *Measure) placeClass(s *model.State, c *model.Claim) int32 {
+	if m.noMemo || s.P != m.p || c.Group != nil && len(c.Group.Claims) > 1 {
+		return -1
+	}
+	o := m.outcomes()
+	if id, ok := o.classOf[c]; ok {
+		return id
+	}
+	// Claims of one class have the same requests, candidates and pods'
+	// requests (ClassKey); whether a pod pins it is the problem's.
+	key := c.ClassKey()
+	if c.Group != nil {
+		key += "\x00group"
+		if m.p.Pinning(c) {
+			key += "\x00pinned"
+		}
+	}
+	id, ok := o.classes[key]
+	if !ok {
+		id = int32(len(o.classes))
+		o.classes[key] = id
+	}
+	o.classOf[c] = id
+	return id
+}
+
+// viewFrag is the fragmentation and free share of view node n (viewNode)
+// in s, remembered by the node's fingerprint.
+func (m *Measure) viewFrag(s *model.State, n int) (frag, free float64) {
+	if m.noMemo || s.P != m.p {
+		return m.fragOfView(m.view(s, n))
+	}
+	o := m.outcomes()
+	fp := s.NodeFingerprint(n)
+	if e, ok := o.frags[n]; ok && e.fp == fp {
+		return e.frag, e.free
+	}
+	frag, free = m.fragOfView(m.view(s, n))
+	o.frags[n] = fragOutcome{fp, frag, free}
+	return frag, free
+}
+
+func (m *Measure) fragOfView(v *nodeView) (frag, free float64) {
+	for _, f := range v.free {
+		free += f
+	}
+	return m.frag(v), free
+}
+
+// A GPU's row in a node view (its free share and the shapes it can host)
+// is a function of its counters left and which of its devices are taken,
+// when its devices draw on no other counter set, exclude no other device,
+// are not shared and have no compatibility groups (MIG GPUs): GPUs of one
+// layout (the same counters and devices, the same shapes' candidates among
+// them, in order) in the same state have the same row. units remembers the
+// rows by layout and state. Trying a claim's candidates on a node takes and
+// gives back one device at a time, the claims of every class try the same
+// devices, and a large cluster has thousands of GPUs in a handful of
+// states: each is worked out once. Rows do not depend on the prices; they
+// are kept for the measure's life (at most maxUnitRows, then they start
+// over).
+type unitRow struct {
+	id    int64 // never reused: a view's rows name their content for good
+	free  float64
+	hosts []bool
+}
+
+const maxUnitRows = 1 << 17
+
+// Layout ids per counter set: unknown, or not remembered (see above).
+const (
+	layoutUnknown = -1
+	layoutNone    = -2
+)
+
+// unitKey appends counter set g's state to key (its layout, counters left
+// and taken devices), or returns false when g's rows are not remembered.
+func (m *Measure) unitKey(s *model.State, g int, key []byte) ([]byte, bool) {
+	if m.layoutOf == nil {
+		m.units = map[string]unitRow{}
+		m.viewFrags = map[string]float64{}
+		m.layouts = map[string]int{}
+		m.layoutOf = make([]int, m.nSets)
+		for i := range m.layoutOf {
+			m.layoutOf[i] = layoutUnknown
+		}
+	}
+	id := m.layoutOf[g]
+	if id == layoutUnknown {
+		id = m.layout(g)
+		m.layoutOf[g] = id
+	}
+	if id == layoutNone {
+		return key, false
+	}
+	key = binary.AppendUvarint(key, uint64(id))
+	cs := m.p.CounterSets[g]
+	for j := range cs.Counters {
+		key = binary.AppendVarint(key, s.Free(g, j))
+	}
+	var bits byte
+	for i, d := range cs.Devices {
+		if s.Used(d) {
+			bits |= 1 << (i % 8)
+		}
+		if i%8 == 7 || i == len(cs.Devices)-1 {
+			key = append(key, bits)
+			bits = 0
+		}
+	}
+	return key, true
+}
+
+// layout is counter set g's layout id, or layoutNone.
+func (m *Measure) layout(g int) int {
+	cs := m.p.CounterSets[g]
+	for _, l := range cs.ExistingGroups {
+		if len(l) > 0 {
+			return layoutNone
+		}
+	}
+	pos := make(map[int]int, len(cs.Devices))
+	var sig []byte
+	for _, j := range m.share[g] {
+		sig = binary.AppendUvarint(sig, uint64(j))
+	}
+	sig = append(sig, '|')
+	for j, c := range cs.Counters {
+		sig = append(sig, c...)
+		sig = binary.AppendVarint(append(sig, 0), cs.Capacity[j])
+	}
+	for i, d := range cs.Devices {
+		dev := m.p.Devices[d]
+		if len(dev.Consumes) != 1 || len(dev.Incompatible) > 0 || dev.MultiAlloc || len(dev.Consumes[0].Groups) > 0 {
+			return layoutNone
+		}
+		pos[d] = i
+		sig = append(sig, '|')
+		for _, a := range dev.Consumes[0].Amounts {
+			sig = binary.AppendVarint(sig, a)
+		}
+	}
+	for _, sh := range m.shapes {
+		sig = append(sig, '|')
+		for _, d := range sh.bySet[g] {
+			i, ok := pos[d]
+			if !ok {
+				return layoutNone // a candidate drawing on g from elsewhere
+			}
+			sig = binary.AppendUvarint(sig, uint64(i))
+		}
+	}
+	id, ok := m.layouts[string(sig)]
+	if !ok {
+		id = len(m.layouts)
+		m.layouts[string(sig)] = id
+	}
+	return id
+}
+
+// viewKey appends v's rows and which shapes its node runs to key, or
+// returns false when some GPU of v has no remembered row. Without prices
+// F_n is a function of those (fragFresh), so views of any node in the same
+// rows share it: trying a claim's candidates changes one GPU's row at a
+// time, and the claims of every class try the same ones.
+func (m *Measure) viewKey(v *nodeView, key []byte) ([]byte, bool) {
+	if m.viewFrags == nil {
+		return key, false
+	}
+	for _, r := range v.rows {
+		if r == 0 {
+			return key, false
+		}
+		key = binary.AppendUvarint(key, uint64(r))
+	}
+	var bits byte
+	for k, run := range v.runs {
+		if run {
+			bits |= 1 << (k % 8)
+		}
+		if k%8 == 7 || k == len(v.runs)-1 {
+			key = append(key, bits)
+			bits = 0
+		}
+	}
+	return key, true
+}
