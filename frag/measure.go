@@ -77,14 +77,10 @@ type Measure struct {
 	// noMemo: compute afresh (placeUncached).
 	noMemo bool
 	// units, layouts, layoutOf, keyBuf: remembered GPU rows (memo.go).
-	units   map[string]unitRow
-	nextRow int64
-	// viewFrags: F_n by the rows of the node's GPUs and the shapes its
-	// resources run (memo.go).
-	viewFrags map[string]float64
-	layouts   map[string]int
-	layoutOf  []int
-	keyBuf    []byte
+	units    map[string]unitRow
+	layouts  map[string]int
+	layoutOf []int
+	keyBuf   []byte
 }
 
 func newMeasure(p *model.Problem) *Measure {
@@ -264,8 +260,12 @@ type nodeView struct {
 	node  int
 	sets  []int
 	free  []float64
-	hosts [][]bool    // per set position, per shape
-	rows  []int64     // per set position, its remembered row (memo.go), or 0
+	hosts [][]bool // per set position, per shape
+	// sums: per shape, the GPUs that host it and the free share of those
+	// that do not, and the free share in all, kept as rows change, while
+	// every free share is a multiple of 1/1024 (exact: then these sums
+	// are the ones frag's loops give, in any order); nil otherwise.
+	sums  *viewSums
 	index map[int]int // unit -> position, for views of many units
 	// runs: per shape, whether the node has the node resources it asks for.
 	runs []bool
@@ -277,7 +277,6 @@ type nodeView struct {
 func (m *Measure) view(s *model.State, n int) *nodeView {
 	v := &nodeView{node: n, sets: m.nodeSets[n]}
 	v.free = make([]float64, len(v.sets))
-	v.rows = make([]int64, len(v.sets))
 	v.hosts = make([][]bool, len(v.sets))
 	v.runs = make([]bool, len(m.shapes))
 	m.nodeResources(s, v)
@@ -290,7 +289,10 @@ func (m *Measure) view(s *model.State, n int) *nodeView {
 			v.index[g] = i
 		}
 		v.hosts[i] = flat[i*len(m.shapes) : (i+1)*len(m.shapes) : (i+1)*len(m.shapes)]
-		m.refresh(s, v, i)
+		m.refreshRow(s, v, i)
+	}
+	if !m.noMemo {
+		v.sums = newViewSums(v, len(m.shapes))
 	}
 	return v
 }
@@ -322,6 +324,15 @@ func (v *nodeView) pos(g int) int {
 }
 
 func (m *Measure) refresh(s *model.State, v *nodeView, i int) {
+	v.sums.remove(v, i)
+	m.refreshRow(s, v, i)
+	v.sums.add(v, i)
+	if v.sums != nil && !v.sums.exact {
+		v.sums = nil
+	}
+}
+
+func (m *Measure) refreshRow(s *model.State, v *nodeView, i int) {
 	g := v.sets[i]
 	if g >= m.nSets || m.noMemo || s.P != m.p {
 		m.refreshFresh(s, v, i)
@@ -336,21 +347,17 @@ func (m *Measure) refresh(s *model.State, v *nodeView, i int) {
 	if r, ok := m.units[string(key)]; ok {
 		v.free[i] = r.free
 		copy(v.hosts[i], r.hosts)
-		v.rows[i] = r.id
 		return
 	}
 	m.refreshFresh(s, v, i)
 	if len(m.units) >= maxUnitRows {
 		clear(m.units)
 	}
-	m.nextRow++
-	m.units[string(key)] = unitRow{m.nextRow, v.free[i], slices.Clone(v.hosts[i])}
-	v.rows[i] = m.nextRow
+	m.units[string(key)] = unitRow{v.free[i], slices.Clone(v.hosts[i])}
 }
 
 func (m *Measure) refreshFresh(s *model.State, v *nodeView, i int) {
 	g := v.sets[i]
-	v.rows[i] = 0
 	v.free[i] = m.free(s, g)
 	if g >= m.nSets {
 		// A shared GPU: whether it takes a new share at all is the same
@@ -370,23 +377,19 @@ func (m *Measure) refreshFresh(s *model.State, v *nodeView, i int) {
 
 // frag is F_n of the view's node (with Scarcity, plus its priced use).
 func (m *Measure) frag(v *nodeView) float64 {
-	if m.price != nil || m.noMemo {
+	if v.sums == nil {
 		return m.fragFresh(v)
 	}
-	key, ok := m.viewKey(v, m.keyBuf[:0])
-	m.keyBuf = key
-	if !ok {
-		return m.fragFresh(v)
+	out := m.scarceCost(v)
+	total := v.sums.total
+	for k, sh := range m.shapes {
+		if sh.count == 0 || !v.runs[k] || v.sums.hosting[k] < sh.count {
+			out += sh.w * total
+		} else {
+			out += sh.w * v.sums.unhosted[k]
+		}
 	}
-	if f, ok := m.viewFrags[string(key)]; ok {
-		return f
-	}
-	f := m.fragFresh(v)
-	if len(m.viewFrags) >= maxUnitRows {
-		clear(m.viewFrags)
-	}
-	m.viewFrags[string(key)] = f
-	return f
+	return out
 }
 
 func (m *Measure) fragFresh(v *nodeView) float64 {

@@ -2,6 +2,7 @@ package frag
 
 import (
 	"encoding/binary"
+	"math"
 
 	"github.com/drasat/drasat/alloc"
 	"github.com/drasat/drasat/model"
@@ -125,7 +126,6 @@ func (m *Measure) fragOfView(v *nodeView) (frag, free float64) {
 // are kept for the measure's life (at most maxUnitRows, then they start
 // over).
 type unitRow struct {
-	id    int64 // never reused: a view's rows name their content for good
 	free  float64
 	hosts []bool
 }
@@ -143,7 +143,6 @@ const (
 func (m *Measure) unitKey(s *model.State, g int, key []byte) ([]byte, bool) {
 	if m.layoutOf == nil {
 		m.units = map[string]unitRow{}
-		m.viewFrags = map[string]float64{}
 		m.layouts = map[string]int{}
 		m.layoutOf = make([]int, m.nSets)
 		for i := range m.layoutOf {
@@ -223,30 +222,48 @@ func (m *Measure) layout(g int) int {
 	return id
 }
 
-// viewKey appends v's rows and which shapes its node runs to key, or
-// returns false when some GPU of v has no remembered row. Without prices
-// F_n is a function of those (fragFresh), so views of any node in the same
-// rows share it: trying a claim's candidates changes one GPU's row at a
-// time, and the claims of every class try the same ones.
-func (m *Measure) viewKey(v *nodeView, key []byte) ([]byte, bool) {
-	if m.viewFrags == nil {
-		return key, false
+// viewSums are a view's per-shape sums (nodeView.sums), so that F_n of a
+// node with one GPU changed costs a pass over the shapes, not over shapes
+// and GPUs. They are exact (exact false otherwise): every free share a
+// multiple of 1/1024 below 2^20, as memory slices of eight are, so adding
+// and taking away rows in any order gives frag's own sums to the bit.
+type viewSums struct {
+	total    float64
+	hosting  []int
+	unhosted []float64
+	exact    bool
+}
+
+func newViewSums(v *nodeView, shapes int) *viewSums {
+	vs := &viewSums{hosting: make([]int, shapes), unhosted: make([]float64, shapes), exact: true}
+	for i := range v.sets {
+		vs.add(v, i)
 	}
-	for _, r := range v.rows {
-		if r == 0 {
-			return key, false
-		}
-		key = binary.AppendUvarint(key, uint64(r))
+	if !vs.exact {
+		return nil
 	}
-	var bits byte
-	for k, run := range v.runs {
-		if run {
-			bits |= 1 << (k % 8)
-		}
-		if k%8 == 7 || k == len(v.runs)-1 {
-			key = append(key, bits)
-			bits = 0
+	return vs
+}
+
+// add counts row i of v in the sums; remove takes it out.
+func (vs *viewSums) add(v *nodeView, i int) { vs.count(v, i, 1) }
+
+func (vs *viewSums) remove(v *nodeView, i int) { vs.count(v, i, -1) }
+
+func (vs *viewSums) count(v *nodeView, i, sign int) {
+	if vs == nil {
+		return
+	}
+	f := v.free[i]
+	if x := f * 1024; x != math.Trunc(x) || math.Abs(f) >= 1<<20 {
+		vs.exact = false
+	}
+	vs.total += float64(sign) * f
+	for k, h := range v.hosts[i] {
+		if h {
+			vs.hosting[k] += sign
+		} else {
+			vs.unhosted[k] += float64(sign) * f
 		}
 	}
-	return key, true
 }

@@ -16,7 +16,7 @@ import (
 // TestRememberedOutcomesChangeNothing: the measure's remembered outcomes
 // (memo.go) are a speed-up only. On instances of several generators (MIG
 // GPUs with and without pods, rich claims, a mixed fleet, compatibility
-// modes, multi-host TPU slices, NICs), placing every claim greedily and
+// modes, multi-host TPU slices, NICs, NICs shared by bandwidth), placing every claim greedily and
 // then refining gives the same assignments, device for device, and the
 // same fragmentation as a measure that works everything out anew.
 func TestRememberedOutcomesChangeNothing(t *testing.T) {
@@ -32,6 +32,7 @@ func TestRememberedOutcomesChangeNothing(t *testing.T) {
 		{"modes", bench.Size{Nodes: 8, GPUs: 4, Claims: 160}, bench.GenerateOptions{}},
 		{"tpu", bench.Size{Nodes: 32, Claims: 20}, bench.GenerateOptions{}},
 		{"gpu-nic", bench.Size{Nodes: 8, Claims: 40}, bench.GenerateOptions{}},
+		{"nic", bench.Size{Nodes: 16, Claims: 150}, bench.GenerateOptions{}},
 	}
 	defer frag.RefineUncapped()()
 	for _, tc := range cases {
