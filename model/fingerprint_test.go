@@ -100,3 +100,35 @@ func TestTPUDevicesAreNotLocal(t *testing.T) {
 		t.Fatal("no multi-host device: the case tests nothing")
 	}
 }
+
+// TestPodsInNodeFingerprints: placing a pod's claim on a node changes
+// that node's fingerprint (its CPU and memory left) and no other's;
+// taking it back restores it.
+func TestPodsInNodeFingerprints(t *testing.T) {
+	p := loadExample(t, "pods-cpu")
+	s := NewState(p)
+	tried := 0
+	for _, c := range p.Claims {
+		if !p.Pinning(c) {
+			continue
+		}
+		for n := range p.Nodes {
+			start := fingerprints(s)
+			s.PlacePod(c, n)
+			after := fingerprints(s)
+			for i := range after {
+				if changed := after[i] != start[i]; changed != (i-1 == n) {
+					t.Errorf("placing %s's pod on node %d changed node %d: %v", c.Key, n, i-1, changed)
+				}
+			}
+			s.UnplacePod(c, n)
+			if !equal(fingerprints(s), start) {
+				t.Fatalf("taking %s's pod back from node %d did not restore the fingerprints", c.Key, n)
+			}
+			tried++
+		}
+	}
+	if tried == 0 {
+		t.Fatal("no pod pins its claims in pods-cpu: the case tests nothing")
+	}
+}
