@@ -14,11 +14,11 @@ import (
 // tries every node for every claim of a batch, several times over; on a
 // large cluster almost every node is as it was the last time, and trying
 // a claim on it again (its view, every candidate device against every
-// shape) was most of a controller pass at 1,000 nodes. With it, a pass
-// recomputes only the nodes that changed, so its cost follows the claims
-// it moves, not the size of the cluster. Answers are the ones a fresh
-// computation gives (the same content gives the same answer); a remembered
-// placement is still checked to fit before it is taken.
+// shape) is what the look-ahead's time went to. With it, each class of
+// claims is tried once on each node, and again only on the nodes that
+// changed since. Answers are the ones a fresh computation gives (the same
+// content gives the same answer); a remembered placement is still checked
+// to fit before it is taken.
 //
 // The outcomes depend on the prices (scarce.go): they are dropped whenever
 // those are set or cleared.
