@@ -81,6 +81,7 @@ type Measure struct {
 	layouts  map[string]int
 	layoutOf []int
 	keyBuf   []byte
+	tally    *viewSums // fragFresh's, reused
 }
 
 func newMeasure(p *model.Problem) *Measure {
@@ -328,13 +329,13 @@ func (m *Measure) refresh(s *model.State, v *nodeView, i int) {
 	m.refreshRow(s, v, i)
 	v.sums.add(v, i)
 	if v.sums != nil && !v.sums.exact {
-		v.sums = nil
+		v.sums = nil // the loops answer from now on
 	}
 }
 
 func (m *Measure) refreshRow(s *model.State, v *nodeView, i int) {
 	g := v.sets[i]
-	if g >= m.nSets || m.noMemo || s.P != m.p {
+	if g >= m.nSets || !m.remembers(s) {
 		m.refreshFresh(s, v, i)
 		return
 	}
@@ -375,46 +376,36 @@ func (m *Measure) refreshFresh(s *model.State, v *nodeView, i int) {
 	}
 }
 
-// frag is F_n of the view's node (with Scarcity, plus its priced use).
+// frag is F_n of the view's node (with Scarcity, plus its priced use),
+// from the view's kept sums, or from sums tallied afresh.
 func (m *Measure) frag(v *nodeView) float64 {
 	if v.sums == nil {
 		return m.fragFresh(v)
 	}
-	out := m.scarceCost(v)
-	total := v.sums.total
-	for k, sh := range m.shapes {
-		if sh.count == 0 || !v.runs[k] || v.sums.hosting[k] < sh.count {
-			out += sh.w * total
-		} else {
-			out += sh.w * v.sums.unhosted[k]
-		}
-	}
-	return out
+	return m.fragFrom(v, v.sums)
 }
 
+// fragFresh is frag from sums tallied afresh (in GPU order, as the kept
+// sums would be had they never changed).
 func (m *Measure) fragFresh(v *nodeView) float64 {
-	total := 0.0
-	for _, f := range v.free {
-		total += f
+	if m.tally == nil {
+		m.tally = &viewSums{}
 	}
+	m.tally.reset(len(m.shapes))
+	for i := range v.sets {
+		m.tally.add(v, i)
+	}
+	return m.fragFrom(v, m.tally)
+}
+
+func (m *Measure) fragFrom(v *nodeView, vs *viewSums) float64 {
 	out := m.scarceCost(v)
 	for k, sh := range m.shapes {
-		if sh.count == 0 || !v.runs[k] {
-			out += sh.w * total // a CPU-only shape, or one the node cannot run
-			continue
-		}
-		n, unhosted := 0, 0.0
-		for i := range v.sets {
-			if v.hosts[i][k] {
-				n++
-			} else {
-				unhosted += v.free[i]
-			}
-		}
-		if n < sh.count {
-			out += sh.w * total
+		if sh.count == 0 || !v.runs[k] || vs.hosting[k] < sh.count {
+			// a CPU-only shape, one the node cannot run, or too few GPUs
+			out += sh.w * vs.total
 		} else {
-			out += sh.w * unhosted
+			out += sh.w * vs.unhosted[k]
 		}
 	}
 	return out

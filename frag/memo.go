@@ -3,6 +3,7 @@ package frag
 import (
 	"encoding/binary"
 	"math"
+	"slices"
 
 	"github.com/drasat/drasat/alloc"
 	"github.com/drasat/drasat/model"
@@ -50,6 +51,10 @@ type placeOutcome struct {
 // they start over.
 const maxOutcomes = 1 << 17
 
+// remembers tells whether outcomes in s may be remembered: states of the
+// measure's own problem, unless placeUncached asked otherwise.
+func (m *Measure) remembers(s *model.State) bool { return !m.noMemo && s.P == m.p }
+
 // forget drops every outcome (the prices changed).
 func (m *Measure) forget() { m.memo = nil }
 
@@ -65,7 +70,7 @@ func (m *Measure) outcomes() *outcomes {
 // placements are not remembered: a claim of a pod with other claims (where
 // it goes depends on where they went), or a state of another problem.
 func (m *Measure) placeClass(s *model.State, c *model.Claim) int32 {
-	if m.noMemo || s.P != m.p || c.Group != nil && len(c.Group.Claims) > 1 {
+	if !m.remembers(s) || c.Group != nil && len(c.Group.Claims) > 1 {
 		return -1
 	}
 	o := m.outcomes()
@@ -93,7 +98,7 @@ func (m *Measure) placeClass(s *model.State, c *model.Claim) int32 {
 // viewFrag is the fragmentation and free share of view node n (viewNode)
 // in s, remembered by the node's fingerprint.
 func (m *Measure) viewFrag(s *model.State, n int) (frag, free float64) {
-	if m.noMemo || s.P != m.p {
+	if !m.remembers(s) {
 		return m.fragOfView(m.view(s, n))
 	}
 	o := m.outcomes()
@@ -235,7 +240,8 @@ type viewSums struct {
 }
 
 func newViewSums(v *nodeView, shapes int) *viewSums {
-	vs := &viewSums{hosting: make([]int, shapes), unhosted: make([]float64, shapes), exact: true}
+	vs := &viewSums{}
+	vs.reset(shapes)
 	for i := range v.sets {
 		vs.add(v, i)
 	}
@@ -243,6 +249,15 @@ func newViewSums(v *nodeView, shapes int) *viewSums {
 		return nil
 	}
 	return vs
+}
+
+// reset empties the sums for shapes shapes.
+func (vs *viewSums) reset(shapes int) {
+	vs.total, vs.exact = 0, true
+	vs.hosting = slices.Grow(vs.hosting[:0], shapes)[:shapes]
+	vs.unhosted = slices.Grow(vs.unhosted[:0], shapes)[:shapes]
+	clear(vs.hosting)
+	clear(vs.unhosted)
 }
 
 // add counts row i of v in the sums; remove takes it out.

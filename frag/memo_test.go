@@ -84,15 +84,20 @@ func placeAndRefine(t *testing.T, objs *input.Objects, compat string, afresh boo
 	out := describe(p, res)
 	refined := m.Refine(ctx, p, res, time.Now().Add(time.Hour))
 	out += "refined:\n" + describe(p, refined)
+	f, free := m.Frag(stateOf(p, refined))
+	return out + fmt.Sprintf("frag %.12g free %.12g\n", f, free), placed
+}
+
+// stateOf is the state with res's assignments taken, pods included.
+func stateOf(p *model.Problem, res *alloc.Result) *model.State {
 	s := model.NewState(p)
-	for _, a := range refined.Assignments {
+	for _, a := range res.Assignments {
 		for _, pk := range a.Picks {
 			alloc.TakePick(s, a.Claim, pk)
 		}
 		s.PlacePod(a.Claim, a.Node)
 	}
-	f, free := m.Frag(s)
-	return out + fmt.Sprintf("frag %.12g free %.12g\n", f, free), placed
+	return s
 }
 
 func describe(p *model.Problem, res *alloc.Result) string {

@@ -83,13 +83,6 @@ func BenchmarkRefine(b *testing.B) {
 }
 
 func fragOf(m *frag.Measure, p *model.Problem, res *alloc.Result) float64 {
-	s := model.NewState(p)
-	for _, a := range res.Assignments {
-		for _, pk := range a.Picks {
-			alloc.TakePick(s, a.Claim, pk)
-		}
-		s.PlacePod(a.Claim, a.Node)
-	}
-	f, _ := m.Frag(s)
+	f, _ := m.Frag(stateOf(p, res))
 	return f
 }

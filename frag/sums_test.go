@@ -24,14 +24,7 @@ func TestViewSumsAreFragsOwn(t *testing.T) {
 	for _, milli := range []int64{100, 200, 300, 700} {
 		shared.Claims = append(shared.Claims, sharedClaim(fmt.Sprint("q", milli), milli))
 	}
-	pShared, err := model.Build(t.Context(), shared, model.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mShared, err := sharedWorkload().Bind(t.Context(), shared, pShared)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, mShared := sharedMeasure(t, shared)
 	kept := 0
 	for _, m := range []*Measure{mMIG, mShared} {
 		p := m.p
