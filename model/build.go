@@ -242,56 +242,44 @@ func (b *builder) buildPools(copies []poolCopy) error {
 		// The scaling of an unchanged pool is the memo's (Options.Memo);
 		// a new one is recorded for the next build.
 		ps := b.cel.memo.pool(slices, b.counterUses())
-		known := ps != nil
-		if !known {
-			ps = &poolScale{slices: slices, uses: b.counterUses(), fitErr: CounterQuantitiesFit(slices, b.counterUses())}
+		if ps == nil {
+			ps = scalePool(slices, b.counterUses())
+			b.cel.memo.putPool(ps)
 		}
 		if ps.fitErr != nil {
 			// Too large for exact integer arithmetic: this pool is left
 			// out (with a warning), the rest of the run goes on.
 			b.p.Issues = append(b.p.Issues, PoolIssue{Driver: driver, Pool: pool, Reason: ps.fitErr.Error(), TooLarge: slices})
-			if !known {
-				b.cel.memo.putPool(ps)
-			}
 			continue
 		}
-		// Counter sets first, so devices can refer to them.
-		type setInfo struct {
-			set   *CounterSet
-			cs    *resourceapi.CounterSet
-			quant map[string][]resource.Quantity // counter -> capacity, then consumptions
-		}
-		infos := map[string]*setInfo{}
+		// Counter sets first, so devices can refer to them: by name, as
+		// scalePool has them.
+		setOf := map[string]*CounterSet{}
 		var setNames []string
 		for _, s := range slices {
 			for i := range s.Spec.SharedCounters {
 				cs := &s.Spec.SharedCounters[i]
-				infos[cs.Name] = &setInfo{cs: cs, quant: map[string][]resource.Quantity{}}
+				set := &CounterSet{Driver: driver, Pool: pool, Name: cs.Name}
+				for c := range cs.Counters {
+					set.Counters = append(set.Counters, c)
+				}
+				sort.Strings(set.Counters)
+				setOf[cs.Name] = set
 				setNames = append(setNames, cs.Name)
 			}
 		}
 		sort.Strings(setNames)
-		for _, name := range setNames {
-			info := infos[name]
-			set := &CounterSet{Index: len(b.p.CounterSets), Driver: driver, Pool: pool, Name: name}
-			for c := range info.cs.Counters {
-				set.Counters = append(set.Counters, c)
-			}
-			sort.Strings(set.Counters)
-			for _, c := range set.Counters {
-				info.quant[c] = []resource.Quantity{info.cs.Counters[c].Value}
-			}
-			info.set = set
+		for si, name := range setNames {
+			set := setOf[name]
+			set.Index = len(b.p.CounterSets)
+			set.Capacity = append([]int64(nil), ps.capacity[si]...)
+			set.Unit = append([]string(nil), ps.unit[si]...)
+			set.Free = append([]int64(nil), set.Capacity...)
 			b.setCopy[set.Index] = ci
 			b.setByName[[3]string{driver, pool, name}] = set.Index
 			b.p.CounterSets = append(b.p.CounterSets, set)
 		}
-		// Devices, collecting consumption quantities per counter.
-		type pending struct {
-			dev  *Device
-			cons []resourceapi.DeviceCounterConsumption
-		}
-		var devs []pending
+		k := 0 // consumption, in ps.consumes
 		for _, s := range slices {
 			for i := range s.Spec.Devices {
 				spec := &s.Spec.Devices[i]
@@ -305,74 +293,17 @@ func (b *builder) buildPools(copies []poolCopy) error {
 				if err := b.deviceCapacity(d); err != nil {
 					return fmt.Errorf("%s: device %s: %w", b.origin("ResourceSlice", "", s.Name), spec.Name, err)
 				}
-				for _, cc := range spec.ConsumesCounters {
-					if known {
-						break
-					}
-					info := infos[cc.CounterSet]
-					for c, v := range cc.Counters {
-						info.quant[c] = append(info.quant[c], v.Value)
-					}
-				}
 				b.deviceByID[d.ID] = append(b.deviceByID[d.ID], d.Index)
 				b.copyOf[d.Index] = ci
 				b.p.Devices = append(b.p.Devices, d)
-				devs = append(devs, pending{d, spec.ConsumesCounters})
-			}
-		}
-		// Scale every counter to exact integers and fill consumptions.
-		scaled := map[[2]string]map[string]int64{} // (set, counter) -> quantity string -> units
-		for si, name := range setNames {
-			info := infos[name]
-			set := info.set
-			if known {
-				set.Capacity = append([]int64(nil), ps.capacity[si]...)
-				set.Unit = append([]string(nil), ps.unit[si]...)
-				set.Free = append([]int64(nil), set.Capacity...)
-				continue
-			}
-			for _, c := range set.Counters {
-				qs := info.quant[c]
-				units, unit, err := scaleQuantities(qs, b.counterUses())
-				if err != nil {
-					return fmt.Errorf("pool %s/%s: counter set %s, counter %s: %w", driver, pool, name, c, err)
-				}
-				set.Capacity = append(set.Capacity, units[0])
-				set.Unit = append(set.Unit, unit)
-				m := map[string]int64{}
-				for i, q := range qs {
-					m[q.String()] = units[i]
-				}
-				scaled[[2]string{name, c}] = m
-			}
-			set.Free = append([]int64(nil), set.Capacity...)
-			ps.capacity = append(ps.capacity, append([]int64(nil), set.Capacity...))
-			ps.unit = append(ps.unit, append([]string(nil), set.Unit...))
-		}
-		k := 0 // consumption, in ps.consumes
-		for _, pd := range devs {
-			for _, cc := range pd.cons {
-				set := infos[cc.CounterSet].set
-				cons := Consumption{Set: set.Index, Groups: cc.CompatibilityGroups}
-				if known {
+				for _, cc := range spec.ConsumesCounters {
+					set := setOf[cc.CounterSet]
 					// Shared with the memo and other builds: read only.
-					cons.Amounts = ps.consumes[k]
-				} else {
-					cons.Amounts = make([]int64, len(set.Counters))
-					for j, c := range set.Counters {
-						if v, ok := cc.Counters[c]; ok {
-							cons.Amounts[j] = scaled[[2]string{cc.CounterSet, c}][v.Value.String()]
-						}
-					}
-					ps.consumes = append(ps.consumes, cons.Amounts)
+					d.Consumes = append(d.Consumes, Consumption{Set: set.Index, Groups: cc.CompatibilityGroups, Amounts: ps.consumes[k]})
+					k++
+					set.Devices = append(set.Devices, d.Index)
 				}
-				k++
-				pd.dev.Consumes = append(pd.dev.Consumes, cons)
-				set.Devices = append(set.Devices, pd.dev.Index)
 			}
-		}
-		if !known {
-			b.cel.memo.putPool(ps)
 		}
 	}
 	b.linkGenerations()

@@ -15,38 +15,96 @@ import (
 // scales to exact int64 integers (scaleQuantities, uses as there), naming
 // the first that does not.
 func CounterQuantitiesFit(slices []*resourceapi.ResourceSlice, uses int64) error {
-	quant := map[[2]string][]resource.Quantity{}
-	var keys [][2]string
+	return scalePool(slices, uses).fitErr
+}
+
+// scalePool scales a pool's counters to exact integers, once for the
+// check and the build: each counter set's capacity and unit (sets by
+// name, counters sorted) and every consumption's amounts in the order of
+// the slices and their devices; or, in fitErr, the first counter (by set
+// and name) that does not fit drasat's integers. A set defined twice
+// keeps its last definition, and consumptions of sets or counters that
+// do not exist are left out: such pools are invalid (poolInvalid) and
+// only validation asks about them.
+func scalePool(slices []*resourceapi.ResourceSlice, uses int64) *poolScale {
+	ps := &poolScale{slices: slices, uses: uses}
+	sets := map[string]*resourceapi.CounterSet{}
+	var names []string
 	for _, s := range slices {
-		for _, cs := range s.Spec.SharedCounters {
-			for c, v := range cs.Counters {
-				k := [2]string{cs.Name, c}
-				quant[k] = append([]resource.Quantity{v.Value}, quant[k]...)
-				keys = append(keys, k)
+		for i := range s.Spec.SharedCounters {
+			cs := &s.Spec.SharedCounters[i]
+			if _, dup := sets[cs.Name]; !dup {
+				names = append(names, cs.Name)
 			}
+			sets[cs.Name] = cs
 		}
 	}
+	sort.Strings(names)
+	index := make(map[string]int, len(names))
+	counters := make([][]string, len(names))
+	// quant[set][counter]: the counter's value, then every consumption.
+	quant := make([][][]resource.Quantity, len(names))
+	for si, name := range names {
+		index[name] = si
+		cs := sets[name]
+		for c := range cs.Counters {
+			counters[si] = append(counters[si], c)
+		}
+		sort.Strings(counters[si])
+		quant[si] = make([][]resource.Quantity, len(counters[si]))
+		for j, c := range counters[si] {
+			quant[si][j] = []resource.Quantity{cs.Counters[c].Value}
+		}
+	}
+	// Where each consumption's quantities went: at[j] indexes quant[si][j]
+	// (0: the device does not consume that counter).
+	type place struct {
+		si int
+		at []int
+	}
+	var places []place
 	for _, s := range slices {
 		for _, d := range s.Spec.Devices {
 			for _, cc := range d.ConsumesCounters {
-				for c, v := range cc.Counters {
-					k := [2]string{cc.CounterSet, c}
-					if _, ok := quant[k]; ok {
-						quant[k] = append(quant[k], v.Value)
+				si, ok := index[cc.CounterSet]
+				if !ok {
+					continue
+				}
+				at := make([]int, len(counters[si]))
+				for j, c := range counters[si] {
+					if v, ok := cc.Counters[c]; ok {
+						at[j] = len(quant[si][j])
+						quant[si][j] = append(quant[si][j], v.Value)
 					}
 				}
+				places = append(places, place{si, at})
 			}
 		}
 	}
-	sort.Slice(keys, func(i, j int) bool {
-		return keys[i][0] < keys[j][0] || keys[i][0] == keys[j][0] && keys[i][1] < keys[j][1]
-	})
-	for _, k := range keys {
-		if _, _, err := scaleQuantities(quant[k], uses); err != nil {
-			return fmt.Errorf("counter set %s, counter %s: %w: drasat computes counters exactly in 64-bit integers and does not use this pool", k[0], k[1], err)
+	units := make([][][]int64, len(names))
+	for si, name := range names {
+		units[si] = make([][]int64, len(counters[si]))
+		capacity, unit := make([]int64, len(counters[si])), make([]string, len(counters[si]))
+		for j, c := range counters[si] {
+			u, un, err := scaleQuantities(quant[si][j], uses)
+			if err != nil {
+				ps.fitErr = fmt.Errorf("counter set %s, counter %s: %w: drasat computes counters exactly in 64-bit integers and does not use this pool", name, c, err)
+				return ps
+			}
+			units[si][j], capacity[j], unit[j] = u, u[0], un
 		}
+		ps.capacity, ps.unit = append(ps.capacity, capacity), append(ps.unit, unit)
 	}
-	return nil
+	for _, pl := range places {
+		amounts := make([]int64, len(pl.at))
+		for j, at := range pl.at {
+			if at > 0 {
+				amounts[j] = units[pl.si][j][at]
+			}
+		}
+		ps.consumes = append(ps.consumes, amounts)
+	}
+	return ps
 }
 
 // scaleQuantities turns quantities of one counter into exact integers in a
