@@ -126,8 +126,8 @@ type builder struct {
 	cel        *celEnv
 	deviceByID map[input.DeviceID][]int // several when nodes use different generations of a pool
 	copies     []poolCopy
-	copyOf     map[int]int // device -> its pool copy (generation)
-	setCopy    map[int]int // counter set -> its pool copy
+	copyOf     []int // device -> its pool copy (generation)
+	setCopy    []int // counter set -> its pool copy
 	setByName  map[[3]string]int
 	nodeByName map[string]int
 	classes    map[string]*resourceapi.DeviceClass
@@ -235,7 +235,7 @@ func (b *builder) counterUses() int64 {
 }
 
 func (b *builder) buildPools(copies []poolCopy) error {
-	b.copies, b.copyOf, b.setCopy = copies, map[int]int{}, map[int]int{}
+	b.copies, b.copyOf, b.setCopy = copies, nil, nil
 	for ci, pc := range copies {
 		slices := pc.slices
 		driver, pool := slices[0].Spec.Driver, slices[0].Spec.Pool.Name
@@ -275,7 +275,7 @@ func (b *builder) buildPools(copies []poolCopy) error {
 			set.Capacity = append([]int64(nil), ps.capacity[si]...)
 			set.Unit = append([]string(nil), ps.unit[si]...)
 			set.Free = append([]int64(nil), set.Capacity...)
-			b.setCopy[set.Index] = ci
+			b.setCopy = append(b.setCopy, ci)
 			b.setByName[[3]string{driver, pool, name}] = set.Index
 			b.p.CounterSets = append(b.p.CounterSets, set)
 		}
@@ -294,7 +294,7 @@ func (b *builder) buildPools(copies []poolCopy) error {
 					return fmt.Errorf("%s: device %s: %w", b.origin("ResourceSlice", "", s.Name), spec.Name, err)
 				}
 				b.deviceByID[d.ID] = append(b.deviceByID[d.ID], d.Index)
-				b.copyOf[d.Index] = ci
+				b.copyOf = append(b.copyOf, ci)
 				b.p.Devices = append(b.p.Devices, d)
 				for _, cc := range spec.ConsumesCounters {
 					set := setOf[cc.CounterSet]
@@ -351,6 +351,9 @@ func restrictToNodes(d *Device, nodes []int) {
 // so whatever generation a claim took a device from, every generation
 // counts it as allocated: the copies exclude each other.
 func (b *builder) linkGenerations() {
+	if len(b.deviceByID) == len(b.p.Devices) {
+		return // every name once
+	}
 	for _, first := range b.p.Devices {
 		idxs := b.deviceByID[first.ID]
 		if len(idxs) < 2 || idxs[0] != first.Index {
@@ -379,6 +382,9 @@ func (b *builder) separateGenerations() {
 	for c, cp := range b.copies {
 		k := poolKey{cp.slices[0].Spec.Driver, cp.slices[0].Spec.Pool.Name}
 		gens[k] = append(gens[k], c)
+	}
+	if len(b.deviceByID) == len(b.p.Devices) {
+		return // one generation of every pool: nothing to separate
 	}
 	byCopy := map[int][]int{}
 	for d, c := range b.copyOf {
@@ -627,7 +633,7 @@ func (b *builder) markOverdrawnPools() {
 		return
 	}
 	for _, d := range b.p.Devices {
-		if c, ok := b.copyOf[d.Index]; ok && over[c] {
+		if over[b.copyOf[d.Index]] {
 			d.PoolOverdrawn = true
 		}
 	}
