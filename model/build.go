@@ -982,7 +982,14 @@ func limitResults(c *Claim) error {
 // fails with an error, which aborts the pod's scheduling attempt, whatever
 // other nodes offer. limitResults did this with one device for All.
 func (b *builder) resultLimitError(c *Claim) error {
-	for _, n := range b.searchNodes(c) {
+	nodes := b.searchNodes
+	if !c.anyAll() {
+		// Without allocationMode All a request counts alike on every
+		// node: the first node the search tries says it for all (and a
+		// cluster's thousands of nodes are not walked for every claim).
+		nodes = b.firstSearchNode
+	}
+	for _, n := range nodes(c) {
 		sum := 0
 		for _, r := range c.Requests {
 			least := math.MaxInt

@@ -255,6 +255,31 @@ func (b *builder) searchNodes(c *Claim) []int {
 	return nodes
 }
 
+// firstSearchNode is searchNodes(c) cut to its first node.
+func (b *builder) firstSearchNode(c *Claim) []int {
+	if len(b.p.Nodes) == 0 || c.FixedNode >= 0 {
+		return b.searchNodes(c)
+	}
+	for n := range b.p.Nodes {
+		if !c.ExcludedNodes[n] {
+			return []int{n}
+		}
+	}
+	return nil
+}
+
+// anyAll tells whether some alternative of c has allocationMode All.
+func (c *Claim) anyAll() bool {
+	for _, r := range c.Requests {
+		for _, a := range r.Alternatives {
+			if a.All {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // holdTo restricts c to node n and the devices picked there: every other
 // node is excluded, each request keeps only the alternative the search used,
 // with only the devices it picked.
