@@ -151,12 +151,6 @@ type builder struct {
 	claimObjs   map[string]*resourceapi.ResourceClaim // input claims by namespace/name, once needed (pods.go)
 }
 
-// attribute is attributeValue, cached: constraints of many claims look up
-// the same attribute on the same devices.
-func (b *builder) attribute(dev *Device, name string) []string {
-	return b.attributeTable(name).lookUp(dev, name)
-}
-
 // attributeTable is the problem's table of attribute name's values, one
 // entry per device, nil until looked up.
 func (b *builder) attributeTable(name string) AttributeValues {
@@ -831,11 +825,13 @@ func (b *builder) buildRequests(c *Claim) error {
 				}
 				expr, derived := alt.Derived[k.Attribute]
 				for _, d := range alt.Candidates {
-					dev := b.p.Devices[d]
 					if !derived {
-						b.attribute(dev, k.Attribute) // into k.Values
+						if k.Values[d] == nil { // else another claim's lookup put it there
+							k.Values[d] = b.cel.attributeSet(b.p.Devices[d], k.Attribute, len(b.p.Devices))
+						}
 						continue
 					}
+					dev := b.p.Devices[d]
 					// A derived attribute (alpha) shadows the device's
 					// own for this request, as upstream's lookupAttribute.
 					vals, err := b.cel.derived(expr, dev)

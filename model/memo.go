@@ -57,6 +57,13 @@ type Memo struct {
 type memoDevice struct {
 	gen   uint32 // the build that last looked at it
 	exprs []memoEntry
+	attrs []memoAttr // value sets of attributes constraints asked for
+}
+
+// memoAttr is a device's value set of one attribute (attributeValues).
+type memoAttr struct {
+	name string
+	vals *[]string
 }
 
 type memoEntry struct {

@@ -192,8 +192,9 @@ func (e *celEnv) matches(expr string, d *Device, nDevices int) (bool, error) {
 // matchesMemo is matches with the answers of earlier builds (Memo):
 // the same sharing, order and cost accounting as matches, which builds the
 // device's CEL view and key and evaluates where the memo does not know them.
-func (e *celEnv) matchesMemo(x *celExpr, expr string, d *Device, nDevices int) (bool, error) {
-	rs := x.results
+// memoDevice is the memo's record of d (e.memo set), asked of the memo
+// once per build.
+func (e *celEnv) memoDevice(d *Device, nDevices int) *memoDevice {
 	if e.memoDevs == nil {
 		e.memoDevs = make([]*memoDevice, nDevices)
 	}
@@ -202,6 +203,33 @@ func (e *celEnv) matchesMemo(x *celExpr, expr string, d *Device, nDevices int) (
 		md = e.memo.device(d.Spec)
 		e.memoDevs[d.Index] = md
 	}
+	return md
+}
+
+// attributeSet is d's value set of attribute name (attributeValues), from
+// the memo when a build asked it of the same device before: the set is
+// the device's, whoever asks, and a constraint looks it up on tens of
+// thousands of candidates every pass. The set is shared: read only.
+func (e *celEnv) attributeSet(d *Device, name string, nDevices int) *[]string {
+	var md *memoDevice
+	if e.memo != nil {
+		md = e.memoDevice(d, nDevices)
+		for _, a := range md.attrs {
+			if a.name == name {
+				return a.vals
+			}
+		}
+	}
+	vals := attributeValues(d.ID.Driver, d.Spec, name)
+	if md != nil {
+		md.attrs = append(md.attrs, memoAttr{name, &vals})
+	}
+	return &vals
+}
+
+func (e *celEnv) matchesMemo(x *celExpr, expr string, d *Device, nDevices int) (bool, error) {
+	rs := x.results
+	md := e.memoDevice(d, nDevices)
 	me := md.entry(e.memo.gen, expr)
 	if !me.keyed {
 		me.share = x.ok && e.device(d, nDevices).shareable
