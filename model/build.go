@@ -132,6 +132,7 @@ type builder struct {
 	nodeByName map[string]int
 	classes    map[string]*resourceapi.DeviceClass
 	matchCache map[string]matchResult
+	celWalks   map[string]*celMatch // celWalk's, by class and selectors
 	// attrCache is every constraint's table of an attribute's values
 	// (AttributeValues: one per attribute, shared by all claims).
 	// lookedUp marks the constraints whose candidates' values are in the
@@ -1103,9 +1104,6 @@ func tolerationsKey(tols []resourceapi.DeviceToleration) string {
 // Errors name the selector; they make the claims using it unallocatable.
 func (b *builder) match(class *resourceapi.DeviceClass, sels []resourceapi.DeviceSelector, alt *Alternative,
 	tols []resourceapi.DeviceToleration, everyMatch bool) (candidates, allMatch []int, celErrs map[int]error, err error) {
-	type selector struct {
-		expr, field string
-	}
 	var exprs []selector
 	// A selector without cel is of a type drasat does not know (a newer
 	// API): an error for the claim, as upstream, never "matches all".
@@ -1129,37 +1127,13 @@ func (b *builder) match(class *resourceapi.DeviceClass, sels []resourceapi.Devic
 	if err := b.cel.ctx.Err(); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		return nil, nil, nil, err // Build reports it
 	}
-	for _, d := range b.p.Devices {
-		unreachable := !d.All && len(d.Reach) == 0
-		if unreachable && len(b.selectorNodes(d)) == 0 {
-			continue // upstream never looks at it
-		}
-		match := true
-		for _, e := range exprs {
-			ok, err := b.cel.matches(e.expr, d, len(b.p.Devices))
-			if be := (*BudgetError)(nil); errors.As(err, &be) {
-				// Not evaluated in budget: the claim fails, never
-				// allocated on the devices evaluated so far.
-				return nil, nil, nil, fmt.Errorf("%s: %w", e.field, err)
-			}
-			if err != nil {
-				// Upstream fails the claim on a node whose devices
-				// include this one; other nodes are not affected.
-				if celErrs == nil {
-					celErrs = map[int]error{}
-				}
-				celErrs[d.Index] = fmt.Errorf("%s: %w", e.field, err)
-				match = false
-				break
-			}
-			if !ok {
-				match = false
-				break
-			}
-		}
-		if !match || unreachable {
-			continue
-		}
+	walk, err := b.celWalk(class, sels, exprs)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	celErrs = walk.celErrs
+	for _, d := range walk.matched {
+		d := b.p.Devices[d]
 		// Capacity, as the allocator checks it for every device: a device
 		// lacking a requested capacity, or whose policy or value rules the
 		// request out, does not match (not even for All).
@@ -1197,6 +1171,94 @@ func (b *builder) match(class *resourceapi.DeviceClass, sels []resourceapi.Devic
 		}
 	}
 	return candidates, allMatch, celErrs, nil
+}
+
+// walkEveryAlternative makes celWalk walk every device for every
+// alternative, as builds did before it kept its walks (for tests: the
+// problems must be the same).
+var walkEveryAlternative = false
+
+// selector is a CEL selector and the field it is in, for errors.
+type selector struct {
+	expr, field string
+}
+
+// celMatch is the devices that a class and selectors match, by CEL alone,
+// in one build: the reachable devices every selector accepts, and the
+// devices some selector failed on (with the first error), in device order.
+type celMatch struct {
+	matched, failed []int
+	celErrs         map[int]error
+	err             error // a BudgetError: no device is matched then
+}
+
+// celWalk evaluates the selectors on every device, once per build for a
+// class and selectors: alternatives that differ in the rest (capacity,
+// tolerations, admin access, allocationMode, the look-ahead's shapes asking
+// for every match) filter the same devices. A later walk asks again only
+// the devices an evaluation failed on, as walking them all would (a
+// failed evaluation is not kept, and is evaluated and charged again), so
+// the CEL cost spent is what one walk per alternative spent.
+func (b *builder) celWalk(class *resourceapi.DeviceClass, sels []resourceapi.DeviceSelector, exprs []selector) (*celMatch, error) {
+	key := class.Name + "|" + selectorsKey(sels)
+	if b.celWalks == nil {
+		b.celWalks = map[string]*celMatch{}
+	}
+	if w := b.celWalks[key]; w != nil && !walkEveryAlternative {
+		if w.err != nil {
+			return nil, w.err
+		}
+		for _, d := range w.failed {
+			for _, e := range exprs {
+				ok, err := b.cel.matches(e.expr, b.p.Devices[d], len(b.p.Devices))
+				if be := (*BudgetError)(nil); errors.As(err, &be) {
+					return nil, fmt.Errorf("%s: %w", e.field, err)
+				}
+				if err != nil || !ok {
+					break
+				}
+			}
+		}
+		return w, nil
+	}
+	w := &celMatch{}
+	for _, d := range b.p.Devices {
+		unreachable := !d.All && len(d.Reach) == 0
+		if unreachable && len(b.selectorNodes(d)) == 0 {
+			continue // upstream never looks at it
+		}
+		match := true
+		for _, e := range exprs {
+			ok, err := b.cel.matches(e.expr, d, len(b.p.Devices))
+			if be := (*BudgetError)(nil); errors.As(err, &be) {
+				// Not evaluated in budget: the claim fails, never
+				// allocated on the devices evaluated so far.
+				w.err = fmt.Errorf("%s: %w", e.field, err)
+				b.celWalks[key] = w
+				return nil, w.err
+			}
+			if err != nil {
+				// Upstream fails the claim on a node whose devices
+				// include this one; other nodes are not affected.
+				if w.celErrs == nil {
+					w.celErrs = map[int]error{}
+				}
+				w.celErrs[d.Index] = fmt.Errorf("%s: %w", e.field, err)
+				w.failed = append(w.failed, d.Index)
+				match = false
+				break
+			}
+			if !ok {
+				match = false
+				break
+			}
+		}
+		if match && !unreachable {
+			w.matched = append(w.matched, d.Index)
+		}
+	}
+	b.celWalks[key] = w
+	return w, nil
 }
 
 // FitsAlone is false for a device whose consumption exceeds what is free: it can never be
