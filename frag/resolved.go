@@ -3,6 +3,7 @@ package frag
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"math"
 	"slices"
 
 	"github.com/drasat/drasat/model"
@@ -43,6 +44,11 @@ type resolved struct {
 type resolvedCache struct {
 	layout layout
 	specs  map[*model.Claim]*resolved
+	// built: the resolutions of specs built with the problem (BindBuilt),
+	// by what resolving them reads of the spec (builtDigest): the next
+	// pass builds the same specs as new claims, and on the same layout
+	// with the same candidates they resolve alike.
+	built map[layout]*resolved
 }
 
 // layout is the SHA-256 of what layoutOf records: a digest rather than
@@ -109,22 +115,52 @@ func layoutOf(p *model.Problem) layout {
 	return l
 }
 
-// resolvedFor returns the kept resolution of bs against layout l, or nil.
-func (w *Workload) resolvedFor(l layout, bs builtSpec) *resolved {
+// resolvedFor returns the kept resolution of bs against layout l, or nil;
+// digest is bs's builtDigest, for specs built with the problem.
+func (w *Workload) resolvedFor(l layout, bs builtSpec, digest *layout) *resolved {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.resolved == nil || w.resolved.layout != l {
 		return nil
 	}
-	return w.resolved.specs[bs.c]
+	if r := w.resolved.specs[bs.c]; r != nil || digest == nil {
+		return r
+	}
+	return w.resolved.built[*digest]
 }
 
 // keepResolved keeps the specs a bind resolved (and only those) for the
 // next one.
-func (w *Workload) keepResolved(l layout, specs map[*model.Claim]*resolved) {
+func (w *Workload) keepResolved(l layout, specs map[*model.Claim]*resolved, built map[layout]*resolved) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.resolved = &resolvedCache{layout: l, specs: specs}
+	w.resolved = &resolvedCache{layout: l, specs: specs, built: built}
+}
+
+// builtDigest is the SHA-256 of what resolve reads of a spec built with
+// m's problem besides its layout: the count, the candidates, and what
+// each takes of a shared device's capacities.
+func (m *Measure) builtDigest(bs builtSpec) layout {
+	a := bs.c.Requests[0].Alternatives[0]
+	h := sha256.New()
+	buf := binary.AppendUvarint(nil, uint64(a.Count))
+	buf = binary.AppendUvarint(buf, uint64(len(a.Candidates)))
+	for _, d := range a.Candidates {
+		buf = binary.AppendUvarint(buf, uint64(d))
+		if _, ok := m.unitOf[d]; ok {
+			for _, x := range a.CapacityShares(d) {
+				buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(x))
+			}
+		}
+		if len(buf) > 1<<12 {
+			h.Write(buf)
+			buf = buf[:0]
+		}
+	}
+	h.Write(buf)
+	var l layout
+	h.Sum(l[:0])
+	return l
 }
 
 // resolve derives r from bs's candidates on m's problem. devOf maps a

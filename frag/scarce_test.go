@@ -2,6 +2,7 @@ package frag
 
 import (
 	"context"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -288,4 +289,53 @@ func TestResolvedKeepsOnlyTheLastBind(t *testing.T) {
 			t.Fatal("the first pass's specs are still kept")
 		}
 	}
+}
+
+// The next pass's shape claims are new objects, built again: on the same
+// devices with the same candidates their resolutions are the kept ones,
+// and the measure is the one a workload without kept resolutions makes.
+// A device whose model changes changes no layout (IDs, counters, reach
+// and capacities stay) but the held shape's candidates: it is resolved
+// again.
+func TestResolvedKeptAcrossPasses(t *testing.T) {
+	objs := scarceObjects()
+	w := scarceWorkload()
+	first, _ := bindBuilt(t, w, objs, true)
+	second, _ := bindBuilt(t, w, objs, true)
+	reused := 0
+	for k, sh := range second.shapes {
+		if sh.bySet != nil && reflect.ValueOf(sh.bySet).Pointer() == reflect.ValueOf(first.shapes[k].bySet).Pointer() {
+			reused++
+		}
+	}
+	if reused == 0 {
+		t.Fatal("the second pass resolved every shape again")
+	}
+	fresh, _ := bindBuilt(t, scarceWorkload(), objs, true)
+	if !reflect.DeepEqual(shapesOf(second), shapesOf(fresh)) {
+		t.Fatal("the kept resolutions give another measure than fresh ones")
+	}
+	// y's GPU becomes an X: the held shape may now use it too.
+	changed := *objs
+	changed.Slices = slices.Clone(objs.Slices)
+	s := objs.Slices[1].DeepCopy()
+	s.Spec.Devices[0].Attributes["model"] = resourceapi.DeviceAttribute{StringValue: ptr.To("X")}
+	changed.Slices[1] = s
+	if layoutOf(buildScarce(t, &changed)) != layoutOf(buildScarce(t, objs)) {
+		t.Fatal("the model is in the layout: the case tests nothing")
+	}
+	after, _ := bindBuilt(t, w, &changed, true)
+	freshAfter, _ := bindBuilt(t, scarceWorkload(), &changed, true)
+	if !reflect.DeepEqual(shapesOf(after), shapesOf(freshAfter)) {
+		t.Fatal("a changed device's shape was answered from the kept resolution")
+	}
+}
+
+// shapesOf is m's shapes as values (their resolutions compared by content).
+func shapesOf(m *Measure) []shape {
+	out := make([]shape, len(m.shapes))
+	for i, sh := range m.shapes {
+		out[i] = *sh
+	}
+	return out
 }

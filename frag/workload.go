@@ -289,6 +289,7 @@ func (w *Workload) bind(p *model.Problem, byShape map[int]builtSpec) *Measure {
 	}
 	var lay *layout // p's, made at the first shape with a claim
 	used := map[*model.Claim]*resolved{}
+	usedBuilt := map[layout]*resolved{}
 	// The measure weighs the target shapes (keep); which GPUs tasks are
 	// held to is read from every shape built (scarce.go): the tasks
 	// held to a model are rare shapes each, mostly outside FGD's top 95 %.
@@ -337,11 +338,19 @@ func (w *Workload) bind(p *model.Problem, byShape map[int]builtSpec) *Measure {
 			l := layoutOf(p)
 			lay = &l
 		}
-		r := w.resolvedFor(*lay, bs)
+		var digest *layout
+		if len(bs.devices) == len(p.Devices) && (len(p.Devices) == 0 || &bs.devices[0] == &p.Devices[0]) {
+			d := m.builtDigest(bs) // built with p: the next pass's build may match it
+			digest = &d
+		}
+		r := w.resolvedFor(*lay, bs, digest)
 		if r == nil {
 			r = m.resolve(bs, devOf)
 		}
 		used[bs.c] = r
+		if digest != nil {
+			usedBuilt[*digest] = r
+		}
 		sh.resolved = *r // its maps shared, read-only
 		hs[i].demand = w.counts[i] * float64(sh.count) * r.share
 		hs[i].units, hs[i].sh = r.units, sh
@@ -350,7 +359,7 @@ func (w *Workload) bind(p *model.Problem, byShape map[int]builtSpec) *Measure {
 		}
 	}
 	if lay != nil {
-		w.keepResolved(*lay, used)
+		w.keepResolved(*lay, used, usedBuilt)
 	}
 	if static {
 		m.scarce, m.scarceUnits = heldTo(hs)
