@@ -257,6 +257,11 @@ func (w *Workload) BindBuilt(objs *input.Objects, p *model.Problem, shapes []*mo
 	return w.bind(p, byShape)
 }
 
+// sameDevices tells whether devs is p's device list (a spec built with p).
+func sameDevices(devs []*model.Device, p *model.Problem) bool {
+	return len(devs) == len(p.Devices) && (len(devs) == 0 || &devs[0] == &p.Devices[0])
+}
+
 // bind makes p's measure from the shapes' claims as built, by shape.
 //
 // Which GPUs a shape is held to (scarce.go) is read from its candidates
@@ -275,7 +280,7 @@ func (w *Workload) bind(p *model.Problem, byShape map[int]builtSpec) *Measure {
 	// A shape built in another problem is matched to p's devices by ID.
 	var byID map[input.DeviceID]int
 	devOf := func(devs []*model.Device, qd int) (int, bool) {
-		if len(devs) == len(p.Devices) && (len(devs) == 0 || &devs[0] == &p.Devices[0]) {
+		if sameDevices(devs, p) {
 			return qd, true
 		}
 		if byID == nil {
@@ -339,7 +344,7 @@ func (w *Workload) bind(p *model.Problem, byShape map[int]builtSpec) *Measure {
 			lay = &l
 		}
 		var digest *layout
-		if len(bs.devices) == len(p.Devices) && (len(p.Devices) == 0 || &bs.devices[0] == &p.Devices[0]) {
+		if sameDevices(bs.devices, p) {
 			d := m.builtDigest(bs) // built with p: the next pass's build may match it
 			digest = &d
 		}

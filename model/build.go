@@ -247,29 +247,16 @@ func (b *builder) buildPools(copies []poolCopy) error {
 			b.p.Issues = append(b.p.Issues, PoolIssue{Driver: driver, Pool: pool, Reason: ps.fitErr.Error(), TooLarge: slices})
 			continue
 		}
-		// Counter sets first, so devices can refer to them: by name, as
-		// scalePool has them.
-		setOf := map[string]*CounterSet{}
-		var setNames []string
-		for _, s := range slices {
-			for i := range s.Spec.SharedCounters {
-				cs := &s.Spec.SharedCounters[i]
-				set := &CounterSet{Driver: driver, Pool: pool, Name: cs.Name}
-				for c := range cs.Counters {
-					set.Counters = append(set.Counters, c)
-				}
-				sort.Strings(set.Counters)
-				setOf[cs.Name] = set
-				setNames = append(setNames, cs.Name)
-			}
-		}
-		sort.Strings(setNames)
-		for si, name := range setNames {
-			set := setOf[name]
-			set.Index = len(b.p.CounterSets)
+		// Counter sets first, so devices can refer to them: in scalePool's
+		// order, which its capacities and units follow.
+		setOf := make(map[string]*CounterSet, len(ps.sets))
+		for si, name := range ps.sets {
+			// The names are shared with the memo and other builds: read only.
+			set := &CounterSet{Index: len(b.p.CounterSets), Driver: driver, Pool: pool, Name: name, Counters: ps.counters[si]}
 			set.Capacity = append([]int64(nil), ps.capacity[si]...)
 			set.Unit = append([]string(nil), ps.unit[si]...)
 			set.Free = append([]int64(nil), set.Capacity...)
+			setOf[name] = set
 			b.setCopy = append(b.setCopy, ci)
 			b.setByName[[3]string{driver, pool, name}] = set.Index
 			b.p.CounterSets = append(b.p.CounterSets, set)
@@ -1209,14 +1196,8 @@ func (b *builder) celWalk(class *resourceapi.DeviceClass, sels []resourceapi.Dev
 			return nil, w.err
 		}
 		for _, d := range w.failed {
-			for _, e := range exprs {
-				ok, err := b.cel.matches(e.expr, b.p.Devices[d], len(b.p.Devices))
-				if be := (*BudgetError)(nil); errors.As(err, &be) {
-					return nil, fmt.Errorf("%s: %w", e.field, err)
-				}
-				if err != nil || !ok {
-					break
-				}
+			if _, _, err := b.selectorsOn(b.p.Devices[d], exprs); err != nil {
+				return nil, err
 			}
 		}
 		return w, nil
@@ -1227,31 +1208,22 @@ func (b *builder) celWalk(class *resourceapi.DeviceClass, sels []resourceapi.Dev
 		if unreachable && len(b.selectorNodes(d)) == 0 {
 			continue // upstream never looks at it
 		}
-		match := true
-		for _, e := range exprs {
-			ok, err := b.cel.matches(e.expr, d, len(b.p.Devices))
-			if be := (*BudgetError)(nil); errors.As(err, &be) {
-				// Not evaluated in budget: the claim fails, never
-				// allocated on the devices evaluated so far.
-				w.err = fmt.Errorf("%s: %w", e.field, err)
-				b.celWalks[key] = w
-				return nil, w.err
+		match, celErr, err := b.selectorsOn(d, exprs)
+		if err != nil {
+			// Not evaluated in budget: the claim fails, never
+			// allocated on the devices evaluated so far.
+			w.err = err
+			b.celWalks[key] = w
+			return nil, err
+		}
+		if celErr != nil {
+			// Upstream fails the claim on a node whose devices
+			// include this one; other nodes are not affected.
+			if w.celErrs == nil {
+				w.celErrs = map[int]error{}
 			}
-			if err != nil {
-				// Upstream fails the claim on a node whose devices
-				// include this one; other nodes are not affected.
-				if w.celErrs == nil {
-					w.celErrs = map[int]error{}
-				}
-				w.celErrs[d.Index] = fmt.Errorf("%s: %w", e.field, err)
-				w.failed = append(w.failed, d.Index)
-				match = false
-				break
-			}
-			if !ok {
-				match = false
-				break
-			}
+			w.celErrs[d.Index] = celErr
+			w.failed = append(w.failed, d.Index)
 		}
 		if match && !unreachable {
 			w.matched = append(w.matched, d.Index)
@@ -1259,6 +1231,25 @@ func (b *builder) celWalk(class *resourceapi.DeviceClass, sels []resourceapi.Dev
 	}
 	b.celWalks[key] = w
 	return w, nil
+}
+
+// selectorsOn evaluates the selectors on d in order, up to the first that
+// rejects it or fails on it (celErr, naming the field); err is a
+// BudgetError, the walk's end.
+func (b *builder) selectorsOn(d *Device, exprs []selector) (match bool, celErr, err error) {
+	for _, e := range exprs {
+		ok, err := b.cel.matches(e.expr, d, len(b.p.Devices))
+		if be := (*BudgetError)(nil); errors.As(err, &be) {
+			return false, nil, fmt.Errorf("%s: %w", e.field, err)
+		}
+		if err != nil {
+			return false, fmt.Errorf("%s: %w", e.field, err), nil
+		}
+		if !ok {
+			return false, nil, nil
+		}
+	}
+	return true, nil, nil
 }
 
 // FitsAlone is false for a device whose consumption exceeds what is free: it can never be

@@ -85,6 +85,8 @@ type poolScale struct {
 	slices   []*resourceapi.ResourceSlice
 	uses     int64
 	fitErr   error
+	sets     []string   // the counter sets' names, sorted
+	counters [][]string // per set, its counters' names, sorted
 	capacity [][]int64
 	unit     [][]string
 	consumes [][]int64

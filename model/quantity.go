@@ -81,6 +81,7 @@ func scalePool(slices []*resourceapi.ResourceSlice, uses int64) *poolScale {
 			}
 		}
 	}
+	ps.sets, ps.counters = names, counters
 	units := make([][][]int64, len(names))
 	for si, name := range names {
 		units[si] = make([][]int64, len(counters[si]))

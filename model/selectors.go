@@ -189,9 +189,6 @@ func (e *celEnv) matches(expr string, d *Device, nDevices int) (bool, error) {
 	return ok, nil
 }
 
-// matchesMemo is matches with the answers of earlier builds (Memo):
-// the same sharing, order and cost accounting as matches, which builds the
-// device's CEL view and key and evaluates where the memo does not know them.
 // memoDevice is the memo's record of d (e.memo set), asked of the memo
 // once per build.
 func (e *celEnv) memoDevice(d *Device, nDevices int) *memoDevice {
@@ -227,6 +224,9 @@ func (e *celEnv) attributeSet(d *Device, name string, nDevices int) *[]string {
 	return &vals
 }
 
+// matchesMemo is matches with the answers of earlier builds (Memo):
+// the same sharing, order and cost accounting as matches, which builds the
+// device's CEL view and key and evaluates where the memo does not know them.
 func (e *celEnv) matchesMemo(x *celExpr, expr string, d *Device, nDevices int) (bool, error) {
 	rs := x.results
 	md := e.memoDevice(d, nDevices)
