@@ -77,6 +77,9 @@ type FGDPaperConfig struct {
 	// measure alone, without the cost of taking GPUs that tasks held to
 	// their model will want (frag.Measure.NoScarcity, an ablation).
 	DrasatNoScarcity bool
+	// DrasatWorkload: what the drasat policies' look-ahead learns the
+	// workload from, one of FPWorkloads ("": FPWorkloadList).
+	DrasatWorkload string
 	// TurnedAway: every result lists the tasks its policy turned away
 	// (FPResult.TurnedAway), for finding out which tasks a policy loses
 	// and when.
@@ -87,6 +90,21 @@ type FGDPaperConfig struct {
 	// Progress, when set, is told how far the run has come.
 	Progress func(done, total int, label string) `json:"-"`
 }
+
+// What the drasat policies' look-ahead learns the workload from.
+// FPWorkloadList (the default): every task of the pod list, known before
+// the first arrives, as FGD's target workload is (a controller that has
+// seen its cluster's workload before); the arrivals, drawn from the
+// list, add nothing to it. FPWorkloadArrived: the tasks arrived so far,
+// learnt as they come (a controller started on an empty cluster, with
+// no history). Chosen by cross-validation (docs/bench.md).
+const (
+	FPWorkloadArrived = "arrived"
+	FPWorkloadList    = "list"
+)
+
+// FPWorkloads lists the values of FGDPaperConfig.DrasatWorkload.
+var FPWorkloads = []string{FPWorkloadArrived, FPWorkloadList}
 
 // The arrival streams. Both follow the paper's protocol; they differ in
 // the random numbers. FPArrivalsSimulator draws them as the paper's
@@ -753,6 +771,7 @@ func runFPCurve(ctx context.Context, cfg FGDPaperConfig, prog *fpProgress, nodes
 	arr, tie := fpArrivalsBy(cfg.Arrivals, l, nodes, fpCapMilli(nodes), ratio, seed)
 	sim := newFPSim(nodes, l, pol, seed, tie)
 	sim.noScarcity = cfg.DrasatNoScarcity
+	sim.listWorkload = cfg.DrasatWorkload != FPWorkloadArrived
 	var c *fpCurve
 	if pol == FPDrasat || pol == FPDrasatBinpack {
 		timeout := cfg.Timeout

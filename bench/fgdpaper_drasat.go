@@ -139,6 +139,19 @@ func (s *fpSim) runDrasat(ctx context.Context, arrivals []*fpTask, window int, t
 	// by shape of CPU and GPU (CPU-only tasks included), the top 95 %.
 	wl := frag.NewWorkload()
 	wl.Top = fpTargetPct
+	observe := func(t *fpTask) {
+		if gpuShapes {
+			wl.ObserveTask(fpWorkloadClaim(t), nil)
+		} else {
+			wl.ObserveTask(fpWorkloadClaim(t), corev1.ResourceList{corev1.ResourceCPU: *resource.NewMilliQuantity(t.cpu, resource.DecimalSI)})
+		}
+	}
+	if s.listWorkload {
+		for i := range s.list.tasks {
+			observe(&s.list.tasks[i])
+		}
+	}
+	s.workload = wl
 	var arrived int64
 	var pending []int    // arrival indices of the window's GPU tasks
 	var pendingCPU []int // and of its CPU-only tasks, when drasat places them
@@ -268,10 +281,8 @@ func (s *fpSim) runDrasat(ctx context.Context, arrivals []*fpTask, window int, t
 		arrived += t.totalMilli()
 		c.arrived = append(c.arrived, arrived)
 		s.placed = append(s.placed, fpPlacement{task: t, node: -1})
-		if gpuShapes {
-			wl.ObserveTask(fpWorkloadClaim(t), nil)
-		} else {
-			wl.ObserveTask(fpWorkloadClaim(t), corev1.ResourceList{corev1.ResourceCPU: *resource.NewMilliQuantity(t.cpu, resource.DecimalSI)})
+		if !s.listWorkload {
+			observe(t)
 		}
 		if t.num == 0 && cpu == FPCPUDrasat {
 			pendingCPU = append(pendingCPU, i)

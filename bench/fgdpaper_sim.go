@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"sort"
+
+	"github.com/drasat/drasat/frag"
 )
 
 // The paper's policies on a plain-Go cluster state, one arrival at a
@@ -79,6 +81,11 @@ type fpSim struct {
 	// noScarcity: runDrasat's look-ahead weighs FGD's measure alone
 	// (FGDPaperConfig.DrasatNoScarcity).
 	noScarcity bool
+	// listWorkload: runDrasat's look-ahead knows the list's workload
+	// before the first arrival (FPWorkloadList).
+	listWorkload bool
+	// workload: runDrasat's look-ahead workload, for tests.
+	workload *frag.Workload
 	// shapeBuilds: how often runDrasat's look-ahead workload built its
 	// shapes (frag.Workload.ShapeBuilds), for tests.
 	shapeBuilds int

@@ -725,3 +725,44 @@ func TestFPVersusSeedBySeed(t *testing.T) {
 		t.Errorf("no drasat, yet:\n%s", out.String())
 	}
 }
+
+// With the list's workload the look-ahead knows every task of the list
+// before the first arrival, and the arrivals (drawn from it) add nothing;
+// without it, it knows the arrivals. A held task that has not arrived yet
+// prices its GPUs only with the list (docs/bench.md).
+func TestFPDrasatListWorkload(t *testing.T) {
+	dir := fpTestData(t)
+	nodes, err := loadFPNodes(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := loadFPList(dir, "gpuspec10")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, list := range []bool{false, true} {
+		s := newFPSim(nodes[:12], l, FPDrasat, 4, nil)
+		s.listWorkload = list
+		arr := fpArrivals(l, s.capMilli, FGDPaperRatio, 4)
+		if _, err := s.runDrasat(context.Background(), arr, 7, 10*time.Second, FPCPUDrasat, false, false, nil); err != nil {
+			t.Fatal(err)
+		}
+		want, shapes := float64(len(arr)), map[int]bool{}
+		for _, a := range arr {
+			shapes[a.shape] = true
+		}
+		if list {
+			want = float64(len(l.tasks))
+			clear(shapes)
+			for i := range l.tasks {
+				shapes[l.tasks[i].shape] = true
+			}
+		}
+		if got := s.workload.Total(); got != want {
+			t.Errorf("list %v: the workload counts %v tasks, want %v", list, got, want)
+		}
+		if got := s.workload.Shapes(); got != len(shapes) {
+			t.Errorf("list %v: %d shapes, want %d", list, got, len(shapes))
+		}
+	}
+}

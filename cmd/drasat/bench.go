@@ -85,6 +85,7 @@ an invalid one fails the run.`,
 			&cli.IntFlag{Name: "fgd-window", Value: bench.DefaultFPDrasatWindow, Usage: "fgd-paper: the drasat policy decides this many GPU arrivals together (within --timeout)"},
 			&cli.StringFlag{Name: "fgd-drasat-cpu", Value: "drasat", Usage: "fgd-paper: who places CPU-only tasks in the drasat policies: drasat (drasat itself, as the controller does with its default --place-pods-without-claims for the pods it is given), scheduler (the kube-scheduler's default scores: a cluster whose CPU-only pods are not given to drasat), most-allocated (the kube-scheduler with the profile in deploy/scheduler) or fgd (FGD's score, an ablation)"},
 			&cli.BoolFlag{Name: "fgd-drasat-no-scarcity", Usage: "fgd-paper: the drasat policy's look-ahead weighs FGD's measure alone, without the cost of taking GPUs that tasks held to their model will want (an ablation)"},
+			&cli.StringFlag{Name: "fgd-drasat-workload", Value: bench.FPWorkloadList, Usage: "fgd-paper: what the drasat policies' look-ahead learns the workload from: list (every task of the pod list, known before the first arrives, as FGD's target workload is) or arrived (the tasks arrived so far, as they come: a controller started on an empty cluster)"},
 			&cli.BoolFlag{Name: "fgd-drasat-gpu-shapes", Usage: "fgd-paper: the drasat policy's look-ahead learns task shapes by their claims alone, without the pods' CPU"},
 			&cli.StringFlag{Name: "fgd-turned-away", Usage: "fgd-paper: write the tasks each policy turned away (list, policy, seed, arrival, task, arrived share, what it asked for) to this file, tab-separated", TakesFile: true},
 			&cli.IntFlag{Name: "fgd-workers", Value: runtime.NumCPU(), DefaultText: "the CPUs", Usage: "fgd-paper: curves run at once (each a list, policy and seed); the table does not depend on it"},
@@ -179,6 +180,10 @@ func runFGDPaper(ctx context.Context, c *cli.Context) (err error) {
 	cfg.DrasatCPU = c.String("fgd-drasat-cpu")
 	cfg.DrasatGPUShapes = c.Bool("fgd-drasat-gpu-shapes")
 	cfg.DrasatNoScarcity = c.Bool("fgd-drasat-no-scarcity")
+	cfg.DrasatWorkload = c.String("fgd-drasat-workload")
+	if !slices.Contains(bench.FPWorkloads, cfg.DrasatWorkload) {
+		return fmt.Errorf("--fgd-drasat-workload %q: want one of %s", cfg.DrasatWorkload, strings.Join(bench.FPWorkloads, ", "))
+	}
 	cfg.TurnedAway = c.String("fgd-turned-away") != ""
 	if !slices.Contains(bench.FPCPUPlacers, cfg.DrasatCPU) {
 		return fmt.Errorf("--fgd-drasat-cpu %q: want one of %s", cfg.DrasatCPU, strings.Join(bench.FPCPUPlacers, ", "))

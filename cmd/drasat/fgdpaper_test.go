@@ -46,6 +46,7 @@ func TestBenchFGDPaper(t *testing.T) {
 		{"-p", "first-fit-decreasing"},
 		{"--fgd-list", "nosuchlist"},
 		{"--fgd-arrivals", "mt19937"},
+		{"--fgd-drasat-workload", "future"},
 		{"--fgd-workers", "0"},
 	} {
 		args := append([]string{"-s", "fgd-paper", "--fgd-nodes", "10", "--seeds", "1", "--no-progress"}, bad...)
