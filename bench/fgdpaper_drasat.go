@@ -135,8 +135,10 @@ func (s *fpSim) runDrasat(ctx context.Context, arrivals []*fpTask, window int, t
 		window = DefaultFPDrasatWindow
 	}
 	c := &fpCurve{capMilli: s.capMilli}
-	// The look-ahead's target workload is FGD's: the tasks arrived so far
-	// by shape of CPU and GPU (CPU-only tasks included), the top 95 %.
+	// The look-ahead's target workload is FGD's: the tasks by shape of CPU
+	// and GPU (CPU-only tasks included), the top 95 %; those of the list
+	// before the first arrival (listWorkload, as FGD knows them), or
+	// those arrived so far.
 	wl := frag.NewWorkload()
 	wl.Top = fpTargetPct
 	observe := func(t *fpTask) {
