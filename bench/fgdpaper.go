@@ -645,6 +645,9 @@ func RunFGDPaper(ctx context.Context, cfg FGDPaperConfig) (*FPReport, error) {
 	if cfg.Arrivals != "" && !slices.Contains(FPArrivalStreams, cfg.Arrivals) {
 		return nil, fmt.Errorf("fgd-paper: arrivals %q: want one of %s", cfg.Arrivals, strings.Join(FPArrivalStreams, ", "))
 	}
+	if cfg.DrasatWorkload != "" && !slices.Contains(FPWorkloads, cfg.DrasatWorkload) {
+		return nil, fmt.Errorf("fgd-paper: drasat workload %q: want one of %s", cfg.DrasatWorkload, strings.Join(FPWorkloads, ", "))
+	}
 	for _, p := range policies {
 		if !isFPPolicy(p) {
 			return nil, fmt.Errorf("fgd-paper: policy %q: want one of %s, %s, %s, %s or %s", p, strings.Join(FGDPaperPolicies, ", "), FPFirstFit, FPUpstream, FPDrasat, FPDrasatBinpack)

@@ -17,15 +17,7 @@ import (
 // anew from its objects. Both policies, windows of 1 (the one-task
 // window) and of the default size.
 func TestFPDrasatKeptWindowsMatchFresh(t *testing.T) {
-	dir := fpTestData(t)
-	nodes, err := loadFPNodes(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := loadFPList(dir, "default")
-	if err != nil {
-		t.Fatal(err)
-	}
+	nodes, l := fpTestCluster(t, "default")
 	// Twenty nodes with GPUs, of several sizes and models.
 	var pick []fpNode
 	for i, n := range nodes {

@@ -228,6 +228,22 @@ func fpTestData(t *testing.T) string {
 	return dir
 }
 
+// fpTestCluster is the trace's nodes and pod list name (skipped without
+// the trace).
+func fpTestCluster(t *testing.T, list string) ([]fpNode, *fpList) {
+	t.Helper()
+	dir := fpTestData(t)
+	nodes, err := loadFPNodes(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := loadFPList(dir, list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nodes, l
+}
+
 // The same seed gives the same curve; another seed other arrivals.
 func TestFPDeterministic(t *testing.T) {
 	dir := fpTestData(t)
@@ -374,14 +390,7 @@ func TestFPDrasatRuns(t *testing.T) {
 	}
 	// The curve counts each task from its arrival: it never falls, never
 	// exceeds what arrived, and ends at what the cluster holds.
-	nodes, err := loadFPNodes(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := loadFPList(dir, "default")
-	if err != nil {
-		t.Fatal(err)
-	}
+	nodes, l := fpTestCluster(t, "default")
 	s := newFPSim(nodes[:12], l, FPDrasat, 4, nil)
 	arr := fpArrivals(l, s.capMilli, FGDPaperRatio, 4)
 	steps := 0
@@ -731,21 +740,23 @@ func TestFPVersusSeedBySeed(t *testing.T) {
 // without it, it knows the arrivals. A held task that has not arrived yet
 // prices its GPUs only with the list (docs/bench.md).
 func TestFPDrasatListWorkload(t *testing.T) {
-	dir := fpTestData(t)
-	nodes, err := loadFPNodes(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := loadFPList(dir, "gpuspec10")
-	if err != nil {
-		t.Fatal(err)
-	}
+	nodes, l := fpTestCluster(t, "gpuspec10")
 	for _, list := range []bool{false, true} {
 		s := newFPSim(nodes[:12], l, FPDrasat, 4, nil)
 		s.listWorkload = list
 		arr := fpArrivals(l, s.capMilli, FGDPaperRatio, 4)
-		if _, err := s.runDrasat(context.Background(), arr, 7, 10*time.Second, FPCPUDrasat, false, false, nil); err != nil {
+		// What the look-ahead knew when the first window was decided.
+		first := -1.0
+		step := func(string) {
+			if first < 0 {
+				first = s.workload.Total()
+			}
+		}
+		if _, err := s.runDrasat(context.Background(), arr, 7, 10*time.Second, FPCPUDrasat, false, false, step); err != nil {
 			t.Fatal(err)
+		}
+		if known := first == float64(len(l.tasks)); known != list {
+			t.Errorf("list %v: the first window knew %v tasks of the list's %d", list, first, len(l.tasks))
 		}
 		want, shapes := float64(len(arr)), map[int]bool{}
 		for _, a := range arr {
