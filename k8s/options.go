@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/drasat/drasat/alloc"
+	"github.com/drasat/drasat/frag"
 	"github.com/drasat/drasat/model"
 )
 
@@ -100,6 +101,10 @@ type Options struct {
 	// (claimless.go); off: such a pod is ungated at once. drasat
 	// controller turns it on unless --place-pods-without-claims=false.
 	PlacePods bool
+	// Workload: the frag look-ahead's workload to start from (a record of
+	// past claims, LoadWorkload), besides the tasks running at the first
+	// pass; the reconciler adds what it learns to it. nil: those alone.
+	Workload *frag.Workload
 
 	LiveOptions // write workers, adaptive window (writer.go, window.go)
 }

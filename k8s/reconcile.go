@@ -74,8 +74,10 @@ type Reconciler struct {
 	// Event is emitted once per reason rather than once per pass.
 	reported map[string]string
 	// workload is the frag policy's distribution of claim shapes, learnt
-	// from the claims this controller allocated.
-	workload *frag.Workload
+	// from the claims this controller allocated, started from those
+	// running when it started and Options.Workload (workload.go).
+	workload        *frag.Workload
+	workloadStarted bool
 	// plan: the last solve's decisions on claims not created yet (plan.go).
 	plan *plan
 	// batchLimit: the batch bound learnt from the solver's cost, timeLimit
@@ -159,6 +161,7 @@ func (r *Reconciler) Pass(ctx context.Context) (PassResult, error) {
 	if err != nil {
 		return res, err
 	}
+	r.startWorkload(snap)
 	// Weights from the pods' priorities (weight.go), for the claims and
 	// for the stand-ins below.
 	prio := podPriorities(snap)

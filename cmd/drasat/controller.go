@@ -44,6 +44,7 @@ func clusterFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "stale-after", Value: 5 * time.Minute, Usage: "a gated pod whose claims or templates are still missing this long after its creation no longer holds batches open nor gets stand-ins (a Warning Event ClaimsMissing says so); its claims are allocated once they exist"},
 		&cli.DurationFlag{Name: "unused-after", Value: time.Hour, Usage: "withdraw the allocation of a standalone drasat.dev/managed claim that no pod has named or used this long after it was allocated (marked drasat.dev/unallocatable so it is not allocated again until a gated pod uses it or the mark is removed)"},
 		&cli.DurationFlag{Name: "ungate-after", Usage: "fallback: remove the gate of a pod still gated this long after its creation, with a Warning Event HandedToScheduler, so the scheduler allocates what drasat has not (0, the default: never)"},
+		&cli.StringSliceFlag{Name: "workload-from", Usage: "files of ResourceClaims and Pods of a past period (kubectl get resourceclaims,pods -A -o yaml): the frag look-ahead starts from their claims' shapes (with the pods' CPU under --place-pods-without-claims, and pods without claims labelled drasat.dev/place=true as CPU-only tasks) besides the claims allocated in the cluster when it starts; repeatable"},
 		&cli.BoolFlag{Name: "place-pods-without-claims", Value: true, Usage: "choose the node of a gated pod without claims (deploy/'s gating policy gates those labelled drasat.dev/place=true) by the fragmentation measure, where its CPU and memory strand the fewest GPUs, narrow its required node affinity to that node and remove the gate; =false: such a pod is ungated at once and the scheduler places it"},
 		&cli.DurationFlag{Name: "write-timeout", Value: k8s.DefaultWriteTimeout, Usage: "bound on each API write; must be less than --leader-elect-lease-duration minus --leader-elect-renew-deadline (a write is only started when it ends before the Lease could pass to another replica)"},
 	}, liveFlags()...)
@@ -116,6 +117,15 @@ func setup(c *cli.Context) (*zap.Logger, kubernetes.Interface, kubernetes.Interf
 		UnusedAfter:  c.Duration("unused-after"),
 		UngateAfter:  c.Duration("ungate-after"),
 		PlacePods:    c.Bool("place-pods-without-claims"),
+	}
+	if files := c.StringSlice("workload-from"); len(files) > 0 {
+		if opts.Policy != "" && opts.Policy != alloc.Frag {
+			return nil, nil, nil, k8s.Options{}, fmt.Errorf("--workload-from is the frag look-ahead's workload; --policy is %s", opts.Policy)
+		}
+		if opts.Workload, err = k8s.LoadWorkload(files, opts.PlacePods); err != nil {
+			return nil, nil, nil, k8s.Options{}, err
+		}
+		log.Info("look-ahead workload read", zap.Strings("files", files), zap.Float64("tasks", opts.Workload.Total()), zap.Int("shapes", opts.Workload.Shapes()))
 	}
 	if opts.HoldIdle <= 0 {
 		return nil, nil, nil, k8s.Options{}, fmt.Errorf("--hold-idle-per-claim must be positive (got %s)", opts.HoldIdle)
