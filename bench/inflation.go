@@ -141,6 +141,7 @@ func RunInflation(ctx context.Context, cfg OpenBConfig, sz Size, seed uint64, po
 		}
 		objs := *base
 		objs.Claims = append([]*resourceapi.ResourceClaim(nil), running...)
+		claimsBefore := row.Claims
 		var batchPods []*corev1.Pod
 		for k := 0; k < batch && requested < float64(gpus); {
 			t := tasks[rng.IntN(len(tasks))]
@@ -198,6 +199,12 @@ func RunInflation(ctx context.Context, cfg OpenBConfig, sz Size, seed uint64, po
 		if pods {
 			for _, c := range out.allocated {
 				tn.admit(drawn[c.Name], c)
+			}
+		}
+		// After the batch's pods are counted on their nodes.
+		if cfg.InflationTrace != nil {
+			if err := cfg.InflationTrace.batch(ctx, policy, seed, is.Batches, base, running, objs.Claims[len(objs.Claims)-(row.Claims-claimsBefore):], out.allocated, drawn, tn); err != nil {
+				return nil, err
 			}
 		}
 		row.Admitted += len(out.allocated)

@@ -87,6 +87,11 @@ type OpenBConfig struct {
 	// tasks are left out, and a GPU task's pod requests nothing of its
 	// node.
 	GPUOnly bool
+	// InflationTrace, when set, receives the inflation simulation's
+	// batches as they are decided (WriteInflationTrace's lines): every
+	// task with its node or none, and every node's free GPUs, CPU and
+	// memory after the batch. Safe for policies run at once.
+	InflationTrace *InflationTrace `json:"-"`
 	// Step, when set, is told how far a long simulation has come (the
 	// terminal's progress bar).
 	Step func(note string) `json:"-"`

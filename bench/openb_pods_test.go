@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -98,5 +99,47 @@ func TestTraceNodesPlace(t *testing.T) {
 	tn.take("a", 2000, 1024, -1)
 	if ok := tn.place(task("t4", 5000)); !ok || tn.at["t4"] != "a" {
 		t.Fatalf("after a's pods left, placed on %q (%v), want a", tn.at["t4"], ok)
+	}
+}
+
+// The inflation trace names each task's node or "-" and each node's free
+// GPUs, CPU and memory after the batch: the 6-CPU task that fits takes
+// one of n0's two GPUs and 6 of its 8 CPUs; the second finds 2 CPUs.
+func TestInflationTrace(t *testing.T) {
+	dir := writeTrace(t, `
+sn,cpu_milli,memory_mib,gpu,model
+n0,8000,65536,2,A100`, `
+name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time
+gpu,6000,1024,1,1000,,LS,Running,0,100000,0`)
+	var buf bytes.Buffer
+	row, err := RunInflation(context.Background(), OpenBConfig{Dir: dir, InflationTrace: NewInflationTrace(&buf)}, Size{}, 1, PolicyDrasat, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tasks, placed, nodes []string
+	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		f := strings.Split(line, "\t")
+		switch {
+		case f[0] == "task" && len(f) == 11:
+			tasks = append(tasks, line)
+			if f[10] != "-" {
+				placed = append(placed, f[10])
+			}
+			if f[8] != "6000" || f[9] != "1024" {
+				t.Errorf("task line %q: want cpu 6000, memory 1024", line)
+			}
+		case f[0] == "node" && len(f) == 10:
+			nodes = append(nodes, strings.Join(f[4:], " "))
+		default:
+			t.Fatalf("line %q: not a task or node line", line)
+		}
+	}
+	if len(tasks) != row.Claims || len(placed) != row.Admitted || row.Admitted != 1 {
+		t.Fatalf("%d task lines, %d placed; the run had %d tasks, %d admitted (want 1)", len(tasks), len(placed), row.Claims, row.Admitted)
+	}
+	want := []string{"n0 8,8 8000 8000 65536 65536", "n0 0,8 2000 8000 64512 65536"}
+	last := nodes[len(nodes)-1]
+	if len(nodes) != row.Inflation.Batches || (last != want[1] && last != "n0 8,0 2000 8000 64512 65536") {
+		t.Fatalf("node lines %q for %d batches; want one a batch, the last %q", nodes, row.Inflation.Batches, want[1])
 	}
 }

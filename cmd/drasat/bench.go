@@ -77,6 +77,7 @@ an invalid one fails the run.`,
 			&cli.DurationFlag{Name: "openb-hold", Usage: "openb, openb-wait: the drasat policy holds tasks back for forecast demand, each at most this long after its arrival (trace time; 0: off), as drasat controller --hold does"},
 			&cli.DurationFlag{Name: "openb-hold-idle-per-claim", Usage: "with --openb-hold: what one more task admitted is worth in idle device time, as drasat controller --hold-idle-per-claim (0: its default)"},
 			&cli.DurationFlag{Name: "openb-aging", Usage: "openb-wait: a waiting task's weight (drasat.dev/weight) grows by 1 per this much wait (0: off)"},
+			&cli.StringFlag{Name: "inflation-trace", Usage: "inflation: write every batch's decisions to this file, tab-separated: each task with the node it got (- when turned away), then each node's free GPUs, CPU and memory (why a policy turned tasks away)", TakesFile: true},
 			&cli.IntFlag{Name: "inflation-batch", Value: bench.DefaultInflationBatch, Usage: "inflation: tasks per batch (a size NODES:BATCH overrides it)"},
 			&cli.IntFlag{Name: "seeds", Value: 10, Usage: "fgd-paper: seeds per policy and list (--seed, --seed+1, ...); the table gives median and min–max"},
 			&cli.StringSliceFlag{Name: "fgd-list", Usage: "fgd-paper: pod lists to run, by name (default for openb_pod_list_default.csv; default: every list in the trace folder)"},
@@ -112,6 +113,13 @@ func runBench(c *cli.Context) error {
 	if !c.Bool("no-progress") && isTerminal(os.Stderr) {
 		cfg.Progress = progressBar(os.Stderr)
 	}
+	var trace bytes.Buffer
+	if c.String("inflation-trace") != "" {
+		if !slices.Contains(cfg.Scenarios, "inflation") {
+			return fmt.Errorf("flag --inflation-trace: only the inflation scenario writes one (-s inflation)")
+		}
+		cfg.OpenB.InflationTrace = bench.NewInflationTrace(&trace)
+	}
 	// Generators and checkers do not all watch ctx: Ctrl-C returns at
 	// once, leaving them to end with the process.
 	var rep *bench.Report
@@ -145,6 +153,11 @@ func runBench(c *cli.Context) error {
 			return err
 		}
 		if err := os.WriteFile(f, buf.Bytes(), 0o644); err != nil {
+			return err
+		}
+	}
+	if f := c.String("inflation-trace"); f != "" {
+		if err := os.WriteFile(f, trace.Bytes(), 0o644); err != nil {
 			return err
 		}
 	}

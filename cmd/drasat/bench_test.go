@@ -122,3 +122,12 @@ func TestBenchMIGFamilyFlags(t *testing.T) {
 		}
 	}
 }
+
+// --inflation-trace is refused without the inflation scenario, before
+// anything runs.
+func TestInflationTraceNeedsInflation(t *testing.T) {
+	_, _, err := runApp(t, "bench", "-s", "mig", "--size", "1x1:1", "--inflation-trace", filepath.Join(t.TempDir(), "t.tsv"))
+	if err == nil || !strings.Contains(err.Error(), "only the inflation scenario writes one") {
+		t.Fatalf("%v; want --inflation-trace refused", err)
+	}
+}
