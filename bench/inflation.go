@@ -141,7 +141,7 @@ func RunInflation(ctx context.Context, cfg OpenBConfig, sz Size, seed uint64, po
 		}
 		objs := *base
 		objs.Claims = append([]*resourceapi.ResourceClaim(nil), running...)
-		claimsBefore := row.Claims
+		batchStart := len(objs.Claims)
 		var batchPods []*corev1.Pod
 		for k := 0; k < batch && requested < float64(gpus); {
 			t := tasks[rng.IntN(len(tasks))]
@@ -203,7 +203,7 @@ func RunInflation(ctx context.Context, cfg OpenBConfig, sz Size, seed uint64, po
 		}
 		// After the batch's pods are counted on their nodes.
 		if cfg.InflationTrace != nil {
-			if err := cfg.InflationTrace.batch(ctx, policy, seed, is.Batches, base, running, objs.Claims[len(objs.Claims)-(row.Claims-claimsBefore):], out.allocated, drawn, tn); err != nil {
+			if err := cfg.InflationTrace.batch(ctx, policy, seed, is.Batches, base, running, objs.Claims[batchStart:], out.allocated, drawn, tn); err != nil {
 				return nil, err
 			}
 		}

@@ -40,7 +40,7 @@ func (t *InflationTrace) batch(ctx context.Context, policy string, seed uint64, 
 	var b bytes.Buffer
 	node := map[string]string{}
 	for _, c := range allocated {
-		node[c.Name] = allocationNode(c)
+		node[c.Name] = tn.nodeOf(c)
 	}
 	for _, c := range batch {
 		r := c.Spec.Devices.Requests[0].Exactly
@@ -82,23 +82,6 @@ func (t *InflationTrace) batch(ctx context.Context, policy string, seed uint64, 
 	defer t.mu.Unlock()
 	_, err = t.w.Write(b.Bytes())
 	return err
-}
-
-// allocationNode is the one node an allocation's node selector names by
-// metadata.name ("" for none).
-func allocationNode(c *resourceapi.ResourceClaim) string {
-	a := c.Status.Allocation
-	if a == nil || a.NodeSelector == nil {
-		return ""
-	}
-	for _, term := range a.NodeSelector.NodeSelectorTerms {
-		for _, f := range term.MatchFields {
-			if f.Key == "metadata.name" && len(f.Values) == 1 {
-				return f.Values[0]
-			}
-		}
-	}
-	return ""
 }
 
 // freeSlices is how many of counter set g's memory-slice counters are

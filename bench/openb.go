@@ -88,7 +88,7 @@ type OpenBConfig struct {
 	// node.
 	GPUOnly bool
 	// InflationTrace, when set, receives the inflation simulation's
-	// batches as they are decided (WriteInflationTrace's lines): every
+	// batches as they are decided (InflationTrace's lines): every
 	// task with its node or none, and every node's free GPUs, CPU and
 	// memory after the batch. Safe for policies run at once.
 	InflationTrace *InflationTrace `json:"-"`

@@ -97,9 +97,15 @@ func newTraceNodes(nodes []openbNode, slices []*resourceapi.ResourceSlice, seed 
 
 // admit runs task on the node of its allocated claim c.
 func (t *traceNodes) admit(task *openbTask, c *resourceapi.ResourceClaim) {
-	node := t.poolNode[c.Status.Allocation.Devices.Results[0].Pool]
+	node := t.nodeOf(c)
 	t.at[task.name] = node
 	t.take(node, task.cpu, task.mem, +1)
+}
+
+// nodeOf is the node an allocated claim's devices are on (its first
+// device's pool: the trace's devices are node-local).
+func (t *traceNodes) nodeOf(c *resourceapi.ResourceClaim) string {
+	return t.poolNode[c.Status.Allocation.Devices.Results[0].Pool]
 }
 
 // leave ends task, if it runs.

@@ -224,9 +224,15 @@ func pinToNode(pod *corev1.Pod, node string) {
 // claimPodCPU maps each claim a pending pod uses to that pod's CPU
 // request, the CPU dimension of the look-ahead's shapes.
 func claimPodCPU(snap *Snapshot) map[string]corev1.ResourceList {
+	return podCPUByClaim(snap.Pods, func(p *corev1.Pod) bool { return p.Spec.NodeName == "" })
+}
+
+// podCPUByClaim is, per claim (namespace/name), the CPU request of the
+// pod among pods that keep accepts (nil: all) that uses it.
+func podCPUByClaim(pods []*corev1.Pod, keep func(*corev1.Pod) bool) map[string]corev1.ResourceList {
 	out := map[string]corev1.ResourceList{}
-	for _, p := range snap.Pods {
-		if p.Spec.NodeName != "" {
+	for _, p := range pods {
+		if keep != nil && !keep(p) {
 			continue
 		}
 		cpu := podCPU(p)

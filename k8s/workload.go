@@ -9,7 +9,6 @@ import (
 	"github.com/drasat/drasat/alloc"
 	"github.com/drasat/drasat/frag"
 	"github.com/drasat/drasat/input"
-	"github.com/drasat/drasat/model"
 )
 
 // The frag look-ahead's workload (frag.Workload) is what the controller
@@ -45,7 +44,7 @@ func LoadWorkload(files []string, withCPU bool) (*frag.Workload, error) {
 			return nil, fmt.Errorf("workload: %w", err)
 		}
 		before := w.Total()
-		observeTasks(w, objs.Claims, objs.Pods, withCPU, func(*resourceapi.ResourceClaim) bool { return true }, func(*corev1.Pod) bool { return true })
+		observeTasks(w, objs.Claims, objs.Pods, withCPU, nil, nil)
 		if w.Total() == before {
 			return nil, fmt.Errorf("workload: %s: no ResourceClaims, and no pods without claims labelled %s=true", f, PlaceLabel)
 		}
@@ -53,22 +52,18 @@ func LoadWorkload(files []string, withCPU bool) (*frag.Workload, error) {
 	return w, nil
 }
 
-// observeTasks counts the claims that claim accepts, each with the CPU of
-// the pod that uses it when withCPU, and when withCPU the pods without
-// claims labelled PlaceLabel=true that pod accepts, as CPU-only tasks.
+// observeTasks counts the claims that claim accepts (nil: all), each
+// with the CPU of the pod that uses it when withCPU, and when withCPU the
+// pods without claims labelled PlaceLabel=true that pod accepts (nil:
+// all), as CPU-only tasks.
 func observeTasks(w *frag.Workload, claims []*resourceapi.ResourceClaim, pods []*corev1.Pod, withCPU bool,
 	claim func(*resourceapi.ResourceClaim) bool, pod func(*corev1.Pod) bool) {
 	var cpu map[string]corev1.ResourceList
 	if withCPU {
-		cpu = map[string]corev1.ResourceList{}
-		for _, p := range pods {
-			for _, n := range model.PodClaimNames(p) {
-				cpu[p.Namespace+"/"+n] = podCPU(p)
-			}
-		}
+		cpu = podCPUByClaim(pods, nil)
 	}
 	for _, c := range claims {
-		if claim(c) {
+		if claim == nil || claim(c) {
 			w.ObserveTask(c, cpu[claimKey(c)])
 		}
 	}
@@ -76,7 +71,7 @@ func observeTasks(w *frag.Workload, claims []*resourceapi.ResourceClaim, pods []
 		return
 	}
 	for _, p := range pods {
-		if len(p.Spec.ResourceClaims) == 0 && p.Labels[PlaceLabel] == "true" && pod(p) {
+		if len(p.Spec.ResourceClaims) == 0 && p.Labels[PlaceLabel] == "true" && (pod == nil || pod(p)) {
 			w.ObserveTask(nil, podCPU(p))
 		}
 	}
@@ -99,7 +94,7 @@ func (r *Reconciler) startWorkload(snap *Snapshot) {
 	served := func(ns string) bool { return r.Opts.Namespace == "" || ns == r.Opts.Namespace }
 	observeTasks(w, snap.Claims, snap.Pods, r.Opts.PlacePods,
 		func(c *resourceapi.ResourceClaim) bool {
-			return c.Status.Allocation != nil && c.DeletionTimestamp == nil && !isProjected(c) && served(c.Namespace)
+			return c.Status.Allocation != nil && c.DeletionTimestamp == nil && served(c.Namespace)
 		},
 		func(p *corev1.Pod) bool {
 			return p.Spec.NodeName != "" && p.DeletionTimestamp == nil && served(p.Namespace) &&

@@ -19,11 +19,11 @@ func TestUniqueIdentity(t *testing.T) {
 	}
 }
 
-// A write timeout that does not fit between the renew deadline and the
-// lease duration is refused at start-up, before any request.
-func TestWriteTimeoutMustFitLease(t *testing.T) {
+// unreachableKubeconfig is a kubeconfig whose server nothing listens on:
+// a command given it must fail before connecting.
+func unreachableKubeconfig(t *testing.T) string {
+	t.Helper()
 	kc := filepath.Join(t.TempDir(), "kubeconfig")
-	// Nothing listens there: the command must fail before connecting.
 	if err := os.WriteFile(kc, []byte(`apiVersion: v1
 kind: Config
 clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
@@ -33,6 +33,13 @@ current-context: c
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	return kc
+}
+
+// A write timeout that does not fit between the renew deadline and the
+// lease duration is refused at start-up, before any request.
+func TestWriteTimeoutMustFitLease(t *testing.T) {
+	kc := unreachableKubeconfig(t)
 	for _, cmd := range [][]string{{"controller", "--metrics-addr="}, {"reconcile", "--once"}} {
 		args := append(cmd, "--kubeconfig="+kc, "--leader-elect-lease-duration=6s", "--leader-elect-renew-deadline=4s", "--write-timeout=3s")
 		_, _, err := runApp(t, args...)

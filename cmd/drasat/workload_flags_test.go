@@ -11,20 +11,10 @@ import (
 // claims is refused naming it, and the flag is refused with a policy that
 // has no look-ahead.
 func TestWorkloadFromRefusedAtStart(t *testing.T) {
-	dir := t.TempDir()
-	kc := filepath.Join(dir, "kubeconfig")
-	// Nothing listens there: the command must fail before connecting.
-	nodes := filepath.Join(dir, "nodes.yaml")
-	for f, text := range map[string]string{kc: `apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
-users: [{name: u, user: {token: x}}]
-contexts: [{name: c, context: {cluster: c, user: u}}]
-current-context: c
-`, nodes: "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n"} {
-		if err := os.WriteFile(f, []byte(text), 0o600); err != nil {
-			t.Fatal(err)
-		}
+	kc := unreachableKubeconfig(t)
+	nodes := filepath.Join(t.TempDir(), "nodes.yaml")
+	if err := os.WriteFile(nodes, []byte("apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n"), 0o600); err != nil {
+		t.Fatal(err)
 	}
 	for _, tc := range []struct {
 		args []string

@@ -7,10 +7,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	"github.com/drasat/drasat/k8s"
 )
@@ -31,16 +29,7 @@ func TestPodsWithoutClaimsPlaced(t *testing.T) {
 	c := newCluster(t)
 	c.createNodes([]*corev1.Node{nodeNamed("node-1"), nodeNamed("node-2")})
 	ctx := context.Background()
-	_, err := c.admin.ResourceV1().DeviceClasses().Create(ctx, &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "gpu"},
-		Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
-			Expression: `device.driver == "gpu.example.com"`}}}}}, metav1.CreateOptions{})
-	must(t, err)
-	s := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "node-1-gpu"}}
-	s.Spec.Driver, s.Spec.NodeName = "gpu.example.com", ptr.To("node-1")
-	s.Spec.Pool = resourceapi.ResourcePool{Name: "node-1", Generation: 1, ResourceSliceCount: 1}
-	s.Spec.Devices = []resourceapi.Device{{Name: "gpu-0"}}
-	_, err = c.admin.ResourceV1().ResourceSlices().Create(ctx, s, metav1.CreateOptions{})
-	must(t, err)
+	c.createWholeGPUs("node-1", 1)
 	ns := "cpu"
 	c.namespace(ns)
 	c.createTemplate(ns, "gpu", deviceSpec("gpu"))

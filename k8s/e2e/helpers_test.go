@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -57,6 +58,25 @@ func (c *cluster) createPool(objs *input.Objects) {
 			c.t.Fatalf("create slice %s: %v", s.Name, err)
 		}
 	}
+}
+
+// createWholeGPUs creates the device class gpu (driver gpu.example.com)
+// and a slice of n whole GPUs, gpu-0 to gpu-<n-1>, on node.
+func (c *cluster) createWholeGPUs(node string, n int) {
+	c.t.Helper()
+	ctx := context.Background()
+	_, err := c.admin.ResourceV1().DeviceClasses().Create(ctx, &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "gpu"},
+		Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
+			Expression: `device.driver == "gpu.example.com"`}}}}}, metav1.CreateOptions{})
+	must(c.t, err)
+	s := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: node + "-gpu"}}
+	s.Spec.Driver, s.Spec.NodeName = "gpu.example.com", ptr.To(node)
+	s.Spec.Pool = resourceapi.ResourcePool{Name: node, Generation: 1, ResourceSliceCount: 1}
+	for i := range n {
+		s.Spec.Devices = append(s.Spec.Devices, resourceapi.Device{Name: fmt.Sprintf("gpu-%d", i)})
+	}
+	_, err = c.admin.ResourceV1().ResourceSlices().Create(ctx, s, metav1.CreateOptions{})
+	must(c.t, err)
 }
 
 // namespace creates a namespace drasat serves (labelled

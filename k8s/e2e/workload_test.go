@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -10,9 +9,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	resourceapi "k8s.io/api/resource/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 )
 
 // A controller started on a running cluster, given --workload-from, starts
@@ -22,17 +18,7 @@ import (
 func TestWorkloadWarmStart(t *testing.T) {
 	c := newCluster(t)
 	c.createNodes([]*corev1.Node{nodeNamed("node-1")})
-	ctx := context.Background()
-	_, err := c.admin.ResourceV1().DeviceClasses().Create(ctx, &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "gpu"},
-		Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
-			Expression: `device.driver == "gpu.example.com"`}}}}}, metav1.CreateOptions{})
-	must(t, err)
-	s := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "node-1-gpu"}}
-	s.Spec.Driver, s.Spec.NodeName = "gpu.example.com", ptr.To("node-1")
-	s.Spec.Pool = resourceapi.ResourcePool{Name: "node-1", Generation: 1, ResourceSliceCount: 1}
-	s.Spec.Devices = []resourceapi.Device{{Name: "gpu-0"}, {Name: "gpu-1"}}
-	_, err = c.admin.ResourceV1().ResourceSlices().Create(ctx, s, metav1.CreateOptions{})
-	must(t, err)
+	c.createWholeGPUs("node-1", 2)
 	ns := "warm"
 	c.namespace(ns)
 	c.createTemplate(ns, "gpu", deviceSpec("gpu"))
